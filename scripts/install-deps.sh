@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs g4's build and test dependencies from Debian 12 packages. Idempotent.
+set -euo pipefail
+PKGS=(g++ cmake ninja-build pkg-config git
+      nlohmann-json3-dev libcpp-httplib-dev libhwy-dev
+      libgtest-dev libgmock-dev libbenchmark-dev
+      clang libclang-rt-14-dev nodejs npm curl)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

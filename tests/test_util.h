@@ -1,0 +1,59 @@
+// Helpers shared by tests: where the shared fixtures are, temp dirs, reading raw files.
+#pragma once
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace g4::test {
+
+// ../shared beside the repository, or $G4_SHARED.
+inline std::filesystem::path shared_dir() {
+  if (const char* env = std::getenv("G4_SHARED")) return env;
+  return G4_SHARED_DIR;
+}
+inline std::filesystem::path fixtures_dir() { return shared_dir() / "fixtures"; }
+inline std::filesystem::path g4_binary() { return G4_BINARY; }
+
+// A fresh directory under the system temp dir, removed when the object dies.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() / ("g4test-" + std::to_string(rd()) + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+inline void write_file(const std::filesystem::path& p, const std::string& bytes) {
+  std::ofstream f(p, std::ios::binary);
+  f.write(bytes.data(), std::streamsize(bytes.size()));
+}
+inline std::vector<float> read_f32(const std::filesystem::path& p) {
+  std::string b = read_file(p);
+  std::vector<float> v(b.size() / 4);
+  std::memcpy(v.data(), b.data(), v.size() * 4);
+  return v;
+}
+
+// Runs a shell command, returns exit code; stdout+stderr captured into *out if given.
+int run_command(const std::string& cmd, std::string* out = nullptr);
+
+}  // namespace g4::test
