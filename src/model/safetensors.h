@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "model/tensor_view.h"
+#include "platform/tensor_view.h"
 #include "platform/mapped_file.h"
 
 namespace g4 {

@@ -1,4 +1,4 @@
-#include "model/tensor_view.h"
+#include "platform/tensor_view.h"
 
 namespace g4 {
 
@@ -60,4 +60,17 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+}  // namespace g4
+
+namespace g4 {
+TensorView slice_leading(const TensorView& t, int64_t i) {
+  TensorView s = t;
+  s.shape.erase(s.shape.begin());
+  const uint64_t bytes = uint64_t(s.numel()) * dtype_size(t.dtype);
+  s.data = t.data + uint64_t(i) * bytes;
+  s.nbytes = bytes;
+  s.file_offset = t.file_offset + uint64_t(i) * bytes;
+  s.name = t.name + "[" + std::to_string(i) + "]";
+  return s;
+}
 }  // namespace g4

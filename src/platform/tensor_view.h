@@ -33,3 +33,8 @@ struct TensorView {
 std::string shape_str(const std::vector<int64_t>& shape);  // "[4096, 1536]"
 
 }  // namespace g4
+
+namespace g4 {
+// View of slice i along the leading dimension (e.g. expert e of an [E, out, in] tensor).
+TensorView slice_leading(const TensorView& t, int64_t i);
+}  // namespace g4

@@ -1,0 +1,60 @@
+// g4 logits: one forward pass over a token sequence, logits written as raw f32.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+
+#include "cli/args.h"
+#include "cli/command.h"
+#include "model/forward_reference.h"
+#include "model/model.h"
+#include "platform/error.h"
+
+namespace g4::cli {
+namespace {
+
+const char* kUsage =
+    "usage: g4 logits --model DIR --tokens 5,17,... [--out FILE]\n\n"
+    "Runs the f32 reference forward pass over the whole sequence (positions from 0, no BOS added)\n"
+    "and prints the top-5 of the last row.\n\n"
+    "  --model DIR     Hugging Face checkpoint directory (config.json + safetensors)\n"
+    "  --tokens LIST   comma-separated token ids\n"
+    "  --out FILE      write float32 little-endian logits of shape [T, vocab]; row i = logits after token i";
+
+int run(const std::vector<std::string>& argv) {
+  Args a(argv, {"--model", "--tokens", "--out"}, {});
+  const auto tokens = parse_int_list(a.require("--tokens"), "--tokens");
+  auto t0 = std::chrono::steady_clock::now();
+  auto model = load_model(a.require("--model"));
+  auto t1 = std::chrono::steady_clock::now();
+  std::vector<float> logits = forward_reference(*model, tokens);
+  auto t2 = std::chrono::steady_clock::now();
+  const int64_t V = model->config.vocab_size, T = int64_t(tokens.size());
+  if (auto out = a.get("--out")) {
+    const std::string tmp = *out + ".tmp";
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw Error(*out + ": cannot open for writing");
+    f.write(reinterpret_cast<const char*>(logits.data()), std::streamsize(logits.size() * sizeof(float)));
+    f.close();
+    if (!f) throw Error(*out + ": write failed");
+    std::rename(tmp.c_str(), out->c_str());
+    std::fprintf(stderr, "wrote %s: [%lld, %lld] float32\n", out->c_str(), (long long)T, (long long)V);
+  }
+  const float* last = logits.data() + (T - 1) * V;
+  std::vector<int> idx(size_t(V));
+  std::iota(idx.begin(), idx.end(), 0);
+  const int k = int(std::min<int64_t>(5, V));
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int x, int y) { return last[x] > last[y]; });
+  std::printf("top-%d after token %lld (position %lld):\n", k, (long long)tokens.back(), (long long)(T - 1));
+  for (int i = 0; i < k; ++i) std::printf("  %8d  %10.5f\n", idx[size_t(i)], last[idx[size_t(i)]]);
+  std::fprintf(stderr, "load %.3f s, forward %.3f s (%lld tokens, f32 reference path)\n",
+               std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count(),
+               (long long)T);
+  return 0;
+}
+
+const Registration reg{"logits", "forward pass over a token list, write logits [T, vocab] as f32", kUsage, run};
+
+}  // namespace
+}  // namespace g4::cli

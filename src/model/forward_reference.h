@@ -1,0 +1,18 @@
+// The f32 reference forward pass of the Gemma 4 text decoder over one whole sequence.
+// Simple loops, no cache, no batching: the oracle every faster path is tested against.
+// Spec: ../shared/docs/gemma4-architecture.md section 3.
+#pragma once
+#include <vector>
+
+#include "model/model.h"
+
+namespace g4 {
+
+// tokens: ids at positions 0..T-1 (no BOS is added). Returns logits [T, V], row i = logits after
+// token i. Throws g4::Error for an empty sequence or an id outside the vocabulary.
+std::vector<float> forward_reference(const Model& m, const std::vector<int>& tokens);
+
+// Embedding scale sqrt(H), rounded to the weight dtype as the reference does (bf16 -> 39.25 for H=1536).
+float embedding_scale(int64_t width, DType weight_dtype);
+
+}  // namespace g4

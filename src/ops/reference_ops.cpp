@@ -1,0 +1,94 @@
+#include "ops/reference_ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace g4::ref {
+
+float dot(const float* a, const float* b, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += a[i + k] * b[i + k];
+  for (; i < n; ++i) acc[i & 7] += a[i] * b[i];
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+void matmul(const float* x, int64_t T, const TensorView& w, float* y) {
+  const int64_t out = w.shape[0], in = w.shape[1];
+  std::vector<float> row(static_cast<size_t>(in));
+  for (int64_t o = 0; o < out; ++o) {
+    const float* wr;
+    if (w.dtype == DType::F32) {
+      wr = reinterpret_cast<const float*>(w.data) + o * in;
+    } else {
+      w.row_to_f32(o, row.data());
+      wr = row.data();
+    }
+    for (int64_t t = 0; t < T; ++t) y[t * out + o] = dot(x + t * in, wr, in);
+  }
+}
+
+void rms_norm(float* x, int64_t rows, int64_t n, const TensorView* w, float eps) {
+  std::vector<float> wf;
+  if (w) {
+    wf.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) wf[size_t(i)] = w->at(i);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float* v = x + r * n;
+    const float ms = dot(v, v, n) / float(n);
+    const float inv = 1.0f / std::sqrt(ms + eps);
+    if (w)
+      for (int64_t i = 0; i < n; ++i) v[i] = (v[i] * inv) * wf[size_t(i)];
+    else
+      for (int64_t i = 0; i < n; ++i) v[i] = v[i] * inv;
+  }
+}
+
+float gelu_tanh(float x) {
+  const float k = 0.7978845608028654f;  // sqrt(2/pi)
+  return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
+}
+
+void softmax(float* x, int64_t n) {
+  float m = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, x[i]);
+  float s = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - m);
+    s += x[i];
+  }
+  const float inv = 1.0f / s;
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void rope(float* x, int64_t n_heads, int64_t hd, const std::vector<float>& inv_freq, int64_t pos) {
+  const int64_t half = hd / 2;
+  for (int64_t k = 0; k < half; ++k) {
+    // The reference forms freqs = inv_freq * pos in f32, then cos/sin of that.
+    const float angle = float(pos) * inv_freq[size_t(k)];
+    const float c = std::cos(angle), s = std::sin(angle);
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* v = x + h * hd;
+      const float a = v[k], b = v[k + half];
+      v[k] = a * c - b * s;
+      v[k + half] = b * c + a * s;
+    }
+  }
+}
+
+std::vector<float> rope_inv_freq_default(int64_t hd, double theta) {
+  std::vector<float> f(static_cast<size_t>(hd / 2));
+  for (int64_t k = 0; k < hd / 2; ++k) f[size_t(k)] = float(1.0 / std::pow(theta, double(2 * k) / double(hd)));
+  return f;
+}
+
+std::vector<float> rope_inv_freq_proportional(int64_t hd, double theta, double partial_rotary_factor) {
+  const int64_t rotated = int64_t(partial_rotary_factor * double(hd)) / 2;  // int(0.25·512 // 2) = 64
+  std::vector<float> f(size_t(hd / 2), 0.0f);
+  for (int64_t k = 0; k < rotated; ++k) f[size_t(k)] = float(1.0 / std::pow(theta, double(2 * k) / double(hd)));
+  return f;
+}
+
+}  // namespace g4::ref
