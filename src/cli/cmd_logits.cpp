@@ -42,7 +42,7 @@ int run(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "wrote %s: [%lld, %lld] float32\n", out->c_str(), (long long)T, (long long)V);
   }
   const float* last = logits.data() + (T - 1) * V;
-  std::vector<int> idx(size_t(V));
+  std::vector<int> idx(static_cast<size_t>(V));
   std::iota(idx.begin(), idx.end(), 0);
   const int k = int(std::min<int64_t>(5, V));
   std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int x, int y) { return last[x] > last[y]; });

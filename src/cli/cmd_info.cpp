@@ -1,0 +1,69 @@
+// g4 info: the resolved config, the layer plan, parameter count and bytes by dtype.
+#include <cstdio>
+
+#include "cli/args.h"
+#include "cli/command.h"
+#include "model/model.h"
+
+namespace g4::cli {
+namespace {
+
+const char* kUsage =
+    "usage: g4 info --model DIR\n\n"
+    "Loads and validates the checkpoint, then prints the resolved config, a per-layer table\n"
+    "(type, head dim, KV heads, KV source layer, MLP width, MoE), parameter count and bytes by dtype.";
+
+std::string human_bytes(uint64_t b) {
+  char buf[64];
+  if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", double(b) / double(1ull << 30));
+  else if (b >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", double(b) / double(1ull << 20));
+  else std::snprintf(buf, sizeof buf, "%.1f KiB", double(b) / 1024.0);
+  return buf;
+}
+
+int run(const std::vector<std::string>& argv) {
+  Args a(argv, {"--model"}, {});
+  auto m = load_model(a.require("--model"));
+  const ModelConfig& c = m->config;
+  const ModelWeights& w = m->weights;
+  std::printf("model      %s (%s)\n", m->path.string().c_str(), c.model_type.c_str());
+  std::printf("geometry   vocab %d, hidden %d, layers %d, heads %d, kv heads %d (full layers: %s)\n", c.vocab_size,
+              c.hidden_size, c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads,
+              c.num_global_key_value_heads ? std::to_string(*c.num_global_key_value_heads).c_str() : "same");
+  std::printf("heads      head_dim %d (sliding), global_head_dim %d (full); attention scaling 1.0\n", c.head_dim,
+              c.global_head_dim);
+  std::printf("rope       sliding: %s theta %g; full: %s theta %g, partial_rotary_factor %g\n",
+              c.rope_sliding.type == RopeType::Proportional ? "proportional" : "default", c.rope_sliding.theta,
+              c.rope_full.type == RopeType::Proportional ? "proportional" : "default", c.rope_full.theta,
+              c.rope_full.partial_rotary_factor);
+  std::printf("window     sliding_window %d; max_position_embeddings %d\n", c.sliding_window, c.max_position_embeddings);
+  std::printf("features   PLE %s; KV-shared layers %d (first %d); K=V %s; double-wide MLP %s; MoE %s\n",
+              c.has_ple() ? std::to_string(c.hidden_size_per_layer_input).c_str() : "off", c.num_kv_shared_layers,
+              c.first_kv_shared_layer, c.attention_k_eq_v ? "on" : "off", c.use_double_wide_mlp ? "on" : "off",
+              c.enable_moe_block ? (std::to_string(c.num_experts) + " experts, top " + std::to_string(c.top_k_experts) +
+                                    ", width " + std::to_string(c.moe_intermediate_size)).c_str()
+                                 : "off");
+  std::printf("softcap    final %s; norm eps %g; tied head %s\n",
+              c.final_logit_softcapping ? std::to_string(*c.final_logit_softcapping).c_str() : "none", c.rms_norm_eps,
+              c.tie_word_embeddings ? "yes" : "no");
+  std::printf("\nlayer  type     head_dim  kv_heads  kv_source  mlp_width  moe\n");
+  for (size_t i = 0; i < c.layers.size(); ++i) {
+    const LayerPlan& p = c.layers[i];
+    std::string src = p.kv_shared ? std::to_string(p.kv_source_layer) + " (shared)" : "own";
+    if (p.k_eq_v && !p.kv_shared) src += ", K=V";
+    std::printf("%5zu  %-7s  %8d  %8d  %-12s %9d  %s\n", i, p.type == LayerType::Full ? "full" : "sliding",
+                p.head_dim, p.kv_heads, src.c_str(), p.mlp_width, p.moe ? "yes" : "-");
+  }
+  std::printf("\nweights    prefix '%s', %llu tensors bound, %.3f B parameters, %s loaded (mmap)\n", w.prefix.c_str(),
+              (unsigned long long)w.bound_tensors, double(w.parameter_count) / 1e9, human_bytes(w.bound_bytes).c_str());
+  for (const auto& [dt, b] : w.bytes_by_dtype) std::printf("           %-5s %s\n", dt.c_str(), human_bytes(b).c_str());
+  std::printf("files      %zu, %s of tensor data mapped\n", m->archive.files().size(), human_bytes(m->archive.data_bytes()).c_str());
+  for (const auto& n : c.notes) std::printf("note       %s\n", n.c_str());
+  for (const auto& n : w.notes) std::printf("note       %s\n", n.c_str());
+  return 0;
+}
+
+const Registration reg{"info", "load and validate a checkpoint; print config, layer plan, sizes", kUsage, run};
+
+}  // namespace
+}  // namespace g4::cli

@@ -1,0 +1,103 @@
+#include "model/presets.h"
+
+#include "platform/error.h"
+
+namespace g4 {
+
+namespace {
+
+std::vector<LayerType> pattern(int layers, int period) {  // full where i % period == period - 1
+  std::vector<LayerType> t;
+  for (int i = 0; i < layers; ++i) t.push_back(i % period == period - 1 ? LayerType::Full : LayerType::Sliding);
+  return t;
+}
+
+ModelConfig base(int vocab, int H, int I, int L, int nH, int nKV, int d, int dg, int window, int period) {
+  ModelConfig c;
+  c.model_type = "gemma4_text";
+  c.vocab_size = vocab;
+  c.hidden_size = H;
+  c.intermediate_size = I;
+  c.num_hidden_layers = L;
+  c.num_attention_heads = nH;
+  c.num_key_value_heads = nKV;
+  c.head_dim = d;
+  c.global_head_dim = dg;
+  c.sliding_window = window;
+  c.layer_types = pattern(L, period);
+  c.final_logit_softcapping = 30.0;
+  c.eos_token_ids = {1, 106};
+  c.hidden_size_per_layer_input = 0;
+  c.vocab_size_per_layer_input = vocab;
+  return c;
+}
+
+}  // namespace
+
+std::vector<std::string> preset_names() {
+  return {"tiny-e", "tiny-31b", "tiny-moe", "e2b", "e4b", "12b", "26b-a4b", "31b"};
+}
+
+ModelConfig preset_config(const std::string& name) {
+  ModelConfig c;
+  if (name == "tiny-e") {  // E2B-like: PLE, KV sharing, double-wide MLP on shared layers
+    c = base(512, 64, 128, 10, 4, 1, 16, 32, 8, 5);
+    c.max_position_embeddings = 4096;
+    c.hidden_size_per_layer_input = 16;
+    c.num_kv_shared_layers = 5;
+    c.use_double_wide_mlp = true;
+  } else if (name == "tiny-31b") {  // 31B-like: K=V full layers, fewer global KV heads
+    c = base(512, 64, 128, 8, 4, 2, 16, 32, 8, 4);
+    c.max_position_embeddings = 4096;
+    c.attention_k_eq_v = true;
+    c.num_global_key_value_heads = 1;
+  } else if (name == "tiny-moe") {  // 26B-A4B-like: dense MLP + routed experts
+    c = base(512, 64, 96, 6, 4, 2, 16, 32, 8, 3);
+    c.max_position_embeddings = 4096;
+    c.attention_k_eq_v = true;
+    c.num_global_key_value_heads = 1;
+    c.enable_moe_block = true;
+    c.num_experts = 8;
+    c.top_k_experts = 2;
+    c.moe_intermediate_size = 32;
+  } else if (name == "e2b") {
+    c = base(262144, 1536, 6144, 35, 8, 1, 256, 512, 512, 5);
+    c.hidden_size_per_layer_input = 256;
+    c.num_kv_shared_layers = 20;
+    c.use_double_wide_mlp = true;
+  } else if (name == "e4b") {
+    c = base(262144, 2560, 10240, 42, 8, 2, 256, 512, 512, 6);
+    c.hidden_size_per_layer_input = 256;
+    c.num_kv_shared_layers = 18;
+  } else if (name == "12b") {
+    c = base(262144, 3840, 15360, 48, 16, 8, 256, 512, 1024, 6);
+    c.model_type = "gemma4_unified_text";
+    c.max_position_embeddings = 262144;
+    c.attention_k_eq_v = true;
+    c.num_global_key_value_heads = 1;
+  } else if (name == "26b-a4b") {
+    c = base(262144, 2816, 2112, 30, 16, 8, 256, 512, 1024, 6);
+    c.max_position_embeddings = 262144;
+    c.attention_k_eq_v = true;
+    c.num_global_key_value_heads = 2;
+    c.enable_moe_block = true;
+    c.num_experts = 128;
+    c.top_k_experts = 8;
+    c.moe_intermediate_size = 704;
+  } else if (name == "31b") {
+    c = base(262144, 5376, 21504, 60, 32, 16, 256, 512, 1024, 6);
+    c.max_position_embeddings = 262144;
+    c.attention_k_eq_v = true;
+    c.num_global_key_value_heads = 4;
+  } else {
+    std::string names;
+    for (const auto& n : preset_names()) names += (names.empty() ? "" : ", ") + n;
+    throw Error("unknown preset '" + name + "' (known: " + names + ")");
+  }
+  if (c.vocab_size_per_layer_input != c.vocab_size || c.hidden_size_per_layer_input == 0)
+    c.vocab_size_per_layer_input = c.vocab_size;
+  c.finalize();
+  return c;
+}
+
+}  // namespace g4

@@ -1,0 +1,15 @@
+// Named Gemma 4 geometries: the released sizes (spec section 1) and tiny test models with the
+// same features as the shared fixtures. Used by `g4 synth` and tests.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+
+namespace g4 {
+
+// Throws g4::Error listing the known names when `name` is unknown.
+ModelConfig preset_config(const std::string& name);
+std::vector<std::string> preset_names();
+
+}  // namespace g4
