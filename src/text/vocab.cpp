@@ -1,0 +1,158 @@
+#include "text/vocab.h"
+
+#include <cstring>
+
+#include "platform/error.h"
+#include "text/utf8.h"
+
+namespace g4::text {
+
+int parse_byte_piece(std::string_view p) {
+  if (p.size() != 6 || p[0] != '<' || p[1] != '0' || p[2] != 'x' || p[5] != '>') return -1;
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  const int hi = hex(p[3]), lo = hex(p[4]);
+  return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
+std::string byte_piece(uint8_t b) {
+  static const char* digits = "0123456789ABCDEF";
+  return std::string("<0x") + digits[b >> 4] + digits[b & 15] + ">";
+}
+
+static std::string quoted(std::string_view s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '\n') q += "\\n";
+    else if (c == '\t') q += "\\t";
+    else if (c == '"') q += "\\\"";
+    else q += c;
+  }
+  return q + "\"";
+}
+
+Vocabulary::Vocabulary(VocabularySpec spec) {
+  source_ = spec.source;
+  const std::string& src = source_;
+  const size_t n = spec.pieces.size();
+  if (n == 0) throw Error(src + ": the vocabulary is empty");
+  if (n > size_t(INT32_MAX)) throw Error(src + ": the vocabulary is too large");
+  if (spec.types.size() != n)
+    throw Error(src + ": " + std::to_string(spec.types.size()) + " token types for " + std::to_string(n) + " pieces");
+  if (!spec.scores.empty() && spec.scores.size() != n)
+    throw Error(src + ": " + std::to_string(spec.scores.size()) + " scores for " + std::to_string(n) + " pieces");
+
+  size_t total = 0;
+  for (const auto& p : spec.pieces) total += p.size();
+  piece_arena_.resize(total);
+  pieces_.reserve(n);
+  size_t at = 0;
+  for (const auto& p : spec.pieces) {
+    if (!p.empty()) std::memcpy(piece_arena_.data() + at, p.data(), p.size());
+    pieces_.emplace_back(piece_arena_.data() + at, p.size());
+    at += p.size();
+  }
+  types_ = std::move(spec.types);
+  scores_ = std::move(spec.scores);
+
+  piece_to_id_ = PieceIndex(n);
+  byte_value_.assign(n, -1);
+  for (size_t id = 0; id < n; ++id) {
+    const std::string_view p = pieces_[id];
+    if (p.empty() && types_[id] != TokenType::Unused)
+      throw Error(src + ": token " + std::to_string(id) + " has an empty piece");
+    int32_t first = -1;
+    if (!p.empty() && !piece_to_id_.insert(p, int32_t(id), pieces_, &first))
+      throw Error(src + ": piece " + quoted(p) + " appears twice (ids " + std::to_string(first) + " and " +
+                  std::to_string(id) + ")");
+    if (types_[id] == TokenType::Byte || (types_[id] == TokenType::Normal && spec.byte_fallback)) {
+      const int b = parse_byte_piece(p);
+      if (b >= 0) {
+        types_[id] = TokenType::Byte;
+        byte_value_[id] = int16_t(b);
+        byte_ids_[size_t(b)] = int32_t(id);
+      } else if (types_[id] == TokenType::Byte) {
+        throw Error(src + ": token " + std::to_string(id) + " is typed BYTE but its piece " + quoted(p) +
+                    " is not <0xNN>");
+      }
+    }
+  }
+
+  byte_fallback_ = spec.byte_fallback;
+  fuse_unk_ = spec.fuse_unk;
+  space_to_metaspace_ = spec.space_to_metaspace;
+  add_bos_ = spec.add_bos;
+  if (!spec.unk_piece.empty()) {
+    const int32_t u = find(spec.unk_piece);
+    if (u < 0) throw Error(src + ": the unknown token " + quoted(spec.unk_piece) + " is not in the vocabulary");
+    unk_id_ = u;
+  }
+  if (byte_fallback_) {
+    for (int b = 0; b < 256; ++b)
+      if (byte_ids_[size_t(b)] < 0 && !unk_id_)
+        throw Error(src + ": byte fallback is on but the piece " + byte_piece(uint8_t(b)) +
+                    " is missing and there is no unknown token to use instead");
+  } else if (!unk_id_) {
+    throw Error(src + ": neither byte fallback nor an unknown token: some text could not be encoded");
+  }
+
+  merges_ = MergeTable(spec.merges.size());
+  std::string joined;
+  for (size_t r = 0; r < spec.merges.size(); ++r) {
+    const auto& [l, rt] = spec.merges[r];
+    const int32_t li = find(l), ri = find(rt);
+    joined.assign(l).append(rt);
+    const int32_t mi = find(joined);
+    if (li < 0 || ri < 0 || mi < 0) {
+      const std::string& missing = li < 0 ? l : ri < 0 ? rt : joined;
+      throw Error(src + ": merge " + std::to_string(r) + " (" + quoted(l) + " " + quoted(rt) + ") uses " +
+                  quoted(missing) + ", which is not in the vocabulary");
+    }
+    merges_.insert(li, ri, MergeRule{uint32_t(r), mi});
+  }
+  merge_count_ = spec.merges.size();
+
+  for (int32_t id : spec.added_token_ids) {
+    if (id < 0 || size_t(id) >= n)
+      throw Error(src + ": added token id " + std::to_string(id) + " is outside the vocabulary");
+    if (pieces_[size_t(id)].empty()) throw Error(src + ": added token " + std::to_string(id) + " is empty");
+  }
+  added_token_ids_ = std::move(spec.added_token_ids);
+
+  for (const auto& [role, piece] : spec.named_tokens)
+    if (find(piece) < 0)
+      throw Error(src + ": " + role + " is " + quoted(piece) + ", which is not in the vocabulary");
+  named_tokens_ = std::move(spec.named_tokens);
+}
+
+std::optional<std::string> Vocabulary::named_piece(const std::string& role) const {
+  auto it = named_tokens_.find(role);
+  if (it == named_tokens_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<int32_t> Vocabulary::special_id(std::string_view piece, std::string* why) const {
+  const int32_t id = find(piece);
+  if (id < 0) {
+    if (why) *why = "the token " + quoted(piece) + " is not in the vocabulary of " + source_;
+    return std::nullopt;
+  }
+  if (unk_id_ && id == *unk_id_) {
+    if (why) *why = "the token " + quoted(piece) + " is the unknown token of " + source_;
+    return std::nullopt;
+  }
+  return id;
+}
+
+int32_t Vocabulary::require_special_id(std::string_view piece, std::string_view purpose) const {
+  std::string why;
+  auto id = special_id(piece, &why);
+  if (!id) throw Error(why + " (needed for " + std::string(purpose) + ")");
+  return *id;
+}
+
+}  // namespace g4::text
