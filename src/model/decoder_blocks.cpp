@@ -1,0 +1,222 @@
+#include "model/decoder_blocks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "model/forward_reference.h"
+#include "ops/reference_ops.h"
+#include "platform/error.h"
+
+namespace g4::blocks {
+
+namespace {
+
+std::vector<float> inv_freq(const RopeParams& p, int64_t hd) {
+  return p.type == RopeType::Proportional ? ref::rope_inv_freq_proportional(hd, p.theta, p.partial_rotary_factor)
+                                          : ref::rope_inv_freq_default(hd, p.theta);
+}
+
+void add_in_place(Vec& a, const Vec& b) {
+  for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
+}
+
+// down(gelu(gate(x)) * up(x))
+Vec gated_mlp(const Vec& x, int64_t T, const TensorView& gate, const TensorView& up, const TensorView& down) {
+  Vec g = linear(x, T, gate), u = linear(x, T, up);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = ref::gelu_tanh(g[i]) * u[i];
+  return linear(g, T, down);
+}
+
+// Mixture of experts (26B-A4B). r: raw residual [T, H]; x: pre_feedforward_layernorm_2(r).
+Vec moe_block(const ModelConfig& c, const LayerWeights& lw, const Vec& r, const Vec& x, int64_t T) {
+  const int64_t H = c.hidden_size, E = c.num_experts, K = c.top_k_experts, Ie = c.moe_intermediate_size;
+  // Router on the raw residual: rmsnorm without weight, * scale * H^-0.5.
+  Vec z = r;
+  ref::rms_norm(z.data(), T, H, nullptr, float(c.rms_norm_eps));
+  const float hs = float(1.0 / std::sqrt(double(H)));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < H; ++i) z[size_t(t * H + i)] *= lw.router_scale->at(i) * hs;
+  Vec probs = linear(z, T, *lw.router_proj);  // [T, E]
+  Vec out(static_cast<size_t>(T * H), 0.0f);
+  std::vector<int64_t> order(static_cast<size_t>(E));
+  Vec gu(static_cast<size_t>(2 * Ie)), act(static_cast<size_t>(Ie)), y(static_cast<size_t>(H));
+  for (int64_t t = 0; t < T; ++t) {
+    float* p = &probs[size_t(t * E)];
+    ref::softmax(p, E);  // over all experts, before top-k
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + K, order.end(),
+                      [&](int64_t a, int64_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+    float sum = 0;
+    for (int64_t j = 0; j < K; ++j) sum += p[order[size_t(j)]];
+    for (int64_t j = 0; j < K; ++j) {
+      const int64_t e = order[size_t(j)];
+      // Renormalise over the top k, then the per-expert scale (so weights no longer sum to 1).
+      const float w = p[e] / sum * lw.router_per_expert_scale->at(e);
+      const TensorView gate_up = slice_leading(*lw.experts_gate_up, e);  // [2·Ie, H], gate rows first
+      const TensorView down = slice_leading(*lw.experts_down, e);        // [H, Ie]
+      ref::matmul(&x[size_t(t * H)], 1, gate_up, gu.data());
+      for (int64_t i = 0; i < Ie; ++i) act[size_t(i)] = ref::gelu_tanh(gu[size_t(i)]) * gu[size_t(Ie + i)];
+      ref::matmul(act.data(), 1, down, y.data());
+      for (int64_t i = 0; i < H; ++i) out[size_t(t * H + i)] += w * y[size_t(i)];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+RopeTables::RopeTables(const ModelConfig& c)
+    : sliding(inv_freq(c.rope_sliding, c.head_dim)), full(inv_freq(c.rope_full, c.global_head_dim)) {}
+
+Vec linear(const Vec& x, int64_t T, const TensorView& w) {
+  Vec y(static_cast<size_t>(T * w.shape[0]));
+  ref::matmul(x.data(), T, w, y.data());
+  return y;
+}
+
+void check_tokens(const ModelConfig& c, const std::vector<int>& tokens) {
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    const int id = tokens[t];
+    if (id < 0 || id >= c.vocab_size)
+      throw Error("forward: token " + std::to_string(id) + " at position " + std::to_string(t) +
+                  " is outside the vocabulary [0, " + std::to_string(c.vocab_size) + ")");
+    if (c.has_ple() && id >= c.vocab_size_per_layer_input)
+      throw Error("forward: token " + std::to_string(id) + " has no per-layer embedding (vocab_size_per_layer_input = " +
+                  std::to_string(c.vocab_size_per_layer_input) + ")");
+  }
+}
+
+Vec embed(const Model& m, const std::vector<int>& tokens) {
+  const int64_t H = m.config.hidden_size, T = int64_t(tokens.size());
+  Vec x(static_cast<size_t>(T * H));
+  const float scale = embedding_scale(H, m.weights.dtype);
+  for (int64_t t = 0; t < T; ++t) {
+    m.weights.embed_tokens->row_to_f32(tokens[size_t(t)], &x[size_t(t * H)]);
+    for (int64_t i = 0; i < H; ++i) x[size_t(t * H + i)] *= scale;
+  }
+  return x;
+}
+
+Vec per_layer_inputs(const Model& m, const std::vector<int>& tokens, const Vec& x) {
+  const ModelConfig& c = m.config;
+  const ModelWeights& w = m.weights;
+  const int64_t H = c.hidden_size, L = c.num_hidden_layers, P = c.hidden_size_per_layer_input, T = int64_t(tokens.size());
+  Vec ctx = linear(x, T, *w.per_layer_model_projection);  // [T, L·P] from the scaled embeddings
+  const float hs = float(1.0 / std::sqrt(double(H)));
+  for (float& v : ctx) v *= hs;
+  ref::rms_norm(ctx.data(), T * L, P, w.per_layer_projection_norm, float(c.rms_norm_eps));  // per [P] slice
+  const float pscale = embedding_scale(P, w.embed_per_layer->dtype);
+  const float inv_sqrt2 = float(1.0 / std::sqrt(2.0));
+  Vec row(static_cast<size_t>(L * P));
+  for (int64_t t = 0; t < T; ++t) {
+    w.embed_per_layer->row_to_f32(tokens[size_t(t)], row.data());  // a gather: one row per token
+    for (int64_t i = 0; i < L * P; ++i) {
+      float& v = ctx[size_t(t * L * P + i)];
+      v = (v + row[size_t(i)] * pscale) * inv_sqrt2;
+    }
+  }
+  return ctx;
+}
+
+Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64_t>& positions, const RopeTables& rope) {
+  const ModelConfig& c = m.config;
+  const LayerPlan& p = c.layers[size_t(layer)];
+  const LayerWeights& lw = m.weights.layers[size_t(layer)];
+  const int64_t H = c.hidden_size, T = int64_t(positions.size()), nH = c.num_attention_heads;
+  const int64_t hd = p.head_dim, kvh = p.kv_heads;
+  const float eps = float(c.rms_norm_eps);
+  const auto& inv_freq = rope.for_layer(p);
+  Vec h = x;
+  ref::rms_norm(h.data(), T, H, lw.input_norm, eps);
+  Qkv out;
+  out.q = linear(h, T, *lw.q_proj);  // [T, nH, hd]
+  ref::rms_norm(out.q.data(), T * nH, hd, lw.q_norm, eps);
+  for (int64_t t = 0; t < T; ++t) ref::rope(&out.q[size_t(t * nH * hd)], nH, hd, inv_freq, positions[size_t(t)]);
+  if (p.kv_shared) return out;
+  Vec k_raw = linear(h, T, *lw.k_proj);                     // [T, kvh, hd]
+  out.v = lw.v_proj ? linear(h, T, *lw.v_proj) : k_raw;     // K=V: V from the raw key projection
+  out.k = std::move(k_raw);
+  ref::rms_norm(out.k.data(), T * kvh, hd, lw.k_norm, eps);
+  for (int64_t t = 0; t < T; ++t) ref::rope(&out.k[size_t(t * kvh * hd)], kvh, hd, inv_freq, positions[size_t(t)]);
+  ref::rms_norm(out.v.data(), T * kvh, hd, nullptr, eps);  // v_norm: no weight, no RoPE
+  return out;
+}
+
+void attend_row(const float* q, const float* k, const float* v, int64_t n, int64_t nH, int64_t kvh, int64_t hd, float* out) {
+  std::vector<float> scores(static_cast<size_t>(n));
+  const int64_t group = nH / kvh;
+  for (int64_t h = 0; h < nH; ++h) {
+    const int64_t kh = h / group;  // GQA: query head h reads kv head h / (nH / kvh)
+    const float* qv = q + h * hd;
+    for (int64_t s = 0; s < n; ++s) scores[size_t(s)] = ref::dot(qv, k + (s * kvh + kh) * hd, hd);  // scaling 1.0
+    ref::softmax(scores.data(), n);
+    float* o = out + h * hd;
+    std::fill(o, o + hd, 0.0f);
+    for (int64_t s = 0; s < n; ++s) {
+      const float pr = scores[size_t(s)];
+      const float* vv = v + (s * kvh + kh) * hd;
+      for (int64_t d = 0; d < hd; ++d) o[d] += pr * vv[d];
+    }
+  }
+}
+
+void attention_output(const Model& m, int layer, const Vec& a, Vec& x) {
+  const int64_t H = m.config.hidden_size, T = int64_t(x.size()) / H;
+  Vec o = linear(a, T, *m.weights.layers[size_t(layer)].o_proj);  // [T, H]
+  ref::rms_norm(o.data(), T, H, m.weights.layers[size_t(layer)].post_attention_norm, float(m.config.rms_norm_eps));
+  add_in_place(x, o);
+}
+
+void feed_forward(const Model& m, int layer, Vec& x) {
+  const ModelConfig& c = m.config;
+  const LayerWeights& lw = m.weights.layers[size_t(layer)];
+  const int64_t H = c.hidden_size, T = int64_t(x.size()) / H;
+  const float eps = float(c.rms_norm_eps);
+  Vec in = x;
+  ref::rms_norm(in.data(), T, H, lw.pre_feedforward_norm, eps);
+  Vec mo = gated_mlp(in, T, *lw.gate_proj, *lw.up_proj, *lw.down_proj);
+  if (c.layers[size_t(layer)].moe) {
+    ref::rms_norm(mo.data(), T, H, lw.post_feedforward_norm_1, eps);
+    Vec ex = x;  // experts read pre_feedforward_layernorm_2(residual); the router the raw residual
+    ref::rms_norm(ex.data(), T, H, lw.pre_feedforward_norm_2, eps);
+    Vec e = moe_block(c, lw, x, ex, T);
+    ref::rms_norm(e.data(), T, H, lw.post_feedforward_norm_2, eps);
+    add_in_place(mo, e);
+  }
+  ref::rms_norm(mo.data(), T, H, lw.post_feedforward_norm, eps);
+  add_in_place(x, mo);
+}
+
+void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple) {
+  const ModelConfig& c = m.config;
+  const LayerWeights& lw = m.weights.layers[size_t(layer)];
+  const int64_t H = c.hidden_size, T = int64_t(x.size()) / H, L = c.num_hidden_layers, P = c.hidden_size_per_layer_input;
+  if (P > 0) {
+    Vec g = linear(x, T, *lw.ple_input_gate);  // [T, P]
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t j = 0; j < P; ++j) {
+        float& gv = g[size_t(t * P + j)];
+        gv = ref::gelu_tanh(gv) * ple[size_t((t * L + layer) * P + j)];
+      }
+    Vec y = linear(g, T, *lw.ple_projection);  // [T, H]
+    ref::rms_norm(y.data(), T, H, lw.ple_post_norm, float(c.rms_norm_eps));
+    add_in_place(x, y);
+  }
+  const float scalar = lw.layer_scalar->at(0);  // the whole stream, every layer
+  for (float& v : x) v *= scalar;
+}
+
+Vec logits(const Model& m, Vec x) {
+  const ModelConfig& c = m.config;
+  const int64_t H = c.hidden_size, T = int64_t(x.size()) / H;
+  ref::rms_norm(x.data(), T, H, m.weights.final_norm, float(c.rms_norm_eps));
+  Vec out = linear(x, T, *m.weights.lm_head);  // tied head, no sqrt(H)
+  if (c.final_logit_softcapping) {
+    const float cap = float(*c.final_logit_softcapping);
+    for (float& v : out) v = cap * std::tanh(v / cap);
+  }
+  return out;
+}
+
+}  // namespace g4::blocks

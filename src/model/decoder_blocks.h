@@ -1,0 +1,58 @@
+// The pieces of the Gemma 4 decoder layer that do not depend on how attention finds its keys:
+// embeddings, Q/K/V projections with norms and RoPE, the attention output, the feed-forward
+// block (dense + MoE), the per-layer-embedding injection and the head. Both the whole-sequence
+// reference (forward_reference) and the cached, batched path (forward_cached) are built from
+// these; they differ only in where K/V come from. Rows are tokens; each row has its own position.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/model.h"
+
+namespace g4::blocks {
+
+using Vec = std::vector<float>;
+
+// RoPE inverse-frequency tables for both layer types, computed once per model.
+struct RopeTables {
+  std::vector<float> sliding, full;
+  explicit RopeTables(const ModelConfig& c);
+  const std::vector<float>& for_layer(const LayerPlan& p) const { return p.type == LayerType::Full ? full : sliding; }
+};
+
+// Checks ids against the vocabulary (and the PLE table); throws g4::Error naming the bad one.
+void check_tokens(const ModelConfig& c, const std::vector<int>& tokens);
+
+// x = embed_tokens[ids] · sqrt(H) (scale rounded to the weight dtype)            -> [T, H]
+Vec embed(const Model& m, const std::vector<int>& tokens);
+
+// Per-layer inputs (P > 0): ((proj(x)·H^-½ → RMSNorm per P slice) + table[ids]·√P) · 2^-½ -> [T, L, P]
+Vec per_layer_inputs(const Model& m, const std::vector<int>& tokens, const Vec& x);
+
+// h = input_layernorm(x); q = rope(q_norm(q_proj h))                               -> [T, nH, hd]
+// For non-shared layers also k = rope(k_norm(k_proj h)), v = v_norm(v_proj h or raw k) -> [T, kvh, hd]
+struct Qkv {
+  Vec q, k, v;
+};
+Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64_t>& positions, const RopeTables& rope);
+
+// One query row against n keys/values ([n, kvh, hd]) for all heads, causal window already applied
+// by the caller's choice of keys. out: [nH, hd]. Scaling 1.0, softmax in f32.
+void attend_row(const float* q, const float* k, const float* v, int64_t n, int64_t nH, int64_t kvh, int64_t hd, float* out);
+
+// x += post_attention_norm(o_proj(a))
+void attention_output(const Model& m, int layer, const Vec& a, Vec& x);
+
+// x += post_feedforward_norm(mlp(pre_ff_norm(x)) [+ MoE branch])
+void feed_forward(const Model& m, int layer, Vec& x);
+
+// x += post_per_layer_input_norm(proj(gelu(gate(x)) ⊙ ple[:, layer])); then x *= layer_scalar
+void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple);
+
+// logits = softcap(final_norm(x) · headᵀ)                                          -> [T, V]
+Vec logits(const Model& m, Vec x);
+
+// y[T, out] = x[T, in] · Wᵀ
+Vec linear(const Vec& x, int64_t T, const TensorView& w);
+
+}  // namespace g4::blocks
