@@ -1,0 +1,179 @@
+#include "engine/kv_cache.h"
+
+#include <algorithm>
+
+#include "platform/error.h"
+
+namespace g4 {
+
+KvFootprint kv_footprint(const ModelConfig& c, KvDType dtype) {
+  KvFootprint f;
+  for (const LayerPlan& p : c.layers) {
+    if (p.kv_shared) continue;  // reads its source layer's cache
+    const uint64_t b = 2 * kv_row_bytes(dtype, p.kv_heads, p.head_dim);  // K and V, also on K=V layers
+    (p.type == LayerType::Sliding ? f.sliding_bytes_per_token : f.full_bytes_per_token) += b;
+  }
+  f.bytes_per_token = f.sliding_bytes_per_token + f.full_bytes_per_token;
+  return f;
+}
+
+KvCache::KvCache(const ModelConfig& c, KvCacheOptions o) : cfg_(c), opts_(o) {
+  if (opts_.block_tokens < 1) throw Error("KV cache: block_tokens must be >= 1");
+  if (opts_.max_total_tokens < opts_.block_tokens)
+    throw Error("KV cache: max_total_tokens " + std::to_string(opts_.max_total_tokens) + " is below one block (" +
+                std::to_string(opts_.block_tokens) + ")");
+}
+
+KvCache::~KvCache() = default;
+
+int KvCache::add_sequence() {
+  const int id = next_seq_++;
+  Sequence& s = seqs_[id];
+  for (size_t i = 0; i < cfg_.layers.size(); ++i) {
+    const LayerPlan& p = cfg_.layers[i];
+    if (p.kv_shared) continue;
+    if (p.type == LayerType::Sliding) {
+      const int64_t W = cfg_.sliding_window;
+      s.rings[int(i)] = std::make_unique<Ring>(Ring{KvRows(opts_.dtype, W, p.kv_heads, p.head_dim),
+                                                    KvRows(opts_.dtype, W, p.kv_heads, p.head_dim),
+                                                    std::vector<int64_t>(size_t(W), -1)});
+    } else {
+      s.block_table[int(i)];
+    }
+  }
+  return id;
+}
+
+void KvCache::free_sequence(int seq) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return;
+  bool counted = false;
+  for (auto& [layer, table] : it->second.block_table) {
+    if (!counted) blocks_used_ -= int64_t(table.size());
+    counted = true;
+    for (int32_t b : table) free_[layer].push_back(b);
+  }
+  seqs_.erase(it);
+}
+
+const KvCache::Sequence& KvCache::seq_or_throw(int seq) const {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) throw Error("KV cache: unknown sequence " + std::to_string(seq));
+  return it->second;
+}
+
+int64_t KvCache::length(int seq) const { return seq_or_throw(seq).length; }
+
+int64_t KvCache::free_blocks() const { return opts_.max_total_tokens / opts_.block_tokens - blocks_used_; }
+
+bool KvCache::can_grow(int seq, int64_t new_length) const {
+  const Sequence& s = seq_or_throw(seq);
+  if (s.block_table.empty()) return true;  // no full layer owns KV
+  const int64_t have = int64_t(s.block_table.begin()->second.size());
+  const int64_t need = (new_length + opts_.block_tokens - 1) / opts_.block_tokens;
+  return need - have <= free_blocks();
+}
+
+uint64_t KvCache::bytes_in_use() const {
+  uint64_t b = 0;
+  for (const auto& [id, s] : seqs_) {
+    for (const auto& [layer, r] : s.rings) b += r->k.bytes() + r->v.bytes();
+    for (const auto& [layer, table] : s.block_table)
+      if (!table.empty()) b += uint64_t(table.size()) * (blocks_.at(layer)[0]->k.bytes() * 2);
+  }
+  return b;
+}
+
+int32_t KvCache::take_block(int layer) {
+  auto& fl = free_[layer];
+  if (!fl.empty()) {
+    int32_t b = fl.back();
+    fl.pop_back();
+    return b;
+  }
+  const LayerPlan& p = cfg_.layers[size_t(layer)];
+  auto& pool = blocks_[layer];
+  pool.push_back(std::make_unique<Block>(Block{KvRows(opts_.dtype, opts_.block_tokens, p.kv_heads, p.head_dim),
+                                               KvRows(opts_.dtype, opts_.block_tokens, p.kv_heads, p.head_dim)}));
+  return int32_t(pool.size() - 1);
+}
+
+void KvCache::ensure_blocks(Sequence& s, int layer, int64_t positions) {
+  auto& table = s.block_table.at(layer);
+  const int64_t need = (positions + opts_.block_tokens - 1) / opts_.block_tokens;
+  const bool first_full_layer = &table == &s.block_table.begin()->second;
+  while (int64_t(table.size()) < need) {
+    if (first_full_layer) {
+      if (free_blocks() <= 0)
+        throw Error("KV cache full: " + std::to_string(opts_.max_total_tokens) + " token slots per full layer in use");
+      ++blocks_used_;
+    }
+    table.push_back(take_block(layer));
+  }
+}
+
+void KvCache::read(int layer, int seq, int64_t begin, int64_t end, float* k, float* v) const {
+  const Sequence& s = seq_or_throw(seq);
+  const LayerPlan& p = cfg_.layers[size_t(layer)];
+  const int64_t row_w = int64_t(p.kv_heads) * p.head_dim;
+  if (begin < 0 || end > s.length || begin > end)
+    throw Error("KV cache: read of positions [" + std::to_string(begin) + ", " + std::to_string(end) + ") of sequence " +
+                std::to_string(seq) + " which holds " + std::to_string(s.length));
+  if (p.type == LayerType::Sliding) {
+    const Ring& r = *s.rings.at(layer);
+    const int64_t W = cfg_.sliding_window;
+    for (int64_t pos = begin; pos < end; ++pos) {
+      const int64_t slot = pos % W;
+      // The slot must hold exactly this absolute position; anything else is a window bug.
+      if (r.slot_pos[size_t(slot)] != pos)
+        throw Error("KV ring invariant: layer " + std::to_string(layer) + " slot " + std::to_string(slot) + " holds position " +
+                    std::to_string(r.slot_pos[size_t(slot)]) + ", asked for " + std::to_string(pos));
+      r.k.read(slot, k + (pos - begin) * row_w);
+      r.v.read(slot, v + (pos - begin) * row_w);
+    }
+    return;
+  }
+  const auto& table = s.block_table.at(layer);
+  const auto& pool = blocks_.at(layer);
+  for (int64_t pos = begin; pos < end; ++pos) {
+    const Block& b = *pool[size_t(table[size_t(pos / opts_.block_tokens)])];
+    b.k.read(pos % opts_.block_tokens, k + (pos - begin) * row_w);
+    b.v.read(pos % opts_.block_tokens, v + (pos - begin) * row_w);
+  }
+}
+
+void KvCache::write(int layer, int seq, int64_t begin, int64_t n, const float* k, const float* v) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) throw Error("KV cache: unknown sequence " + std::to_string(seq));
+  Sequence& s = it->second;
+  const LayerPlan& p = cfg_.layers[size_t(layer)];
+  const int64_t row_w = int64_t(p.kv_heads) * p.head_dim;
+  if (p.type == LayerType::Sliding) {
+    Ring& r = *s.rings.at(layer);
+    const int64_t W = cfg_.sliding_window;
+    // Only the last W positions of the chunk survive in the ring.
+    for (int64_t pos = std::max(begin, begin + n - W); pos < begin + n; ++pos) {
+      const int64_t slot = pos % W;
+      r.k.write(slot, k + (pos - begin) * row_w);
+      r.v.write(slot, v + (pos - begin) * row_w);
+      r.slot_pos[size_t(slot)] = pos;
+    }
+    return;
+  }
+  ensure_blocks(s, layer, begin + n);
+  const auto& table = s.block_table.at(layer);
+  auto& pool = blocks_.at(layer);
+  for (int64_t pos = begin; pos < begin + n; ++pos) {
+    Block& b = *pool[size_t(table[size_t(pos / opts_.block_tokens)])];
+    b.k.write(pos % opts_.block_tokens, k + (pos - begin) * row_w);
+    b.v.write(pos % opts_.block_tokens, v + (pos - begin) * row_w);
+  }
+}
+
+void KvCache::commit(int seq, int64_t new_length) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) throw Error("KV cache: unknown sequence " + std::to_string(seq));
+  it->second.length = new_length;
+}
+
+}  // namespace g4

@@ -1,0 +1,85 @@
+// KvCache: per-sequence K/V storage for the Gemma 4 decoder, addressed by absolute position.
+//  - a sliding layer that owns KV keeps a ring of exactly `sliding_window` slots per sequence,
+//    slot = position mod W, and records which position each slot holds (checked on every read);
+//  - a full layer that owns KV keeps fixed-size blocks from a shared pool, one block table per
+//    sequence, allocated as the sequence grows (nothing reserved for max context up front);
+//  - KV-shared layers own nothing: the forward pass reads their source layer;
+//  - on K=V layers K and V are stored as the different tensors they are.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/kv_rows.h"
+#include "model/config.h"
+#include "model/kv_store.h"
+
+namespace g4 {
+
+struct KvCacheOptions {
+  KvDType dtype = KvDType::F32;
+  int64_t block_tokens = 64;        // full-layer block size
+  int64_t max_total_tokens = 1 << 20;  // full-layer capacity summed over sequences (blocks x block_tokens)
+};
+
+// Bytes of K+V per token, and per sequence at a context length (sliding layers stop at W).
+struct KvFootprint {
+  uint64_t bytes_per_token = 0;          // every owning layer, as if all positions were kept
+  uint64_t sliding_bytes_per_token = 0;  // the sliding layers' share of that
+  uint64_t full_bytes_per_token = 0;
+  uint64_t bytes_at(int64_t context, int64_t sliding_window) const {
+    return sliding_bytes_per_token * uint64_t(std::min<int64_t>(context, sliding_window)) +
+           full_bytes_per_token * uint64_t(context);
+  }
+};
+KvFootprint kv_footprint(const ModelConfig& c, KvDType dtype);
+
+class KvCache : public KvStore {
+ public:
+  KvCache(const ModelConfig& c, KvCacheOptions o = {});
+  ~KvCache() override;
+
+  int add_sequence();              // a new empty sequence; returns its id
+  void free_sequence(int seq);     // releases its rings and blocks
+  bool has_sequence(int seq) const { return seqs_.count(seq) != 0; }
+  // Can `seq` grow to `new_length` positions without exceeding the block pool?
+  bool can_grow(int seq, int64_t new_length) const;
+  int64_t free_blocks() const;
+  uint64_t bytes_in_use() const;
+  const KvCacheOptions& options() const { return opts_; }
+
+  int64_t length(int seq) const override;
+  void read(int layer, int seq, int64_t begin, int64_t end, float* k, float* v) const override;
+  void write(int layer, int seq, int64_t begin, int64_t n, const float* k, const float* v) override;
+  void commit(int seq, int64_t new_length) override;
+
+ private:
+  struct Ring {
+    KvRows k, v;
+    std::vector<int64_t> slot_pos;  // absolute position held by each slot, -1 if empty
+  };
+  struct Block {
+    KvRows k, v;
+  };
+  struct Sequence {
+    int64_t length = 0;
+    std::map<int, std::unique_ptr<Ring>> rings;      // sliding owning layer -> ring
+    std::map<int, std::vector<int32_t>> block_table;  // full owning layer -> block ids
+  };
+  const Sequence& seq_or_throw(int seq) const;
+  void ensure_blocks(Sequence& s, int layer, int64_t positions);
+  int32_t take_block(int layer);
+
+  const ModelConfig& cfg_;
+  KvCacheOptions opts_;
+  std::map<int, Sequence> seqs_;
+  int next_seq_ = 0;
+  // Per full owning layer: all blocks ever made, and the free list.
+  std::map<int, std::vector<std::unique_ptr<Block>>> blocks_;
+  std::map<int, std::vector<int32_t>> free_;
+  int64_t blocks_used_ = 0;  // per full layer (all full layers grow in step), summed over sequences
+};
+
+}  // namespace g4

@@ -1,0 +1,24 @@
+// The cached, batched forward pass: rows from any number of sequences, each at its own absolute
+// position, attending over what the KvStore holds plus the rows of the same step. Used for
+// incremental decode, chunked prefill and continuous batching; tested against forward_reference.
+#pragma once
+#include <vector>
+
+#include "model/kv_store.h"
+#include "model/model.h"
+
+namespace g4 {
+
+struct BatchRow {
+  int seq = 0;          // sequence id in the KvStore
+  int64_t pos = 0;      // absolute token position (never shifted by padding or batching)
+  int token = 0;
+  bool want_logits = false;
+};
+
+// Rows of one sequence must be contiguous, at consecutive positions starting at kv.length(seq),
+// and each sequence may appear once per step (violations throw g4::Error). Returns logits
+// [n_wanted, V] in row order for rows with want_logits. Commits the new positions to `kv`.
+std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& kv);
+
+}  // namespace g4

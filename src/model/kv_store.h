@@ -1,0 +1,25 @@
+// KvStore: what the cached forward pass needs from a KV cache, by absolute token position.
+// The engine implements it (rings for sliding layers, block tables for full layers); the model
+// layer only sees positions, never slots, so no cache layout can shift a position.
+#pragma once
+#include <cstdint>
+
+namespace g4 {
+
+class KvStore {
+ public:
+  virtual ~KvStore() = default;
+  // Positions [0, length) of `seq` are committed; the next token of `seq` is at position length.
+  virtual int64_t length(int seq) const = 0;
+  // Copies K and V of positions [begin, end) of `seq` at owning layer `layer` into k and v
+  // ([end - begin, kvh, hd] f32 each). A sliding layer retains only its last `sliding_window`
+  // committed positions; asking for older ones is a logic error and throws.
+  virtual void read(int layer, int seq, int64_t begin, int64_t end, float* k, float* v) const = 0;
+  // Stores K and V rows for positions [begin, begin + n) of `seq` at owning layer `layer`
+  // (k, v: [n, kvh, hd] f32). Called after the whole forward step has read what it needs.
+  virtual void write(int layer, int seq, int64_t begin, int64_t n, const float* k, const float* v) = 0;
+  // Marks positions [0, new_length) of `seq` committed (after every owning layer was written).
+  virtual void commit(int seq, int64_t new_length) = 0;
+};
+
+}  // namespace g4

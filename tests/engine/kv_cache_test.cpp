@@ -1,0 +1,282 @@
+// The cached paths (incremental decode, chunked prefill, continuous batching, int8 KV) against
+// independent truth: the whole-sequence f32 reference run alone and unpadded, and the shared
+// fixtures (llama.cpp logits, greedy continuations).
+#include "engine/kv_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "model/forward_cached.h"
+#include "model/forward_reference.h"
+#include "model/presets.h"
+#include "model/synth.h"
+#include "platform/error.h"
+#include "test_util.h"
+
+namespace g4 {
+namespace {
+
+float max_abs_diff(const float* a, const float* b, size_t n) {
+  float w = 0;
+  for (size_t i = 0; i < n; ++i) w = std::max(w, std::fabs(a[i] - b[i]));
+  return w;
+}
+
+// Feeds `tokens` in chunks of `chunk` through the cache; returns logits for every position.
+std::vector<float> run_chunked(const Model& m, KvCache& kv, int seq, const std::vector<int>& tokens, size_t chunk) {
+  std::vector<float> out;
+  for (size_t start = 0; start < tokens.size(); start += chunk) {
+    std::vector<BatchRow> rows;
+    for (size_t t = start; t < std::min(tokens.size(), start + chunk); ++t)
+      rows.push_back({seq, int64_t(t), tokens[t], true});
+    auto l = forward_cached(m, rows, kv);
+    out.insert(out.end(), l.begin(), l.end());
+  }
+  return out;
+}
+
+std::vector<int> random_tokens(size_t n, int vocab, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<int> t(n);
+  for (auto& v : t) v = int(rng() % unsigned(vocab - 4)) + 4;
+  return t;
+}
+
+struct Fixture {
+  std::unique_ptr<Model> model;
+  nlohmann::json expected;
+  std::vector<float> logits, greedy_logits;
+};
+
+Fixture load_fixture(const std::string& variant) {
+  const auto dir = test::fixtures_dir() / "gemma4-tiny" / variant;
+  Fixture f;
+  f.model = load_model(dir / "hf");
+  f.expected = nlohmann::json::parse(test::read_file(dir / "expected.json"));
+  f.logits = test::read_f32(dir / "expected_logits.f32");
+  f.greedy_logits = test::read_f32(dir / "greedy_logits.f32");
+  return f;
+}
+
+class CachedFixture : public ::testing::TestWithParam<std::string> {};
+
+// One token at a time through the ring/block cache, far past the window (W = 8 here):
+// every step equals the full-sequence reference (<= 1e-4) and the fixture (<= 1e-3).
+TEST_P(CachedFixture, IncrementalDecodeEqualsReferenceAndFixture) {
+  Fixture f = load_fixture(GetParam());
+  const int64_t V = f.model->config.vocab_size;
+  for (const auto& s : f.expected["sequences"]) {
+    const auto tokens = s["tokens"].get<std::vector<int>>();
+    KvCache kv(f.model->config, {KvDType::F32, 16, 4096});
+    const int seq = kv.add_sequence();
+    const auto inc = run_chunked(*f.model, kv, seq, tokens, 1);
+    const auto ref = forward_reference(*f.model, tokens);
+    ASSERT_EQ(inc.size(), ref.size());
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      EXPECT_LE(max_abs_diff(&inc[t * size_t(V)], &ref[t * size_t(V)], size_t(V)), 1e-4f) << s["name"] << " step " << t;
+      const float* want = &f.logits[(s["row_offset"].get<size_t>() + t) * size_t(V)];
+      EXPECT_LE(max_abs_diff(&inc[t * size_t(V)], want, size_t(V)), 1e-3f) << s["name"] << " step " << t;
+    }
+  }
+}
+
+// Greedy continuation through the cache reproduces the fixture's tokens and per-step logits.
+TEST_P(CachedFixture, GreedyContinuationMatchesFixture) {
+  Fixture f = load_fixture(GetParam());
+  const int64_t V = f.model->config.vocab_size;
+  const int n_greedy = f.expected["n_greedy"];
+  size_t si = 0;
+  for (const auto& s : f.expected["sequences"]) {
+    const auto prompt = s["tokens"].get<std::vector<int>>();
+    const auto want = s["greedy_tokens_llamacpp"].get<std::vector<int>>();
+    KvCache kv(f.model->config);
+    const int seq = kv.add_sequence();
+    std::vector<BatchRow> rows;
+    for (size_t t = 0; t < prompt.size(); ++t) rows.push_back({seq, int64_t(t), prompt[t], t + 1 == prompt.size()});
+    auto logits = forward_cached(*f.model, rows, kv);  // the prompt in one step, logits for the last row
+    for (int g = 0; g < n_greedy; ++g) {
+      const float* ref_step = &f.greedy_logits[(si * size_t(n_greedy) + size_t(g)) * size_t(V)];
+      EXPECT_LE(max_abs_diff(logits.data(), ref_step, size_t(V)), 1e-3f) << s["name"] << " greedy step " << g;
+      const int tok = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      EXPECT_EQ(tok, want[size_t(g)]) << s["name"] << " greedy step " << g;
+      logits = forward_cached(*f.model, {{seq, int64_t(prompt.size()) + g, want[size_t(g)], true}}, kv);
+    }
+    ++si;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, CachedFixture, ::testing::Values("tiny-e", "tiny-31b", "tiny-moe"));
+
+class CachedSynth : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::TempDir();
+    for (const char* p : {"tiny-e", "tiny-31b", "tiny-moe"}) {
+      ModelConfig c = preset_config(p);
+      c.sliding_window = 4;
+      c.finalize();
+      write_synth_checkpoint(c, SynthOptions{}, *dir_ / p);
+    }
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::unique_ptr<Model> model(const std::string& p) { return load_model(*dir_ / p); }
+  static test::TempDir* dir_;
+};
+test::TempDir* CachedSynth::dir_ = nullptr;
+
+// A window of 4 run for 300 tokens: the ring wraps 75 times; every step equals the reference.
+TEST_F(CachedSynth, Window4For300TokensEqualsFullSequence) {
+  for (const char* p : {"tiny-e", "tiny-31b"}) {
+    auto m = model(p);
+    const auto tokens = random_tokens(300, m->config.vocab_size, 11);
+    const int64_t V = m->config.vocab_size;
+    KvCache kv(m->config, {KvDType::F32, 32, 4096});
+    const auto inc = run_chunked(*m, kv, kv.add_sequence(), tokens, 1);
+    const auto ref = forward_reference(*m, tokens);
+    float worst = 0;
+    for (size_t t = 0; t < tokens.size(); ++t) worst = std::max(worst, max_abs_diff(&inc[t * size_t(V)], &ref[t * size_t(V)], size_t(V)));
+    EXPECT_LE(worst, 1e-4f) << p;
+  }
+}
+
+// Chunked prefill equals one-shot: lengths not a multiple of the chunk, shorter than one chunk,
+// and longer than the window; chunks larger than the ring too.
+TEST_F(CachedSynth, ChunkedPrefillEqualsOneShot) {
+  for (const char* p : {"tiny-e", "tiny-moe"}) {
+    auto m = model(p);
+    const int64_t V = m->config.vocab_size;
+    for (size_t len : {2u, 7u, 13u, 31u}) {
+      const auto tokens = random_tokens(len, m->config.vocab_size, unsigned(len));
+      const auto ref = forward_reference(*m, tokens);
+      for (size_t chunk : {1u, 3u, 5u, 16u, 64u}) {
+        KvCache kv(m->config, {KvDType::F32, 8, 4096});
+        const auto got = run_chunked(*m, kv, kv.add_sequence(), tokens, chunk);
+        ASSERT_EQ(got.size(), ref.size());
+        EXPECT_LE(max_abs_diff(got.data(), ref.data(), got.size()), 1e-4f) << p << " len " << len << " chunk " << chunk;
+        // The last row's logits, the ones sampling uses, come from the last chunk.
+        EXPECT_LE(max_abs_diff(&got[(len - 1) * size_t(V)], &ref[(len - 1) * size_t(V)], size_t(V)), 1e-4f);
+      }
+    }
+  }
+}
+
+// Sequences of different lengths decode together, join and leave between steps, each at its own
+// positions; each one's logits equal running it alone through the reference.
+TEST_F(CachedSynth, ContinuousBatchingEqualsEachSequenceAlone) {
+  auto m = model("tiny-e");
+  const int64_t V = m->config.vocab_size;
+  KvCache kv(m->config, {KvDType::F32, 4, 4096});
+  struct Seq {
+    int id = -1;
+    std::vector<int> tokens;  // the whole stream this sequence will see
+    size_t fed = 0;
+    int join_step = 0;
+    std::vector<float> logits;  // collected per fed position
+  };
+  std::vector<Seq> seqs(4);
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    seqs[i].tokens = random_tokens(9 + 7 * i, m->config.vocab_size, unsigned(100 + i));
+    seqs[i].join_step = int(3 * i);
+  }
+  for (int step = 0; step < 60; ++step) {
+    std::vector<BatchRow> rows;
+    std::vector<size_t> owner;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      Seq& s = seqs[i];
+      if (step < s.join_step || s.fed == s.tokens.size()) continue;
+      if (s.id < 0) s.id = kv.add_sequence();
+      // New sequences prefill 3 tokens at a time; others decode one.
+      const size_t n = s.fed == 0 ? std::min<size_t>(3, s.tokens.size()) : 1;
+      for (size_t k = 0; k < n; ++k) {
+        rows.push_back({s.id, int64_t(s.fed + k), s.tokens[s.fed + k], true});
+        owner.push_back(i);
+      }
+      s.fed += n;
+    }
+    if (rows.empty()) break;
+    auto l = forward_cached(*m, rows, kv);
+    for (size_t r = 0; r < rows.size(); ++r)
+      seqs[owner[r]].logits.insert(seqs[owner[r]].logits.end(), l.begin() + ptrdiff_t(r * V), l.begin() + ptrdiff_t((r + 1) * V));
+    for (auto& s : seqs)
+      if (s.id >= 0 && s.fed == s.tokens.size() && kv.has_sequence(s.id)) kv.free_sequence(s.id);  // leaves
+  }
+  for (auto& s : seqs) {
+    ASSERT_EQ(s.fed, s.tokens.size());
+    const auto ref = forward_reference(*m, s.tokens);
+    EXPECT_LE(max_abs_diff(s.logits.data(), ref.data(), ref.size()), 1e-4f);
+  }
+  EXPECT_EQ(kv.bytes_in_use(), 0u);
+}
+
+TEST_F(CachedSynth, BatchContractViolationsAreRefused) {
+  auto m = model("tiny-e");
+  KvCache kv(m->config);
+  const int a = kv.add_sequence();
+  EXPECT_THROW(forward_cached(*m, {{a, 1, 5, true}}, kv), Error);                   // skips position 0
+  EXPECT_THROW(forward_cached(*m, {{a, 0, 5, true}, {a, 2, 6, true}}, kv), Error);  // gap
+  EXPECT_THROW(forward_cached(*m, {{a, 0, 9999, true}}, kv), Error);                // bad token
+  EXPECT_THROW(forward_cached(*m, {{77, 0, 5, true}}, kv), Error);                  // unknown sequence
+}
+
+// Int8 K/V with a scale per (token, head): the logit error against the f32 cache is measured
+// and bounded; bytes per token are about a quarter.
+TEST_F(CachedSynth, Int8KvErrorIsBounded) {
+  auto m = model("tiny-e");
+  const auto tokens = random_tokens(40, m->config.vocab_size, 5);
+  auto run = [&](KvDType t) {
+    KvCache kv(m->config, {t, 8, 4096});
+    return run_chunked(*m, kv, kv.add_sequence(), tokens, 1);
+  };
+  const auto a = run(KvDType::F32), q8 = run(KvDType::Int8), h16 = run(KvDType::F16), b16 = run(KvDType::BF16);
+  auto mean_abs = [&](const std::vector<float>& b) {
+    double s = 0;
+    for (size_t i = 0; i < a.size(); ++i) s += std::fabs(a[i] - b[i]);
+    return s / double(a.size());
+  };
+  const float err = max_abs_diff(a.data(), q8.data(), a.size());
+  std::printf("[ kv dtype ] max |delta logit| vs f32 cache, 40 steps, tiny-e (head_dim 16/32): int8 %.4g (mean %.3g), "
+              "bf16 %.4g (mean %.3g), f16 %.4g (mean %.3g)\n", err, mean_abs(q8),
+              max_abs_diff(a.data(), b16.data(), a.size()), mean_abs(b16), max_abs_diff(a.data(), h16.data(), a.size()),
+              mean_abs(h16));
+  EXPECT_GT(err, 0.0f);  // it really is quantized
+  // Logits here have a std of about 3; int8 with a per-(token, head) scale must stay within 0.6
+  // worst case and 0.05 on average (measured: see the line printed above).
+  EXPECT_LT(err, 0.6f);
+  EXPECT_LT(mean_abs(q8), 0.05);
+  const auto f = kv_footprint(m->config, KvDType::F32), q = kv_footprint(m->config, KvDType::Int8);
+  EXPECT_LT(q.bytes_per_token * 3, f.bytes_per_token);
+}
+
+TEST(KvFootprint, E2bIs18KiBPerTokenIn16Bit) {
+  ModelConfig e2b = preset_config("e2b");
+  const auto f = kv_footprint(e2b, KvDType::BF16);
+  EXPECT_EQ(f.bytes_per_token, 18u * 1024u);
+  // E4B: 56 KiB.
+  EXPECT_EQ(kv_footprint(preset_config("e4b"), KvDType::F16).bytes_per_token, 56u * 1024u);
+  // The sliding layers' share stops growing past the window.
+  const uint64_t at_w = f.bytes_at(512, 512), at_4w = f.bytes_at(2048, 512);
+  EXPECT_EQ(at_4w - at_w, f.full_bytes_per_token * (2048 - 512));
+  EXPECT_EQ(f.sliding_bytes_per_token * 512, f.bytes_at(4096, 512) - f.full_bytes_per_token * 4096);
+}
+
+TEST(KvCacheBlocks, AllocatesOnDemandAndRefusesWhenFull) {
+  ModelConfig c = preset_config("tiny-31b");
+  KvCache kv(c, {KvDType::F32, 4, 16});  // 4 blocks per full layer
+  const int a = kv.add_sequence();
+  EXPECT_EQ(kv.free_blocks(), 4);
+  EXPECT_TRUE(kv.can_grow(a, 16));
+  EXPECT_FALSE(kv.can_grow(a, 17));
+  std::vector<float> row(64 * 4, 1.0f);
+  kv.write(3, a, 0, 5, row.data(), row.data());  // 5 positions -> 2 blocks
+  EXPECT_EQ(kv.free_blocks(), 2);
+  kv.free_sequence(a);
+  EXPECT_EQ(kv.free_blocks(), 4);
+}
+
+}  // namespace
+}  // namespace g4
