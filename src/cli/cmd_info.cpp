@@ -3,15 +3,18 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "platform/error.h"
+#include "engine/kv_cache.h"
 #include "model/model.h"
 
 namespace g4::cli {
 namespace {
 
 const char* kUsage =
-    "usage: g4 info --model DIR\n\n"
+    "usage: g4 info --model DIR [--ctx N]\n\n"
     "Loads and validates the checkpoint, then prints the resolved config, a per-layer table\n"
-    "(type, head dim, KV heads, KV source layer, MLP width, MoE), parameter count and bytes by dtype.";
+    "(type, head dim, KV heads, KV source layer, MLP width, MoE), parameter count, bytes by dtype,\n"
+    "and the KV cache size per token and per sequence at context N (default 4096) for each KV dtype.";
 
 std::string human_bytes(uint64_t b) {
   char buf[64];
@@ -22,7 +25,9 @@ std::string human_bytes(uint64_t b) {
 }
 
 int run(const std::vector<std::string>& argv) {
-  Args a(argv, {"--model"}, {});
+  Args a(argv, {"--model", "--ctx"}, {});
+  const long long ctx = a.get_int("--ctx", 4096);
+  if (ctx < 1) throw Error("--ctx must be >= 1");
   auto m = load_model(a.require("--model"));
   const ModelConfig& c = m->config;
   const ModelWeights& w = m->weights;
@@ -58,6 +63,14 @@ int run(const std::vector<std::string>& argv) {
               (unsigned long long)w.bound_tensors, double(w.parameter_count) / 1e9, human_bytes(w.bound_bytes).c_str());
   for (const auto& [dt, b] : w.bytes_by_dtype) std::printf("           %-5s %s\n", dt.c_str(), human_bytes(b).c_str());
   std::printf("files      %zu, %s of tensor data mapped\n", m->archive.files().size(), human_bytes(m->archive.data_bytes()).c_str());
+  std::printf("\nkv cache   per token (all owning layers; shared layers own none) and per sequence at context %lld:\n", ctx);
+  for (KvDType t : {KvDType::F32, KvDType::BF16, KvDType::Int8}) {
+    const KvFootprint f = kv_footprint(c, t);
+    std::printf("           %-5s %s/token (sliding %s + full %s); %s/sequence (sliding capped at window %d)\n",
+                kv_dtype_name(t), human_bytes(f.bytes_per_token).c_str(), human_bytes(f.sliding_bytes_per_token).c_str(),
+                human_bytes(f.full_bytes_per_token).c_str(), human_bytes(f.bytes_at(ctx, c.sliding_window)).c_str(),
+                c.sliding_window);
+  }
   for (const auto& n : c.notes) std::printf("note       %s\n", n.c_str());
   for (const auto& n : w.notes) std::printf("note       %s\n", n.c_str());
   return 0;
