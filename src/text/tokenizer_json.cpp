@@ -46,8 +46,10 @@ class Handler : public nlohmann::json_sax<json> {
     bool is_array;
     std::string key;       // current key (objects)
     json* dom = nullptr;   // Dom frames: the node being filled
-    std::vector<std::string> pair;  // MergePair frames
   };
+  // The merge pair being read ([left, right]); one buffer reused for all 515k pairs.
+  std::string pair_[2];
+  size_t pair_size_ = 0;
   std::vector<Frame> stack_;
 
   bool vocab_entry(uint64_t id64) {
@@ -130,8 +132,7 @@ class Handler : public nlohmann::json_sax<json> {
       }
       case Ctx::MergePair:
         if (!v.is_string()) return fail("model.merges[" + std::to_string(merges.size()) + "] holds a non-string");
-        f.pair.push_back(v.get<std::string>());
-        return true;
+        return fail("model.merges[" + std::to_string(merges.size()) + "] holds a non-string");
       case Ctx::Dom:
         dom_put(f, std::move(v));
         return true;
@@ -146,11 +147,11 @@ class Handler : public nlohmann::json_sax<json> {
   bool open(bool is_array) {
     if (stack_.empty()) {
       if (is_array) return fail("the document is an array, not a tokenizer.json object");
-      stack_.push_back({Ctx::Root, false, {}, nullptr, {}});
+      stack_.push_back({Ctx::Root, false, {}, nullptr});
       return true;
     }
     Frame& parent = stack_.back();
-    Frame child{Ctx::Skip, is_array, {}, nullptr, {}};
+    Frame child{Ctx::Skip, is_array, {}, nullptr};
     switch (parent.ctx) {
       case Ctx::Root:
         if (parent.key == "added_tokens" && is_array) {
@@ -187,6 +188,7 @@ class Handler : public nlohmann::json_sax<json> {
       case Ctx::Merges:
         if (!is_array) return fail("model.merges[" + std::to_string(merges.size()) + "] is an object");
         child.ctx = Ctx::MergePair;
+        pair_size_ = 0;
         break;
       case Ctx::Dom:
         child.ctx = Ctx::Dom;
@@ -208,10 +210,11 @@ class Handler : public nlohmann::json_sax<json> {
   bool close() {
     Frame& f = stack_.back();
     if (f.ctx == Ctx::MergePair) {
-      if (f.pair.size() != 2)
-        return fail("model.merges[" + std::to_string(merges.size()) + "] has " + std::to_string(f.pair.size()) +
+      if (pair_size_ != 2)
+        return fail("model.merges[" + std::to_string(merges.size()) + "] has " + std::to_string(pair_size_) +
                     " parts, not 2");
-      merges.emplace_back(std::move(f.pair[0]), std::move(f.pair[1]));
+      merges.emplace_back(pair_[0], pair_[1]);
+      pair_size_ = 0;
     }
     stack_.pop_back();
     return true;
@@ -229,7 +232,8 @@ class Handler : public nlohmann::json_sax<json> {
   // The two hot paths (515k merge pairs, 262k vocab ids) skip building a json value.
   bool string(string_t& v) override {
     if (!stack_.empty() && stack_.back().ctx == Ctx::MergePair) {
-      stack_.back().pair.push_back(std::move(v));
+      if (pair_size_ < 2) pair_[pair_size_].swap(v);
+      ++pair_size_;
       return true;
     }
     return scalar(std::move(v));

@@ -1,0 +1,28 @@
+// Gemma 4's value syntax inside tool declarations, calls and responses: JSON-like, but strings
+// are wrapped in <|"|> instead of quotes, object keys are usually bare, and keys are written in
+// Jinja dictsort order (case-insensitive). Shared by the chat template (writing) and the output
+// parser (reading).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace g4::text {
+
+inline constexpr std::string_view kToolQuote = "<|\"|>";
+
+// Object members in Jinja `dictsort` order: by key, case-insensitively.
+std::vector<std::pair<std::string, const nlohmann::json*>> dictsort(const nlohmann::json& object);
+
+// The template's format_argument: null, true/false, numbers as JSON, strings as <|"|>s<|"|>,
+// objects {k:v,...} (keys wrapped in <|"|> when escape_keys), arrays [v,...].
+void format_tool_value(std::string& out, const nlohmann::json& value, bool escape_keys);
+
+// Parses one value in that syntax starting at text[pos]; advances pos. Throws g4::Error with a
+// message naming the offset on malformed input.
+nlohmann::json parse_tool_value(std::string_view text, size_t& pos);
+
+}  // namespace g4::text

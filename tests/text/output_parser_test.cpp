@@ -1,0 +1,74 @@
+#include "text/output_parser.h"
+
+#include <gtest/gtest.h>
+
+namespace g4::text {
+namespace {
+
+TEST(OutputParser, PlainAnswer) {
+  const ParsedOutput p = parse_model_output("The sky is blue.<turn|>");
+  EXPECT_EQ(p.content, "The sky is blue.");
+  EXPECT_TRUE(p.thinking.empty());
+  EXPECT_TRUE(p.tool_calls.empty());
+}
+
+TEST(OutputParser, ThinkingIsSplitFromTheAnswer) {
+  const ParsedOutput p = parse_model_output("<|channel>thought\nRayleigh scattering.\n<channel|>Because of scattering.<turn|>");
+  EXPECT_EQ(p.thinking, "Rayleigh scattering.");
+  EXPECT_EQ(p.content, "Because of scattering.");
+  const ParsedOutput open = parse_model_output("<|channel>thought\nstill thinking");
+  EXPECT_EQ(open.thinking, "still thinking");
+  EXPECT_EQ(open.content, "");
+}
+
+TEST(OutputParser, ToolCallsWithNestedArguments) {
+  const ParsedOutput p = parse_model_output(
+      "Let me check.<|tool_call>call:get_weather{city:<|\"|>Paris, FR<|\"|>,days:2,temp:-1.5,ok:true,none:null,"
+      "opts:{<|\"|>a key<|\"|>:[1,<|\"|>x<|\"|>,{b:false}]}}<tool_call|><|tool_call>call:noop{}<tool_call|><|tool_response>");
+  ASSERT_EQ(p.tool_calls.size(), 2u);
+  const ToolCall& c = p.tool_calls[0];
+  ASSERT_TRUE(c.ok()) << c.error;
+  EXPECT_EQ(c.name, "get_weather");
+  EXPECT_EQ(c.arguments, nlohmann::json::parse(
+      R"({"city":"Paris, FR","days":2,"temp":-1.5,"ok":true,"none":null,"opts":{"a key":[1,"x",{"b":false}]}})"));
+  EXPECT_EQ(p.tool_calls[1].name, "noop");
+  EXPECT_EQ(p.tool_calls[1].arguments, nlohmann::json::object());
+  EXPECT_EQ(p.content, "Let me check.");
+  EXPECT_EQ(tool_call_json(c)["name"], "get_weather");
+}
+
+TEST(OutputParser, MalformedCallsBecomeErrorObjects) {
+  const char* bad[] = {
+      "<|tool_call>get_weather{}<tool_call|>",             // no call:
+      "<|tool_call>call:{a:1}<tool_call|>",                // no name
+      "<|tool_call>call:f(a=1)<tool_call|>",               // not braces
+      "<|tool_call>call:f{a:<|\"|>open}<tool_call|>",      // unterminated string
+      "<|tool_call>call:f{a 1}<tool_call|>",               // missing colon
+      "<|tool_call>call:f{a:1,}<tool_call|>",              // dangling comma
+      "<|tool_call>call:f{a:nope}<tool_call|>",            // bare word
+      "<|tool_call>call:f{a:1}}<tool_call|>",              // trailing text
+      "<|tool_call>call:f{a:[1,2}<tool_call|>",            // bad array
+      "<|tool_call>call:f{a:1",                            // cut off
+  };
+  for (const char* text : bad) {
+    const ParsedOutput p = parse_model_output(text);
+    ASSERT_EQ(p.tool_calls.size(), 1u) << text;
+    EXPECT_FALSE(p.tool_calls[0].ok()) << text;
+    const auto j = tool_call_json(p.tool_calls[0]);
+    ASSERT_TRUE(j.contains("error")) << text;
+    EXPECT_FALSE(j["error"]["message"].get<std::string>().empty());
+    EXPECT_TRUE(j["error"].contains("raw"));
+  }
+}
+
+TEST(OutputParser, ThinkingThenToolCall) {
+  const ParsedOutput p = parse_model_output(
+      "<|channel>thought\nNeed weather.<channel|><|tool_call>call:w{c:<|\"|>x<|\"|>}<tool_call|><|tool_response>");
+  EXPECT_EQ(p.thinking, "Need weather.");
+  ASSERT_EQ(p.tool_calls.size(), 1u);
+  EXPECT_EQ(p.tool_calls[0].arguments["c"], "x");
+  EXPECT_EQ(p.content, "");
+}
+
+}  // namespace
+}  // namespace g4::text
