@@ -1,0 +1,247 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+
+#include "model/forward_cached.h"
+#include "platform/error.h"
+
+namespace g4 {
+
+using Clock = std::chrono::steady_clock;
+
+struct Engine::Sequence {
+  int id = 0;
+  GenerationRequest req;
+  EventCallback cb;
+  int kv_seq = -1;
+  int64_t fed = 0;             // prompt/generated tokens already in the cache
+  std::vector<int> generated;
+  int pending = -1;            // sampled, not yet fed
+  bool done = false;
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<StopMatcher> stops;
+  std::unique_ptr<DegeneracyGuard> guard;
+  std::unique_ptr<TokenTextStream> text;
+  Clock::time_point submitted, admitted, first_token;
+  bool has_first_token = false;
+};
+
+Engine::Engine(const Model& model, EngineOptions o, TextStreamFactory text)
+    : model_(model), opts_(o), text_(std::move(text)), kv_(model.config, o.kv) {
+  if (opts_.max_seqs < 1) throw Error("engine: max_seqs must be >= 1");
+  if (opts_.prefill_chunk < 1) throw Error("engine: prefill_chunk must be >= 1");
+  if (opts_.max_batch_tokens < opts_.max_seqs)
+    throw Error("engine: max_batch_tokens (" + std::to_string(opts_.max_batch_tokens) + ") must be >= max_seqs (" +
+                std::to_string(opts_.max_seqs) + ")");
+}
+
+Engine::~Engine() = default;
+
+int Engine::submit(GenerationRequest r, EventCallback cb) {
+  const ModelConfig& c = model_.config;
+  if (r.prompt.empty()) throw Error("request: the prompt has no tokens");
+  for (size_t i = 0; i < r.prompt.size(); ++i)
+    if (r.prompt[i] < 0 || r.prompt[i] >= c.vocab_size)
+      throw Error("request: prompt token " + std::to_string(r.prompt[i]) + " at index " + std::to_string(i) +
+                  " is outside the vocabulary [0, " + std::to_string(c.vocab_size) + ")");
+  r.sampling.validate(c.vocab_size);
+  const int64_t limit = std::min<int64_t>(opts_.max_context, c.max_position_embeddings);
+  if (int64_t(r.prompt.size()) >= limit)
+    throw Error("request: prompt of " + std::to_string(r.prompt.size()) + " tokens does not fit the context of " +
+                std::to_string(limit) + " tokens");
+  if (int64_t(r.prompt.size()) + r.sampling.max_tokens > limit)
+    r.sampling.max_tokens = int(limit - int64_t(r.prompt.size()));  // generation stops at the context edge ("length")
+  auto s = std::make_unique<Sequence>();
+  s->req = std::move(r);
+  s->cb = std::move(cb);
+  s->submitted = Clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  s->id = next_id_++;
+  const int id = s->id;
+  waiting_.push_back(std::move(s));
+  return id;
+}
+
+void Engine::cancel(int id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancelled_.push_back(id);
+}
+
+int Engine::running() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return running_count_;
+}
+int Engine::waiting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return int(waiting_.size());
+}
+uint64_t Engine::kv_bytes_in_use() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return kv_bytes_;
+}
+
+void Engine::admit_locked() {
+  while (!waiting_.empty() && int(running_.size()) < opts_.max_seqs) {
+    Sequence& s = *waiting_.front();
+    const int64_t need = int64_t(s.req.prompt.size()) + 1;
+    const int kv_seq = kv_.add_sequence();
+    if (!kv_.can_grow(kv_seq, need)) {  // wait for memory unless nothing else could free it
+      kv_.free_sequence(kv_seq);
+      if (!running_.empty()) break;
+      auto owned = std::move(waiting_.front());
+      waiting_.erase(waiting_.begin());
+      GenerationEvent ev;
+      ev.request_id = owned->id;
+      ev.finished = true;
+      ev.finish_reason = "error";
+      ev.error = "the KV cache cannot hold a prompt of " + std::to_string(owned->req.prompt.size()) + " tokens";
+      owned->cb(ev);
+      continue;
+    }
+    s.kv_seq = kv_seq;
+    s.admitted = Clock::now();
+    s.sampler = std::make_unique<Sampler>(s.req.sampling, model_.config.vocab_size);
+    s.stops = std::make_unique<StopMatcher>(s.req.sampling);
+    s.guard = std::make_unique<DegeneracyGuard>(s.req.prompt);
+    if (text_) s.text = text_();
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.erase(waiting_.begin());
+  }
+}
+
+void Engine::finish(Sequence& s, const std::string& reason, const std::string& error, bool degenerate_stop) {
+  if (s.done) return;
+  s.done = true;
+  GenerationEvent ev;
+  ev.request_id = s.id;
+  ev.finished = true;
+  ev.finish_reason = reason;
+  ev.error = error;
+  ev.stopped_degenerate = degenerate_stop;
+  if (s.stops && !s.stops->finished()) {
+    // Ended by the engine (cancel, degeneracy policy): release what the detokenizer and the
+    // stop matcher still hold. A matcher that finished has already released or dropped it.
+    std::string rest = s.text ? s.text->flush() : std::string();
+    ev.text = s.stops->on_text(rest).text + s.stops->flush();
+  }
+  ev.verdict = s.guard ? s.guard->verdict() : DegeneracyVerdict{};
+  ev.prompt_tokens = int64_t(s.req.prompt.size());
+  ev.generated_tokens = int64_t(s.generated.size());
+  const auto now = Clock::now();
+  ev.queue_seconds = std::chrono::duration<double>(s.admitted - s.submitted).count();
+  if (s.has_first_token) {
+    ev.prefill_seconds = std::chrono::duration<double>(s.first_token - s.admitted).count();
+    ev.decode_seconds = std::chrono::duration<double>(now - s.first_token).count();
+    ev.ttft_seconds = std::chrono::duration<double>(s.first_token - s.submitted).count();
+  }
+  if (s.kv_seq >= 0) kv_.free_sequence(s.kv_seq);
+  s.kv_seq = -1;
+  s.cb(ev);
+}
+
+bool Engine::step() {
+  std::vector<int> cancelled;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled.swap(cancelled_);
+    // Cancelled requests still waiting never start.
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (std::find(cancelled.begin(), cancelled.end(), (*it)->id) != cancelled.end()) {
+        GenerationEvent ev;
+        ev.request_id = (*it)->id;
+        ev.finished = true;
+        ev.finish_reason = "cancelled";
+        (*it)->cb(ev);
+        it = waiting_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    admit_locked();
+  }
+  for (auto& s : running_)
+    if (std::find(cancelled.begin(), cancelled.end(), s->id) != cancelled.end()) finish(*s, "cancelled");
+
+  // Build one batch: every decoding sequence gets one row, then prompts are prefilled in chunks
+  // with what is left of the token budget.
+  std::vector<BatchRow> rows;
+  std::vector<Sequence*> row_owner;
+  int64_t budget = opts_.max_batch_tokens;
+  for (auto& sp : running_) {
+    Sequence& s = *sp;
+    if (s.done || s.pending < 0) continue;
+    rows.push_back({s.kv_seq, s.fed, s.pending, true});
+    row_owner.push_back(&s);
+    --budget;
+  }
+  for (auto& sp : running_) {
+    Sequence& s = *sp;
+    const int64_t prompt_len = int64_t(s.req.prompt.size());
+    if (s.done || s.fed >= prompt_len || budget <= 0) continue;
+    const int64_t n = std::min({opts_.prefill_chunk, prompt_len - s.fed, budget});
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t pos = s.fed + k;
+      rows.push_back({s.kv_seq, pos, s.req.prompt[size_t(pos)], pos + 1 == prompt_len});
+      row_owner.push_back(&s);
+    }
+    budget -= n;
+  }
+  if (!rows.empty()) {
+    std::vector<float> logits = forward_cached(model_, rows, kv_);
+    const int64_t V = model_.config.vocab_size;
+    size_t out_row = 0;
+    Sequence* prev = nullptr;
+    for (size_t r = 0; r < rows.size(); ++r) {
+      Sequence& s = *row_owner[r];
+      if (&s != prev) {
+        // Rows of one sequence are contiguous; advance its fed count once per run.
+        int64_t n = 0;
+        for (size_t q = r; q < rows.size() && row_owner[q] == &s; ++q) ++n;
+        s.fed += n;
+        if (s.pending >= 0) {
+          s.generated.push_back(s.pending);
+          s.pending = -1;
+        }
+        prev = &s;
+      }
+      if (!rows[r].want_logits) continue;
+      const float* l = &logits[out_row++ * size_t(V)];
+      const SampleResult res = s.sampler->sample(l, s.req.prompt, s.generated);
+      GenerationEvent ev;
+      ev.request_id = s.id;
+      ev.tokens.push_back({res.token, res.logprob, res.top_logprobs});
+      if (!s.has_first_token) {
+        s.has_first_token = true;
+        s.first_token = Clock::now();
+      }
+      const std::string piece = s.text ? s.text->push(res.token) : std::string();
+      StopUpdate up = s.stops->on_token(res.token, piece);
+      const bool is_stop_token = up.finished && up.matched_token >= 0;
+      if (!is_stop_token) s.guard->observe(res.token, piece);
+      ev.text = up.text;
+      if (up.finished) {
+        s.generated.push_back(res.token);
+        if (!ev.text.empty() || !ev.tokens.empty()) s.cb(ev);
+        finish(s, std::string(finish_reason_name(up.reason)));
+        continue;
+      }
+      s.pending = res.token;
+      if (s.req.stop_on_degenerate && s.guard->loop_certain()) {
+        s.generated.push_back(res.token);
+        s.pending = -1;
+        s.cb(ev);
+        finish(s, "stop", "", /*degenerate_stop=*/true);
+        continue;
+      }
+      s.cb(ev);
+    }
+  }
+  // Drop finished sequences.
+  running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& s) { return s->done; }), running_.end());
+  std::lock_guard<std::mutex> lock(mu_);
+  running_count_ = int(running_.size());
+  kv_bytes_ = kv_.bytes_in_use();
+  return !rows.empty() || !running_.empty() || !waiting_.empty();
+}
+
+}  // namespace g4

@@ -1,0 +1,109 @@
+// Engine: continuous batching over the cached forward pass. Requests are admitted between steps;
+// each step prefills new sequences in chunks and decodes one token for every running sequence,
+// all in one batch, each row at its own absolute position (nothing is padded). Every generated
+// token is sampled, checked against stop conditions, watched by the degeneracy guard and handed
+// to the request's callback. Thread-safe submit/cancel; step() runs on one thread.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/degeneracy.h"
+#include "engine/kv_cache.h"
+#include "engine/sampler.h"
+#include "engine/stop_matcher.h"
+#include "model/model.h"
+
+namespace g4 {
+
+// Turns token ids into text pieces as they stream (a UTF-8-safe detokenizer lives in text/).
+class TokenTextStream {
+ public:
+  virtual ~TokenTextStream() = default;
+  virtual std::string push(int token) = 0;  // text completed by this token (may be empty)
+  virtual std::string flush() = 0;          // whatever is still held at the end
+};
+using TextStreamFactory = std::function<std::unique_ptr<TokenTextStream>()>;
+
+struct EngineOptions {
+  int max_seqs = 8;             // sequences decoding at once
+  int64_t prefill_chunk = 256;  // prompt tokens per sequence per step
+  int64_t max_batch_tokens = 512;
+  int64_t max_context = 8192;   // prompt + generated tokens per sequence
+  KvCacheOptions kv;
+};
+
+struct GenerationRequest {
+  std::vector<int> prompt;  // token ids exactly as fed (the template adds <bos>)
+  SamplingParams sampling;
+  bool stop_on_degenerate = false;  // end the sequence when a loop is certain
+};
+
+struct TokenInfo {
+  int token = -1;
+  float logprob = 0;
+  std::vector<TokenLogprob> top_logprobs;
+};
+
+struct GenerationEvent {
+  int request_id = 0;
+  std::string text;                 // text safe to show now (stop strings withheld)
+  std::vector<TokenInfo> tokens;    // tokens sampled this step (0 or 1)
+  bool finished = false;
+  // Set when finished:
+  std::string finish_reason;        // "stop", "length", "cancelled", "error"
+  std::string error;                // finish_reason "error": why
+  bool stopped_degenerate = false;  // ended early by the degeneracy policy
+  DegeneracyVerdict verdict;
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+  double queue_seconds = 0, prefill_seconds = 0, decode_seconds = 0;  // decode: first token -> end
+  double ttft_seconds = 0;  // submit -> first token
+};
+using EventCallback = std::function<void(const GenerationEvent&)>;
+
+class Engine {
+ public:
+  Engine(const Model& model, EngineOptions options, TextStreamFactory text = nullptr);
+  ~Engine();
+
+  // Validates and queues a request (throws g4::Error for a bad one: empty prompt, prompt over the
+  // context, invalid sampling). Returns its id. `on_event` runs on the thread calling step().
+  int submit(GenerationRequest request, EventCallback on_event);
+  void cancel(int request_id);  // finishes it with reason "cancelled" at the next step
+
+  // One scheduler step. Returns false when there was nothing to do.
+  bool step();
+  void run_until_idle() {
+    while (step()) {
+    }
+  }
+
+  int running() const;
+  int waiting() const;
+  uint64_t kv_bytes_in_use() const;
+  const EngineOptions& options() const { return opts_; }
+  const Model& model() const { return model_; }
+
+ private:
+  struct Sequence;
+  void admit_locked();
+  void finish(Sequence& s, const std::string& reason, const std::string& error = "", bool degenerate_stop = false);
+
+  const Model& model_;
+  EngineOptions opts_;
+  TextStreamFactory text_;
+  KvCache kv_;
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Sequence>> waiting_;  // guarded by mu_
+  std::vector<int> cancelled_;                      // guarded by mu_
+  std::vector<std::unique_ptr<Sequence>> running_;  // engine thread only
+  int next_id_ = 1;
+  int running_count_ = 0;                           // guarded by mu_ (mirror for other threads)
+  uint64_t kv_bytes_ = 0;                           // guarded by mu_
+};
+
+}  // namespace g4
