@@ -1,0 +1,88 @@
+// g4 device: what this machine can do and what g4 will therefore do on it: the CPU probe, the
+// optional-unit self-tests, the default dtype policy per checkpoint dtype, and (on request) the
+// measured memory-read bandwidth that bounds decode speed.
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "cli/args.h"
+#include "cli/command.h"
+#include "platform/bandwidth.h"
+#include "platform/device.h"
+#include "platform/dtype_policy.h"
+
+namespace g4::cli {
+namespace {
+
+const char* kUsage =
+    "usage: g4 device [--bandwidth] [--threads N,M] [--checkpoint FMT] [--compute FMT] [--kv FMT]\n"
+    "                 [--weights FMT] [--json]\n\n"
+    "Probes this CPU (model, cores, caches, ISA features, OS state, AMX permission), runs the one-time\n"
+    "self-tests of optional units (AMX, AVX512_BF16) and prints the dtype policy g4 resolves for an f32\n"
+    "and a bf16 checkpoint (or --checkpoint FMT), with the reason for each decision.\n\n"
+    "  --bandwidth     also measure memory-read bandwidth (under a second per thread count)\n"
+    "  --threads N,M   thread counts for --bandwidth (default: 1 and every usable core)\n"
+    "  --checkpoint F  show the policy for this checkpoint format only (f32, f16, bf16, fp8, q8, q4)\n"
+    "  --compute F, --kv F, --weights F   resolve the policy with these forced, as a load would\n"
+    "  --json          one JSON object instead of text";
+
+int run(const std::vector<std::string>& argv) {
+  Args a(argv, {"--threads", "--checkpoint", "--compute", "--kv", "--weights"}, {"--json", "--bandwidth"});
+  const DeviceInfo& device = host_cpu();
+
+  UserRequest request;
+  if (auto v = a.get("--compute")) request.compute = parse_num_format(*v, "--compute");
+  if (auto v = a.get("--kv")) request.kv = parse_num_format(*v, "--kv");
+  if (auto v = a.get("--weights")) request.weights = parse_num_format(*v, "--weights");
+  std::vector<NumFormat> checkpoints = {NumFormat::F32, NumFormat::BF16};
+  if (auto v = a.get("--checkpoint")) checkpoints = {parse_num_format(*v, "--checkpoint")};
+
+  // Resolved before anything is printed, so a bad request fails with its message alone.
+  std::vector<std::pair<NumFormat, DevicePolicy>> policies;
+  for (NumFormat ckpt : checkpoints) policies.emplace_back(ckpt, resolve_policy(device, ckpt, request));
+
+  std::vector<BandwidthResult> bandwidth;
+  if (a.has("--bandwidth")) {
+    std::vector<int> thread_counts = {1, device.logical_cores};
+    if (auto v = a.get("--threads")) thread_counts = parse_int_list(*v, "--threads");
+    std::sort(thread_counts.begin(), thread_counts.end());
+    thread_counts.erase(std::unique(thread_counts.begin(), thread_counts.end()), thread_counts.end());
+    for (int threads : thread_counts) bandwidth.push_back(measure_read_bandwidth({threads, 0, 3}));
+  }
+
+  if (a.has("--json")) {
+    nlohmann::json out;
+    out["device"] = device_to_json(device);
+    nlohmann::json by_checkpoint = nlohmann::json::object();
+    for (const auto& [ckpt, policy] : policies) by_checkpoint[std::string(num_format_name(ckpt))] = policy_to_json(policy);
+    out["policy_by_checkpoint"] = by_checkpoint;
+    nlohmann::json bw = nlohmann::json::array();
+    for (const auto& r : bandwidth)
+      bw.push_back({{"threads", r.threads},
+                    {"gb_per_s", r.best_gb_per_s},
+                    {"buffer_bytes", r.buffer_bytes},
+                    {"repetitions", r.repetitions},
+                    {"seconds", r.seconds_total}});
+    out["memory_read_bandwidth"] = bw;
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+
+  std::printf("%s", describe_device(device).c_str());
+  for (const auto& r : bandwidth)
+    std::printf("  memory read: %.1f GB/s with %d thread%s (best of %d passes over %s, %.2f s)\n", r.best_gb_per_s,
+                r.threads, r.threads == 1 ? "" : "s", r.repetitions, format_bytes(r.buffer_bytes).c_str(),
+                r.seconds_total);
+  if (bandwidth.empty()) std::printf("  memory read: not measured (g4 device --bandwidth)\n");
+  for (const auto& [ckpt, policy] : policies) {
+    std::printf("\ncheckpoint %s -> %s", std::string(num_format_name(ckpt)).c_str(), describe_policy(policy).c_str());
+  }
+  return 0;
+}
+
+const Registration reg{"device", "probe this machine; print ISA, self-tests, bandwidth and the dtype policy", kUsage,
+                       run};
+
+}  // namespace
+}  // namespace g4::cli

@@ -1,0 +1,136 @@
+#include "platform/bandwidth.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "platform/device.h"
+#include "platform/error.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace g4 {
+namespace {
+
+constexpr uint64_t kDefaultBufferBytes = 256ull << 20;
+constexpr size_t kAlignment = 64;
+
+// Every pass folds what it read into this global, so the compiler cannot drop the loads.
+std::atomic<uint64_t> g_read_sink{0};
+
+uint64_t read_slice_portable(const uint64_t* words, size_t count) {
+  uint64_t acc[8] = {};
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    for (int lane = 0; lane < 8; ++lane) acc[lane] ^= words[i + lane];
+  for (; i < count; ++i) acc[0] ^= words[i];
+  uint64_t folded = 0;
+  for (uint64_t a : acc) folded ^= a;
+  return folded;
+}
+
+#if defined(__x86_64__)
+// Wide loads with four independent chains: one core keeps enough reads in flight to be
+// limited by memory, not by the loop.
+__attribute__((target("avx2"))) uint64_t read_slice_avx2(const uint64_t* words, size_t count) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  size_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    a0 = _mm256_xor_si256(a0, _mm256_load_si256(reinterpret_cast<const __m256i*>(words + i)));
+    a1 = _mm256_xor_si256(a1, _mm256_load_si256(reinterpret_cast<const __m256i*>(words + i + 4)));
+    a2 = _mm256_xor_si256(a2, _mm256_load_si256(reinterpret_cast<const __m256i*>(words + i + 8)));
+    a3 = _mm256_xor_si256(a3, _mm256_load_si256(reinterpret_cast<const __m256i*>(words + i + 12)));
+  }
+  __m256i all = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
+  alignas(32) uint64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), all);
+  return lanes[0] ^ lanes[1] ^ lanes[2] ^ lanes[3] ^ read_slice_portable(words + i, count - i);
+}
+#endif
+
+// Page faults dominate the first touch (more so in a VM): huge pages cut their number 512-fold.
+class AnonymousMapping {
+ public:
+  explicit AnonymousMapping(uint64_t bytes) : bytes_(bytes) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw Error("bandwidth: cannot map a " + format_bytes(bytes) + " buffer");
+    madvise(p, bytes, MADV_HUGEPAGE);  // advice only: fine if refused
+    data_ = static_cast<uint64_t*>(p);
+  }
+  ~AnonymousMapping() { munmap(data_, bytes_); }
+  AnonymousMapping(const AnonymousMapping&) = delete;
+  AnonymousMapping& operator=(const AnonymousMapping&) = delete;
+  uint64_t* get() const { return data_; }
+
+ private:
+  uint64_t bytes_;
+  uint64_t* data_ = nullptr;
+};
+
+}  // namespace
+
+BandwidthResult measure_read_bandwidth(const BandwidthOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  auto started = Clock::now();
+  if (options.threads < 1) throw Error("bandwidth: threads must be >= 1, got " + std::to_string(options.threads));
+  if (options.repetitions < 1)
+    throw Error("bandwidth: repetitions must be >= 1, got " + std::to_string(options.repetitions));
+
+  uint64_t bytes = options.buffer_bytes;
+  if (bytes == 0) bytes = kDefaultBufferBytes;
+  bytes = std::max<uint64_t>(bytes / (kAlignment * options.threads) * (kAlignment * options.threads),
+                             kAlignment * uint64_t(options.threads));
+  AnonymousMapping buffer(bytes);
+  std::memset(buffer.get(), 0x5a, bytes);  // first touch outside the timed passes
+
+  bool wide = false;
+#if defined(__x86_64__)
+  wide = host_cpu().isa.avx2;
+#endif
+  const size_t words_per_thread = bytes / 8 / size_t(options.threads);
+  auto read_slice = [&](int t) {
+    const uint64_t* slice = buffer.get() + size_t(t) * words_per_thread;
+#if defined(__x86_64__)
+    if (wide) return read_slice_avx2(slice, words_per_thread);
+#endif
+    return read_slice_portable(slice, words_per_thread);
+  };
+
+  double best_seconds = 1e30;
+  for (int rep = 0; rep < options.repetitions; ++rep) {
+    // Each pass is timed from the moment every thread is ready (spinning on `go`) to the moment
+    // the last one finishes, so thread start-up is not counted.
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < options.threads; ++t)
+      workers.emplace_back([&, t] {
+        ready.fetch_add(1);
+        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+        g_read_sink.fetch_xor(read_slice(t), std::memory_order_relaxed);
+      });
+    while (ready.load() < options.threads) std::this_thread::yield();
+    auto pass_start = Clock::now();
+    go.store(true, std::memory_order_release);
+    for (auto& w : workers) w.join();
+    best_seconds = std::min(best_seconds, std::chrono::duration<double>(Clock::now() - pass_start).count());
+  }
+  (void)wide;
+
+  BandwidthResult result;
+  result.buffer_bytes = words_per_thread * 8 * uint64_t(options.threads);
+  result.threads = options.threads;
+  result.repetitions = options.repetitions;
+  result.best_gb_per_s = double(result.buffer_bytes) / std::max(best_seconds, 1e-9) / 1e9;
+  result.seconds_total = std::chrono::duration<double>(Clock::now() - started).count();
+  return result;
+}
+
+}  // namespace g4

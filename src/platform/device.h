@@ -1,0 +1,112 @@
+// What the machine g4 runs on can do: the CPU probe (cpuid + OS state + caches) and room for GPU
+// limits. Kernel families, dtypes and tile sizes are chosen from this record, never from a config
+// file (docs/lessons.md, lesson 1), so every field says whether it was confirmed or assumed.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace g4 {
+
+enum class DeviceKind : uint8_t { Cpu, Cuda };
+
+// Instruction-set features the CPU reports AND the OS has enabled register state for.
+// A feature whose cpuid bit is set but whose state the OS does not save stays false here (a note
+// in DeviceInfo::probe_notes says so): executing it would fault.
+struct IsaFeatures {
+  bool avx2 = false;
+  bool fma = false;
+  bool f16c = false;
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512vl = false;
+  bool avx512dq = false;
+  bool avx512_bf16 = false;  // vdpbf16ps: native bf16 dot products
+  bool avx512_fp16 = false;  // native f16 arithmetic
+  bool avx_vnni = false;
+  bool avx512_vnni = false;
+  bool amx_tile = false;
+  bool amx_bf16 = false;
+  bool amx_int8 = false;
+};
+
+// Per-core L1d/L2, shared L3 (the total the CPU reports). 0 = unknown.
+struct CacheSizes {
+  uint64_t l1d_bytes = 0;
+  uint64_t l2_bytes = 0;
+  uint64_t l3_bytes = 0;
+  std::string source;  // where the figures came from ("sysfs", "cpuid leaf 4", ...)
+};
+
+// The one-time check that an optional unit computes what the scalar path computes on this CPU.
+enum class SelfTestOutcome : uint8_t { NotRun, Passed, Failed };
+struct SelfTest {
+  SelfTestOutcome outcome = SelfTestOutcome::NotRun;
+  std::string detail;  // why it did not run, what differed, or "16x16x32 tile product matches scalar"
+  bool passed() const { return outcome == SelfTestOutcome::Passed; }
+};
+
+// GPU limits the CUDA backend will fill in; zero on a CPU.
+struct GpuInfo {
+  int compute_major = 0;
+  int compute_minor = 0;
+  uint64_t smem_per_block_bytes = 0;  // opt-in maximum dynamic shared memory per block
+  int sm_count = 0;
+  uint64_t memory_bytes = 0;
+  int compute_capability() const { return compute_major * 10 + compute_minor; }  // 75, 89, 90
+};
+
+struct DeviceInfo {
+  DeviceKind kind = DeviceKind::Cpu;
+  std::string name;    // CPU brand string or GPU product name
+  std::string vendor;  // "GenuineIntel", "AuthenticAMD", "NVIDIA"
+  int logical_cores = 0;   // CPUs this process may run on
+  int physical_cores = 0;  // 0 = not knowable here
+  CacheSizes caches;
+  IsaFeatures isa;
+  bool os_avx_state = false;     // XCR0 saves YMM
+  bool os_avx512_state = false;  // XCR0 saves opmask + ZMM
+  bool os_amx_state = false;     // XCR0 has XTILECFG + XTILEDATA
+  bool os_amx_permitted = false; // arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA) granted to this process
+  SelfTest amx_bf16_selftest;
+  SelfTest amx_int8_selftest;
+  SelfTest avx512_bf16_selftest;
+  GpuInfo gpu;
+  std::vector<std::string> probe_notes;  // anything surprising the probe saw (a unit reported but unusable)
+
+  // Optional units are usable only when cpuid, the OS and the self-test all agree (lesson: a
+  // well-known engine dies with SIGILL in its AMX path on this machine class).
+  bool amx_bf16_usable() const {
+    return isa.amx_tile && isa.amx_bf16 && os_amx_permitted && amx_bf16_selftest.passed();
+  }
+  bool amx_int8_usable() const {
+    return isa.amx_tile && isa.amx_int8 && os_amx_permitted && amx_int8_selftest.passed();
+  }
+  bool avx512_bf16_usable() const { return isa.avx512_bf16 && avx512_bf16_selftest.passed(); }
+};
+
+struct ProbeOptions {
+  bool request_amx_permission = true;  // ask the kernel for AMX tile state (process-wide, harmless)
+  bool run_selftests = true;           // confirm optional units against the scalar path
+};
+
+// Reads cpuid, XCR0, sysfs and /proc on this machine. Never executes an optional instruction
+// outside a SIGILL guard. Safe on any x86-64 CPU; on other architectures only cores and caches.
+DeviceInfo probe_cpu(const ProbeOptions& options = {});
+
+// probe_cpu() once per process (the AMX permission request and self-tests are one-time work).
+const DeviceInfo& host_cpu();
+
+// Human-readable multi-line report for `g4 device` and `g4 info`.
+std::string describe_device(const DeviceInfo& device);
+nlohmann::json device_to_json(const DeviceInfo& device);
+
+std::string_view selftest_outcome_name(SelfTestOutcome outcome);  // "not run", "passed", "failed"
+
+// "48 KiB", "2 MiB", "1.5 GiB": sizes in reports and error messages.
+std::string format_bytes(uint64_t bytes);
+
+}  // namespace g4

@@ -1,0 +1,64 @@
+// The dtype policy: which number formats g4 computes in, stores weights in and keeps the KV cache
+// in, resolved as a pure function of (device, checkpoint, user request), each decision with its
+// reason (docs/lessons.md, lesson 1: bf16 on a device without a bf16 datapath is silently slow).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "platform/device.h"
+
+namespace g4 {
+
+// Formats a policy can name. Compute: F32/F16/BF16. KV: F32/F16/BF16/F8E4M3. Weights: all.
+enum class NumFormat : uint8_t { F32, F16, BF16, F8E4M3, Q8, Q4 };
+
+std::string_view num_format_name(NumFormat f);  // "f32", "f16", "bf16", "fp8", "q8", "q4"
+std::optional<NumFormat> num_format_from_name(std::string_view name);  // accepts the names above, any case
+// Throws g4::Error naming `what` (e.g. "--compute") and the accepted names.
+NumFormat parse_num_format(std::string_view name, std::string_view what);
+
+// What the user forced (CLI flags / server config); unset fields are resolved from the device.
+struct UserRequest {
+  std::optional<NumFormat> compute;
+  std::optional<NumFormat> kv;
+  std::optional<NumFormat> weights;
+};
+
+struct DevicePolicy {
+  NumFormat compute = NumFormat::F32;
+  NumFormat weights = NumFormat::F32;
+  NumFormat kv = NumFormat::F32;
+  // Matmul kernel family, best first: "amx-bf16", "avx512-bf16", "avx512", "avx2-fma", "scalar";
+  // on CUDA "cuda-tc-bf16", "cuda-tc-f16", "cuda-f32".
+  std::string kernel_family;
+  std::string compute_reason;
+  std::string weights_reason;
+  std::string kv_reason;
+  std::string kernel_reason;
+  std::vector<std::string> warnings;  // forced choices the device only emulates, with their cost
+
+  // The four reasons in order compute, weights, kv, kernel.
+  std::vector<std::string> reasons() const {
+    return {compute_reason, weights_reason, kv_reason, kernel_reason};
+  }
+};
+
+// What the device executes natively (used by the policy and by tests).
+bool has_native_bf16(const DeviceInfo& device);  // CPU: confirmed AMX-BF16 or AVX512_BF16; GPU: sm_80+
+bool has_native_f16_math(const DeviceInfo& device);  // CPU: AVX512_FP16; GPU: sm_70+
+bool has_native_fp8(const DeviceInfo& device);   // GPU sm_89+; no CPU
+
+// Pure: same inputs, same policy. Throws g4::Error for requests that make no sense
+// (a quantized format as compute dtype, fp8 weights on a CPU, ...), naming the flag and value.
+DevicePolicy resolve_policy(const DeviceInfo& device, NumFormat checkpoint, const UserRequest& request = {});
+
+// Multi-line text for `g4 info`, `g4 device` and the load log.
+std::string describe_policy(const DevicePolicy& policy);
+nlohmann::json policy_to_json(const DevicePolicy& policy);
+
+}  // namespace g4

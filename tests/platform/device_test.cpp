@@ -1,0 +1,95 @@
+#include "platform/device.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "platform/device_presets.h"
+
+namespace g4 {
+
+TEST(DeviceProbe, HostCpuHasCoresAndCaches) {
+  const DeviceInfo& d = host_cpu();
+  EXPECT_EQ(d.kind, DeviceKind::Cpu);
+  EXPECT_FALSE(d.name.empty());
+  EXPECT_GE(d.logical_cores, 1);
+  EXPECT_GE(d.physical_cores, 0);
+  EXPECT_GT(d.caches.l1d_bytes, 0u) << d.caches.source;
+  EXPECT_GT(d.caches.l2_bytes, 0u) << d.caches.source;
+  EXPECT_GE(d.caches.l2_bytes, d.caches.l1d_bytes);
+  EXPECT_NE(d.caches.source, "unknown");
+}
+
+// What a CPU that reports the later feature must also report; a probe that disagrees misreads bits.
+TEST(DeviceProbe, FeatureImplicationsHold) {
+  const IsaFeatures& f = host_cpu().isa;
+  if (f.avx512bw || f.avx512vl || f.avx512dq || f.avx512_bf16 || f.avx512_fp16 || f.avx512_vnni) {
+    EXPECT_TRUE(f.avx512f);
+  }
+  if (f.avx512f) { EXPECT_TRUE(f.avx2); }
+  if (f.avx512f) { EXPECT_TRUE(host_cpu().os_avx512_state); }
+  if (f.avx2) { EXPECT_TRUE(host_cpu().os_avx_state); }
+  if (f.amx_bf16 || f.amx_int8) { EXPECT_TRUE(f.amx_tile); }
+  if (f.amx_tile) { EXPECT_TRUE(host_cpu().os_amx_state); }
+}
+
+TEST(DeviceProbe, OptionalUnitsUsedOnlyWhenConfirmed) {
+  const DeviceInfo& d = host_cpu();
+  if (d.amx_bf16_usable()) {
+    EXPECT_TRUE(d.os_amx_permitted);
+    EXPECT_TRUE(d.amx_bf16_selftest.passed());
+  }
+  if (!d.isa.amx_tile) {
+    EXPECT_EQ(d.amx_bf16_selftest.outcome, SelfTestOutcome::NotRun);
+    EXPECT_EQ(d.amx_int8_selftest.outcome, SelfTestOutcome::NotRun);
+  }
+  if (d.isa.avx512_bf16) { EXPECT_NE(d.avx512_bf16_selftest.outcome, SelfTestOutcome::NotRun); }
+}
+
+TEST(DeviceProbe, ProbeWithoutSelfTestsLeavesUnitsUnconfirmed) {
+  ProbeOptions options;
+  options.run_selftests = false;
+  DeviceInfo d = probe_cpu(options);
+  EXPECT_FALSE(d.amx_bf16_usable());
+  EXPECT_FALSE(d.amx_int8_usable());
+  EXPECT_FALSE(d.avx512_bf16_usable());
+  EXPECT_EQ(d.isa.avx2, host_cpu().isa.avx2);  // same cpuid bits either way
+}
+
+TEST(DeviceProbe, DescribeAndJsonNameTheDevice) {
+  const DeviceInfo& d = host_cpu();
+  std::string text = describe_device(d);
+  EXPECT_NE(text.find(d.name), std::string::npos) << text;
+  EXPECT_NE(text.find("L1d"), std::string::npos) << text;
+  EXPECT_NE(text.find("self-test amx-bf16"), std::string::npos) << text;
+  nlohmann::json j = device_to_json(d);
+  EXPECT_EQ(j["kind"], "cpu");
+  EXPECT_EQ(j["caches"]["l1d_bytes"], d.caches.l1d_bytes);
+  EXPECT_EQ(j["isa"]["avx2"], d.isa.avx2);
+  EXPECT_TRUE(j["self_tests"]["amx_bf16"].contains("outcome"));
+}
+
+TEST(DeviceProbe, GpuPresetDescribesItsLimits) {
+  DeviceInfo t4 = presets::t4_sm75();
+  std::string text = describe_device(t4);
+  EXPECT_NE(text.find("compute capability 7.5"), std::string::npos) << text;
+  EXPECT_NE(text.find("64 KiB shared memory per block"), std::string::npos) << text;
+  EXPECT_EQ(device_to_json(t4)["gpu"]["smem_per_block_bytes"], 65536u);
+}
+
+TEST(DevicePresets, SharedMemoryOptInFigures) {
+  EXPECT_EQ(presets::cuda_max_smem_per_block(7, 5), 64u * 1024);
+  EXPECT_EQ(presets::cuda_max_smem_per_block(8, 6), 99u * 1024);
+  EXPECT_EQ(presets::cuda_max_smem_per_block(8, 9), 101376u);
+  EXPECT_EQ(presets::cuda_max_smem_per_block(9, 0), 232448u);
+  EXPECT_EQ(presets::h100_sm90().gpu.compute_capability(), 90);
+}
+
+TEST(FormatBytes, PicksTheLargestWholeUnit) {
+  EXPECT_EQ(format_bytes(512), "512 bytes");
+  EXPECT_EQ(format_bytes(48 * 1024), "48 KiB");
+  EXPECT_EQ(format_bytes(2 * 1024 * 1024), "2 MiB");
+  EXPECT_EQ(format_bytes(1536 * 1024), "1.5 MiB");
+}
+
+}  // namespace g4
