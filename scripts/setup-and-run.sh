@@ -7,6 +7,9 @@ scripts/install-deps.sh
 scripts/build.sh
 G4=build/g4
 MODEL=models/tiny-e
+echo "== g4 synth: a random-weight Gemma 4 (E2B-like, tiny) with its own tokenizer in $MODEL"
 $G4 synth --preset tiny-e --seed 1 --out "$MODEL"
+echo "== g4 info"
 $G4 info --model "$MODEL"
-$G4 logits --model "$MODEL" --tokens 2,105,1717,107,6,42 --out "$MODEL/logits.f32"
+echo "== g4 generate (random weights: the text is noise by design, and the degeneracy guard says so)"
+$G4 generate --model "$MODEL" --chat --prompt "Write a haiku about the sea." -n 48 --temperature 0.8 --seed 7

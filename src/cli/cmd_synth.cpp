@@ -8,6 +8,7 @@
 #include "model/presets.h"
 #include "model/synth.h"
 #include "platform/error.h"
+#include "text/synth_tokenizer.h"
 
 namespace g4::cli {
 namespace {
@@ -15,8 +16,9 @@ namespace {
 const char* kUsage =
     "usage: g4 synth --preset NAME --out DIR [--dtype f32|bf16|f16] [--seed N] [--vocab N]\n"
     "                [--window N] [--shard-mb N]\n\n"
-    "Writes config.json, generation_config.json and model.safetensors (sharded with an index above\n"
-    "--shard-mb, default 4096) with random weights, generated and written tensor by tensor.\n"
+    "Writes config.json, generation_config.json, model.safetensors (sharded with an index above\n"
+    "--shard-mb, default 4096) with random weights, generated and written tensor by tensor, and a\n"
+    "small Gemma-format tokenizer.json, so the directory runs with generate and serve as it is.\n"
     "Random weights produce noise by design; the numbers are deterministic in --seed.\n\n"
     "  --preset NAME   tiny-e | tiny-31b | tiny-moe (small, same features as the test fixtures)\n"
     "                  e2b | e4b | 12b | 26b-a4b | 31b (released geometries; large files)\n"
@@ -62,7 +64,9 @@ int run(const std::vector<std::string>& argv) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto files = write_synth_checkpoint(c, o, out);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  text::write_synth_tokenizer(out, c.vocab_size);  // so the directory is a complete checkpoint
   for (const auto& f : files) std::printf("%s\n", f.string().c_str());
+  std::printf("%s\n", (std::filesystem::path(out) / "tokenizer.json").string().c_str());
   std::fprintf(stderr, "wrote %zu safetensors file(s) in %.2f s\n", files.size(), secs);
   return 0;
 }

@@ -1,0 +1,135 @@
+// g4 generate: prompt -> streamed text through the engine (cache, sampling, stops, guard).
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include "cli/args.h"
+#include "cli/command.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "platform/error.h"
+#include "text/chat_template.h"
+#include "text/detokenizer_stream.h"
+#include "text/stop_tokens.h"
+#include "text/tokenizer.h"
+
+namespace g4::cli {
+namespace {
+
+const char* kUsage =
+    "usage: g4 generate --model DIR (--prompt TEXT | --tokens LIST) [-n N] [--temperature T]\n"
+    "                   [--seed S] [--top-k K] [--top-p P] [--min-p P] [--chat] [--system TEXT]\n"
+    "                   [--tokenizer FILE] [--kv f32|f16|bf16|int8] [--chunk N] [--stop-on-degenerate]\n\n"
+    "Generates up to N tokens (default 64), printing text as it streams, then a summary line on\n"
+    "stderr: prompt and generated tokens, prefill and decode tok/s, finish reason, degeneracy verdict.\n\n"
+    "  --prompt TEXT        encoded with exactly one <bos> in front (needs a tokenizer)\n"
+    "  --chat               wrap --prompt in the Gemma 4 chat template as a user turn\n"
+    "  --tokens LIST        comma-separated ids, fed exactly as given\n"
+    "  --tokenizer FILE     tokenizer.json (default: the one in the model directory)\n"
+    "  --temperature T      0 = greedy (default 0.0)\n"
+    "  --kv DTYPE           KV cache storage (default f32)\n"
+    "  --chunk N            prefill chunk in tokens (default 256)\n"
+    "  --stop-on-degenerate end generation once a loop is certain";
+
+class DetokStream : public TokenTextStream {
+ public:
+  explicit DetokStream(const text::Tokenizer& t) : d_(t) {}
+  std::string push(int token) override { return d_.push(token); }
+  std::string flush() override { return d_.finish(); }
+
+ private:
+  text::StreamingDetokenizer d_;
+};
+
+int run(const std::vector<std::string>& argv) {
+  Args a(argv,
+         {"--model", "--prompt", "--tokens", "-n", "--temperature", "--seed", "--top-k", "--top-p", "--min-p",
+          "--tokenizer", "--kv", "--chunk", "--system"},
+         {"--chat", "--stop-on-degenerate"});
+  const std::filesystem::path dir = a.require("--model");
+  if (a.has("--prompt") == a.has("--tokens")) throw Error("give exactly one of --prompt or --tokens");
+  auto model = load_model(dir);
+
+  std::optional<text::Tokenizer> tok;
+  if (auto tf = a.get("--tokenizer")) tok = text::Tokenizer::from_file(*tf);
+  else if (std::filesystem::exists(dir / "tokenizer.json")) tok = text::Tokenizer::from_dir(dir);
+  if (tok && tok->vocab().size() > model->config.vocab_size)
+    throw Error("tokenizer has " + std::to_string(tok->vocab().size()) + " tokens but the model's vocabulary is " +
+                std::to_string(model->config.vocab_size));
+
+  GenerationRequest req;
+  if (auto p = a.get("--prompt")) {
+    if (!tok) throw Error(dir.string() + ": no tokenizer.json; pass --tokenizer FILE or use --tokens");
+    if (a.has("--chat")) {
+      nlohmann::json messages = nlohmann::json::array();
+      if (auto sys = a.get("--system")) messages.push_back({{"role", "system"}, {"content", *sys}});
+      messages.push_back({{"role", "user"}, {"content", *p}});
+      for (int32_t id : text::encode_chat(*tok, messages, nlohmann::json::array(), text::chat_options_for(tok->vocab())))
+        req.prompt.push_back(id);
+    } else {
+      text::EncodeOptions eo;
+      eo.add_bos = true;
+      for (int32_t id : tok->encode(*p, eo)) req.prompt.push_back(id);
+    }
+  } else {
+    req.prompt = parse_int_list(a.require("--tokens"), "--tokens");
+  }
+  SamplingParams& sp = req.sampling;
+  sp.max_tokens = int(a.get_int("-n", 64));
+  sp.temperature = float(a.get_double("--temperature", 0.0));
+  sp.seed = uint64_t(a.get_int("--seed", 0));
+  sp.top_k = int(a.get_int("--top-k", 0));
+  sp.top_p = float(a.get_double("--top-p", 1.0));
+  sp.min_p = float(a.get_double("--min-p", 0.0));
+  const std::vector<int32_t> eos = text::read_config_eos_ids(dir);
+  if (tok) {
+    const text::StopTokens stops = text::resolve_stop_tokens(tok->vocab(), eos);
+    for (const auto& problem : stops.problems) std::fprintf(stderr, "warning: %s\n", problem.c_str());
+    sp.stop_token_ids.assign(stops.ids.begin(), stops.ids.end());
+  } else {
+    sp.stop_token_ids.assign(eos.begin(), eos.end());
+  }
+  req.stop_on_degenerate = a.has("--stop-on-degenerate");
+
+  EngineOptions eo;
+  eo.max_seqs = 1;
+  eo.prefill_chunk = a.get_int("--chunk", 256);
+  eo.max_context = model->config.max_position_embeddings;
+  eo.kv.dtype = kv_dtype_from_name(a.get_or("--kv", "f32"));
+  eo.kv.max_total_tokens = (int64_t(req.prompt.size()) + sp.max_tokens + eo.kv.block_tokens) / eo.kv.block_tokens * eo.kv.block_tokens;
+  TextStreamFactory text_factory;
+  if (tok) text_factory = [&] { return std::make_unique<DetokStream>(*tok); };
+  Engine engine(*model, eo, text_factory);
+
+  GenerationEvent last;
+  engine.submit(req, [&](const GenerationEvent& e) {
+    if (tok) {
+      std::fwrite(e.text.data(), 1, e.text.size(), stdout);
+    } else {
+      for (const auto& t : e.tokens) std::printf("%d ", t.token);
+    }
+    std::fflush(stdout);
+    if (e.finished) last = e;
+  });
+  engine.run_until_idle();
+  std::printf("\n");
+  const double prefill_tps = last.prefill_seconds > 0 ? double(last.prompt_tokens) / last.prefill_seconds : 0;
+  const double decode_tps =
+      last.decode_seconds > 0 && last.generated_tokens > 1 ? double(last.generated_tokens - 1) / last.decode_seconds : 0;
+  nlohmann::json verdict = last.verdict;
+  std::fprintf(stderr,
+               "[g4] prompt %lld tokens, generated %lld tokens; prefill %.1f tok/s, decode %.1f tok/s, ttft %.3f s; "
+               "finish %s%s; degeneracy %s\n",
+               (long long)last.prompt_tokens, (long long)last.generated_tokens, prefill_tps, decode_tps,
+               last.ttft_seconds, last.finish_reason.c_str(), last.stopped_degenerate ? " (loop certain, stopped early)" : "",
+               verdict.dump().c_str());
+  if (last.finish_reason == "error") throw Error(last.error);
+  return 0;
+}
+
+const Registration reg{"generate", "generate text from a prompt or token list (streams, then a summary)", kUsage, run};
+
+}  // namespace
+}  // namespace g4::cli
