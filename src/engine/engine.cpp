@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "model/forward_cached.h"
+#include "platform/device.h"
 #include "platform/error.h"
 
 namespace g4 {
@@ -29,6 +30,17 @@ struct Engine::Sequence {
 Engine::Engine(const Model& model, EngineOptions o, TextStreamFactory text)
     : model_(model), opts_(o), text_(std::move(text)), kv_(model.config, o.kv) {
   if (opts_.max_seqs < 1) throw Error("engine: max_seqs must be >= 1");
+  if (opts_.threads < 0) throw Error("engine: threads must be >= 0");
+  if (opts_.threads > 0) {
+    pool_ = std::make_unique<ThreadPool>(opts_.threads);
+    // The widest input dimension of any weight matrix: H, nH·hd (o_proj), MLP widths (down_proj).
+    const ModelConfig& c = model.config;
+    int64_t max_in = c.hidden_size;
+    for (const LayerPlan& p : c.layers)
+      max_in = std::max({max_in, int64_t(c.num_attention_heads) * p.head_dim, int64_t(p.mlp_width)});
+    matmul_.pool = pool_.get();
+    matmul_.rows_per_group = ops::plan_matmul(host_cpu(), max_in).tile.m;  // refuses with the arithmetic
+  }
   if (opts_.prefill_chunk < 1) throw Error("engine: prefill_chunk must be >= 1");
   if (opts_.max_batch_tokens < opts_.max_seqs)
     throw Error("engine: max_batch_tokens (" + std::to_string(opts_.max_batch_tokens) + ") must be >= max_seqs (" +
@@ -187,7 +199,9 @@ bool Engine::step() {
     budget -= n;
   }
   if (!rows.empty()) {
-    std::vector<float> logits = forward_cached(model_, rows, kv_);
+    blocks::Exec ex;
+    if (pool_) ex.matmul = &matmul_;
+    std::vector<float> logits = forward_cached(model_, rows, kv_, ex);
     const int64_t V = model_.config.vocab_size;
     size_t out_row = 0;
     Sequence* prev = nullptr;

@@ -17,6 +17,8 @@
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
 #include "model/model.h"
+#include "ops/matmul.h"
+#include "platform/thread_pool.h"
 
 namespace g4 {
 
@@ -35,6 +37,8 @@ struct EngineOptions {
   int64_t max_batch_tokens = 512;
   int64_t max_context = 8192;   // prompt + generated tokens per sequence
   KvCacheOptions kv;
+  // 0: the f32 reference loops (the spec). N >= 1: the SIMD kernels on a pool of N threads.
+  int threads = 0;
 };
 
 struct GenerationRequest {
@@ -97,6 +101,8 @@ class Engine {
   EngineOptions opts_;
   TextStreamFactory text_;
   KvCache kv_;
+  std::unique_ptr<ThreadPool> pool_;
+  ops::MatmulContext matmul_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Sequence>> waiting_;  // guarded by mu_
   std::vector<int> cancelled_;                      // guarded by mu_

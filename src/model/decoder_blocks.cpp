@@ -17,19 +17,24 @@ std::vector<float> inv_freq(const RopeParams& p, int64_t hd) {
                                           : ref::rope_inv_freq_default(hd, p.theta);
 }
 
+void matmul_into(const float* x, int64_t T, const TensorView& w, float* y, const Exec& ex) {
+  if (ex.matmul) ops::matmul(x, T, w, y, *ex.matmul);
+  else ref::matmul(x, T, w, y);
+}
+
 void add_in_place(Vec& a, const Vec& b) {
   for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
 }
 
 // down(gelu(gate(x)) * up(x))
-Vec gated_mlp(const Vec& x, int64_t T, const TensorView& gate, const TensorView& up, const TensorView& down) {
-  Vec g = linear(x, T, gate), u = linear(x, T, up);
+Vec gated_mlp(const Vec& x, int64_t T, const TensorView& gate, const TensorView& up, const TensorView& down, const Exec& ex) {
+  Vec g = linear(x, T, gate, ex), u = linear(x, T, up, ex);
   for (size_t i = 0; i < g.size(); ++i) g[i] = ref::gelu_tanh(g[i]) * u[i];
-  return linear(g, T, down);
+  return linear(g, T, down, ex);
 }
 
 // Mixture of experts (26B-A4B). r: raw residual [T, H]; x: pre_feedforward_layernorm_2(r).
-Vec moe_block(const ModelConfig& c, const LayerWeights& lw, const Vec& r, const Vec& x, int64_t T) {
+Vec moe_block(const ModelConfig& c, const LayerWeights& lw, const Vec& r, const Vec& x, int64_t T, const Exec& ex) {
   const int64_t H = c.hidden_size, E = c.num_experts, K = c.top_k_experts, Ie = c.moe_intermediate_size;
   // Router on the raw residual: rmsnorm without weight, * scale * H^-0.5.
   Vec z = r;
@@ -37,7 +42,7 @@ Vec moe_block(const ModelConfig& c, const LayerWeights& lw, const Vec& r, const 
   const float hs = float(1.0 / std::sqrt(double(H)));
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < H; ++i) z[size_t(t * H + i)] *= lw.router_scale->at(i) * hs;
-  Vec probs = linear(z, T, *lw.router_proj);  // [T, E]
+  Vec probs = linear(z, T, *lw.router_proj, ex);  // [T, E]
   Vec out(static_cast<size_t>(T * H), 0.0f);
   std::vector<int64_t> order(static_cast<size_t>(E));
   Vec gu(static_cast<size_t>(2 * Ie)), act(static_cast<size_t>(Ie)), y(static_cast<size_t>(H));
@@ -55,9 +60,9 @@ Vec moe_block(const ModelConfig& c, const LayerWeights& lw, const Vec& r, const 
       const float w = p[e] / sum * lw.router_per_expert_scale->at(e);
       const TensorView gate_up = slice_leading(*lw.experts_gate_up, e);  // [2·Ie, H], gate rows first
       const TensorView down = slice_leading(*lw.experts_down, e);        // [H, Ie]
-      ref::matmul(&x[size_t(t * H)], 1, gate_up, gu.data());
+      matmul_into(&x[size_t(t * H)], 1, gate_up, gu.data(), ex);
       for (int64_t i = 0; i < Ie; ++i) act[size_t(i)] = ref::gelu_tanh(gu[size_t(i)]) * gu[size_t(Ie + i)];
-      ref::matmul(act.data(), 1, down, y.data());
+      matmul_into(act.data(), 1, down, y.data(), ex);
       for (int64_t i = 0; i < H; ++i) out[size_t(t * H + i)] += w * y[size_t(i)];
     }
   }
@@ -69,9 +74,9 @@ Vec moe_block(const ModelConfig& c, const LayerWeights& lw, const Vec& r, const 
 RopeTables::RopeTables(const ModelConfig& c)
     : sliding(inv_freq(c.rope_sliding, c.head_dim)), full(inv_freq(c.rope_full, c.global_head_dim)) {}
 
-Vec linear(const Vec& x, int64_t T, const TensorView& w) {
+Vec linear(const Vec& x, int64_t T, const TensorView& w, const Exec& ex) {
   Vec y(static_cast<size_t>(T * w.shape[0]));
-  ref::matmul(x.data(), T, w, y.data());
+  matmul_into(x.data(), T, w, y.data(), ex);
   return y;
 }
 
@@ -98,11 +103,11 @@ Vec embed(const Model& m, const std::vector<int>& tokens) {
   return x;
 }
 
-Vec per_layer_inputs(const Model& m, const std::vector<int>& tokens, const Vec& x) {
+Vec per_layer_inputs(const Model& m, const std::vector<int>& tokens, const Vec& x, const Exec& ex) {
   const ModelConfig& c = m.config;
   const ModelWeights& w = m.weights;
   const int64_t H = c.hidden_size, L = c.num_hidden_layers, P = c.hidden_size_per_layer_input, T = int64_t(tokens.size());
-  Vec ctx = linear(x, T, *w.per_layer_model_projection);  // [T, L·P] from the scaled embeddings
+  Vec ctx = linear(x, T, *w.per_layer_model_projection, ex);  // [T, L·P] from the scaled embeddings
   const float hs = float(1.0 / std::sqrt(double(H)));
   for (float& v : ctx) v *= hs;
   ref::rms_norm(ctx.data(), T * L, P, w.per_layer_projection_norm, float(c.rms_norm_eps));  // per [P] slice
@@ -119,7 +124,8 @@ Vec per_layer_inputs(const Model& m, const std::vector<int>& tokens, const Vec& 
   return ctx;
 }
 
-Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64_t>& positions, const RopeTables& rope) {
+Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64_t>& positions, const RopeTables& rope,
+                const Exec& ex) {
   const ModelConfig& c = m.config;
   const LayerPlan& p = c.layers[size_t(layer)];
   const LayerWeights& lw = m.weights.layers[size_t(layer)];
@@ -130,12 +136,12 @@ Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64
   Vec h = x;
   ref::rms_norm(h.data(), T, H, lw.input_norm, eps);
   Qkv out;
-  out.q = linear(h, T, *lw.q_proj);  // [T, nH, hd]
+  out.q = linear(h, T, *lw.q_proj, ex);  // [T, nH, hd]
   ref::rms_norm(out.q.data(), T * nH, hd, lw.q_norm, eps);
   for (int64_t t = 0; t < T; ++t) ref::rope(&out.q[size_t(t * nH * hd)], nH, hd, inv_freq, positions[size_t(t)]);
   if (p.kv_shared) return out;
-  Vec k_raw = linear(h, T, *lw.k_proj);                     // [T, kvh, hd]
-  out.v = lw.v_proj ? linear(h, T, *lw.v_proj) : k_raw;     // K=V: V from the raw key projection
+  Vec k_raw = linear(h, T, *lw.k_proj, ex);                     // [T, kvh, hd]
+  out.v = lw.v_proj ? linear(h, T, *lw.v_proj, ex) : k_raw;     // K=V: V from the raw key projection
   out.k = std::move(k_raw);
   ref::rms_norm(out.k.data(), T * kvh, hd, lw.k_norm, eps);
   for (int64_t t = 0; t < T; ++t) ref::rope(&out.k[size_t(t * kvh * hd)], kvh, hd, inv_freq, positions[size_t(t)]);
@@ -161,26 +167,26 @@ void attend_row(const float* q, const float* k, const float* v, int64_t n, int64
   }
 }
 
-void attention_output(const Model& m, int layer, const Vec& a, Vec& x) {
+void attention_output(const Model& m, int layer, const Vec& a, Vec& x, const Exec& ex) {
   const int64_t H = m.config.hidden_size, T = int64_t(x.size()) / H;
-  Vec o = linear(a, T, *m.weights.layers[size_t(layer)].o_proj);  // [T, H]
+  Vec o = linear(a, T, *m.weights.layers[size_t(layer)].o_proj, ex);  // [T, H]
   ref::rms_norm(o.data(), T, H, m.weights.layers[size_t(layer)].post_attention_norm, float(m.config.rms_norm_eps));
   add_in_place(x, o);
 }
 
-void feed_forward(const Model& m, int layer, Vec& x) {
+void feed_forward(const Model& m, int layer, Vec& x, const Exec& ex) {
   const ModelConfig& c = m.config;
   const LayerWeights& lw = m.weights.layers[size_t(layer)];
   const int64_t H = c.hidden_size, T = int64_t(x.size()) / H;
   const float eps = float(c.rms_norm_eps);
   Vec in = x;
   ref::rms_norm(in.data(), T, H, lw.pre_feedforward_norm, eps);
-  Vec mo = gated_mlp(in, T, *lw.gate_proj, *lw.up_proj, *lw.down_proj);
+  Vec mo = gated_mlp(in, T, *lw.gate_proj, *lw.up_proj, *lw.down_proj, ex);
   if (c.layers[size_t(layer)].moe) {
     ref::rms_norm(mo.data(), T, H, lw.post_feedforward_norm_1, eps);
-    Vec ex = x;  // experts read pre_feedforward_layernorm_2(residual); the router the raw residual
-    ref::rms_norm(ex.data(), T, H, lw.pre_feedforward_norm_2, eps);
-    Vec e = moe_block(c, lw, x, ex, T);
+    Vec experts_in = x;  // experts read pre_feedforward_layernorm_2(residual); the router the raw residual
+    ref::rms_norm(experts_in.data(), T, H, lw.pre_feedforward_norm_2, eps);
+    Vec e = moe_block(c, lw, x, experts_in, T, ex);
     ref::rms_norm(e.data(), T, H, lw.post_feedforward_norm_2, eps);
     add_in_place(mo, e);
   }
@@ -188,18 +194,18 @@ void feed_forward(const Model& m, int layer, Vec& x) {
   add_in_place(x, mo);
 }
 
-void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple) {
+void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple, const Exec& ex) {
   const ModelConfig& c = m.config;
   const LayerWeights& lw = m.weights.layers[size_t(layer)];
   const int64_t H = c.hidden_size, T = int64_t(x.size()) / H, L = c.num_hidden_layers, P = c.hidden_size_per_layer_input;
   if (P > 0) {
-    Vec g = linear(x, T, *lw.ple_input_gate);  // [T, P]
+    Vec g = linear(x, T, *lw.ple_input_gate, ex);  // [T, P]
     for (int64_t t = 0; t < T; ++t)
       for (int64_t j = 0; j < P; ++j) {
         float& gv = g[size_t(t * P + j)];
         gv = ref::gelu_tanh(gv) * ple[size_t((t * L + layer) * P + j)];
       }
-    Vec y = linear(g, T, *lw.ple_projection);  // [T, H]
+    Vec y = linear(g, T, *lw.ple_projection, ex);  // [T, H]
     ref::rms_norm(y.data(), T, H, lw.ple_post_norm, float(c.rms_norm_eps));
     add_in_place(x, y);
   }
@@ -207,11 +213,11 @@ void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple) {
   for (float& v : x) v *= scalar;
 }
 
-Vec logits(const Model& m, Vec x) {
+Vec logits(const Model& m, Vec x, const Exec& ex) {
   const ModelConfig& c = m.config;
   const int64_t H = c.hidden_size, T = int64_t(x.size()) / H;
   ref::rms_norm(x.data(), T, H, m.weights.final_norm, float(c.rms_norm_eps));
-  Vec out = linear(x, T, *m.weights.lm_head);  // tied head, no sqrt(H)
+  Vec out = linear(x, T, *m.weights.lm_head, ex);  // tied head, no sqrt(H)
   if (c.final_logit_softcapping) {
     const float cap = float(*c.final_logit_softcapping);
     for (float& v : out) v = cap * std::tanh(v / cap);

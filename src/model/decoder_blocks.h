@@ -8,10 +8,17 @@
 #include <vector>
 
 #include "model/model.h"
+#include "ops/matmul.h"
 
 namespace g4::blocks {
 
 using Vec = std::vector<float>;
+
+// How weight products run: the reference loops (matmul == nullptr), or the SIMD kernels on a
+// thread pool. Everything else is the same code either way.
+struct Exec {
+  const ops::MatmulContext* matmul = nullptr;
+};
 
 // RoPE inverse-frequency tables for both layer types, computed once per model.
 struct RopeTables {
@@ -27,32 +34,33 @@ void check_tokens(const ModelConfig& c, const std::vector<int>& tokens);
 Vec embed(const Model& m, const std::vector<int>& tokens);
 
 // Per-layer inputs (P > 0): ((proj(x)·H^-½ → RMSNorm per P slice) + table[ids]·√P) · 2^-½ -> [T, L, P]
-Vec per_layer_inputs(const Model& m, const std::vector<int>& tokens, const Vec& x);
+Vec per_layer_inputs(const Model& m, const std::vector<int>& tokens, const Vec& x, const Exec& ex);
 
 // h = input_layernorm(x); q = rope(q_norm(q_proj h))                               -> [T, nH, hd]
 // For non-shared layers also k = rope(k_norm(k_proj h)), v = v_norm(v_proj h or raw k) -> [T, kvh, hd]
 struct Qkv {
   Vec q, k, v;
 };
-Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64_t>& positions, const RopeTables& rope);
+Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64_t>& positions, const RopeTables& rope,
+                const Exec& ex);
 
 // One query row against n keys/values ([n, kvh, hd]) for all heads, causal window already applied
 // by the caller's choice of keys. out: [nH, hd]. Scaling 1.0, softmax in f32.
 void attend_row(const float* q, const float* k, const float* v, int64_t n, int64_t nH, int64_t kvh, int64_t hd, float* out);
 
 // x += post_attention_norm(o_proj(a))
-void attention_output(const Model& m, int layer, const Vec& a, Vec& x);
+void attention_output(const Model& m, int layer, const Vec& a, Vec& x, const Exec& ex);
 
 // x += post_feedforward_norm(mlp(pre_ff_norm(x)) [+ MoE branch])
-void feed_forward(const Model& m, int layer, Vec& x);
+void feed_forward(const Model& m, int layer, Vec& x, const Exec& ex);
 
 // x += post_per_layer_input_norm(proj(gelu(gate(x)) ⊙ ple[:, layer])); then x *= layer_scalar
-void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple);
+void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple, const Exec& ex);
 
 // logits = softcap(final_norm(x) · headᵀ)                                          -> [T, V]
-Vec logits(const Model& m, Vec x);
+Vec logits(const Model& m, Vec x, const Exec& ex);
 
 // y[T, out] = x[T, in] · Wᵀ
-Vec linear(const Vec& x, int64_t T, const TensorView& w);
+Vec linear(const Vec& x, int64_t T, const TensorView& w, const Exec& ex);
 
 }  // namespace g4::blocks

@@ -43,7 +43,7 @@ std::vector<Group> group_rows(const std::vector<BatchRow>& rows, const KvStore& 
 
 }  // namespace
 
-std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& kv) {
+std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& kv, const blocks::Exec& ex) {
   using blocks::Vec;
   const ModelConfig& c = m.config;
   if (rows.empty()) return {};
@@ -59,7 +59,7 @@ std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& r
   const blocks::RopeTables rope(c);
 
   Vec x = blocks::embed(m, tokens);                                            // [T, H]
-  const Vec ple = c.has_ple() ? blocks::per_layer_inputs(m, tokens, x) : Vec{};  // [T, L, P]
+  const Vec ple = c.has_ple() ? blocks::per_layer_inputs(m, tokens, x, ex) : Vec{};  // [T, L, P]
 
   // This step's K/V per owning layer [T, kvh, hd]. The cache is only read during the step and
   // written at the end, so a KV-shared layer sees exactly what its source layer saw, and a chunk
@@ -70,7 +70,7 @@ std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& r
     const LayerPlan& p = c.layers[size_t(i)];
     const int64_t hd = p.head_dim, kvh = p.kv_heads, row_w = kvh * hd;
     const bool sliding = p.type == LayerType::Sliding;
-    blocks::Qkv qkv = blocks::project_qkv(m, int(i), x, positions, rope);
+    blocks::Qkv qkv = blocks::project_qkv(m, int(i), x, positions, rope, ex);
     if (!p.kv_shared) {
       step_k[size_t(i)] = std::move(qkv.k);
       step_v[size_t(i)] = std::move(qkv.v);
@@ -99,9 +99,9 @@ std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& r
                            pos - first + 1, nH, kvh, hd, &a[r * size_t(nH * hd)]);
       }
     }
-    blocks::attention_output(m, int(i), a, x);
-    blocks::feed_forward(m, int(i), x);
-    blocks::per_layer_tail(m, int(i), x, ple);
+    blocks::attention_output(m, int(i), a, x, ex);
+    blocks::feed_forward(m, int(i), x, ex);
+    blocks::per_layer_tail(m, int(i), x, ple, ex);
   }
 
   for (int64_t i = 0; i < L; ++i) {
@@ -120,7 +120,7 @@ std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& r
   for (size_t r = 0; r < rows.size(); ++r)
     if (rows[r].want_logits) wanted.insert(wanted.end(), x.begin() + ptrdiff_t(r * H), x.begin() + ptrdiff_t((r + 1) * H));
   if (wanted.empty()) return {};
-  return blocks::logits(m, std::move(wanted));
+  return blocks::logits(m, std::move(wanted), ex);
 }
 
 }  // namespace g4

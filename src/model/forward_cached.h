@@ -4,6 +4,7 @@
 #pragma once
 #include <vector>
 
+#include "model/decoder_blocks.h"
 #include "model/kv_store.h"
 #include "model/model.h"
 
@@ -19,6 +20,8 @@ struct BatchRow {
 // Rows of one sequence must be contiguous, at consecutive positions starting at kv.length(seq),
 // and each sequence may appear once per step (violations throw g4::Error). Returns logits
 // [n_wanted, V] in row order for rows with want_logits. Commits the new positions to `kv`.
-std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& kv);
+// `ex` selects the reference loops (default) or the SIMD kernels on a thread pool.
+std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& kv,
+                                  const blocks::Exec& ex = {});
 
 }  // namespace g4

@@ -25,11 +25,12 @@ std::vector<float> forward_reference(const Model& m, const std::vector<int>& tok
   blocks::check_tokens(c, tokens);
   const int64_t L = c.num_hidden_layers, nH = c.num_attention_heads;
   const blocks::RopeTables rope(c);
+  const blocks::Exec ex;  // reference loops, always
   std::vector<int64_t> positions(static_cast<size_t>(T));
   for (int64_t t = 0; t < T; ++t) positions[size_t(t)] = t;  // one sequence from position 0
 
   Vec x = blocks::embed(m, tokens);                                            // [T, H]
-  const Vec ple = c.has_ple() ? blocks::per_layer_inputs(m, tokens, x) : Vec{};  // [T, L, P]
+  const Vec ple = c.has_ple() ? blocks::per_layer_inputs(m, tokens, x, ex) : Vec{};  // [T, L, P]
 
   // Every non-shared layer's K and V over the whole sequence [T, kvh, hd]; shared layers read
   // their source layer's.
@@ -37,7 +38,7 @@ std::vector<float> forward_reference(const Model& m, const std::vector<int>& tok
   for (int64_t i = 0; i < L; ++i) {
     const LayerPlan& p = c.layers[size_t(i)];
     const int64_t hd = p.head_dim, kvh = p.kv_heads;
-    blocks::Qkv qkv = blocks::project_qkv(m, int(i), x, positions, rope);
+    blocks::Qkv qkv = blocks::project_qkv(m, int(i), x, positions, rope, ex);
     if (!p.kv_shared) {
       layer_k[size_t(i)] = std::move(qkv.k);
       layer_v[size_t(i)] = std::move(qkv.v);
@@ -51,11 +52,11 @@ std::vector<float> forward_reference(const Model& m, const std::vector<int>& tok
       blocks::attend_row(&qkv.q[size_t(t * nH * hd)], &K[size_t(first * kvh * hd)], &V[size_t(first * kvh * hd)],
                          t - first + 1, nH, kvh, hd, &a[size_t(t * nH * hd)]);
     }
-    blocks::attention_output(m, int(i), a, x);
-    blocks::feed_forward(m, int(i), x);
-    blocks::per_layer_tail(m, int(i), x, ple);
+    blocks::attention_output(m, int(i), a, x, ex);
+    blocks::feed_forward(m, int(i), x, ex);
+    blocks::per_layer_tail(m, int(i), x, ple, ex);
   }
-  return blocks::logits(m, std::move(x));
+  return blocks::logits(m, std::move(x), ex);
 }
 
 }  // namespace g4

@@ -194,3 +194,34 @@ TEST(Engine, DegeneracyVerdictAndEarlyStop) {
 
 }  // namespace
 }  // namespace g4
+
+namespace g4 {
+namespace {
+
+// The SIMD kernels on a thread pool give the same greedy continuations and logits within f32
+// rounding of the reference loops (fixture prompts; logits compared through logprobs).
+TEST(Engine, FastKernelsMatchTheReferencePath) {
+  for (const char* v : {"tiny-e", "tiny-31b", "tiny-moe"}) {
+    auto m = fixture_model(v);
+    auto exp = fixture_expected(v);
+    for (int threads : {1, 2}) {
+      EngineOptions o;
+      o.threads = threads;
+      o.prefill_chunk = 7;
+      Engine eng(*m, o);
+      std::vector<Collected> out(exp["sequences"].size());
+      size_t i = 0;
+      for (const auto& s : exp["sequences"]) {
+        SamplingParams p = greedy(exp["n_greedy"]);
+        eng.submit({s["tokens"].get<std::vector<int>>(), p}, collect(out[i++]));
+      }
+      eng.run_until_idle();
+      i = 0;
+      for (const auto& s : exp["sequences"])
+        EXPECT_EQ(out[i++].tokens, s["greedy_tokens_llamacpp"].get<std::vector<int>>()) << v << " threads " << threads;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace g4

@@ -1,0 +1,135 @@
+// Highway multi-target compilation: this file is re-included once per target.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/dot_kernels.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include <cstring>
+#include <type_traits>
+
+#include "ops/dot_kernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace g4::ops {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+HWY_INLINE float F16Scalar(hwy::float16_t h) {
+  uint16_t bits;
+  std::memcpy(&bits, &h, 2);
+  return g4::f16_to_f32(bits);
+}
+
+template <class D, typename T>
+HWY_INLINE hn::Vec<D> LoadWidened(D d, const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return hn::LoadU(d, p);
+  } else {
+    const hn::Rebind<T, D> dh;
+    return hn::PromoteTo(d, hn::LoadU(dh, p));
+  }
+}
+
+// Up to 4 rows share each load of x; two accumulators per row hide FMA latency.
+template <typename T>
+void DotRowsT(const float* x, const T* w, size_t n, size_t stride, int rows, float* out) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
+  const T* w0 = w;
+  const T* w1 = w + stride * (rows > 1 ? 1 : 0);
+  const T* w2 = w + stride * (rows > 2 ? 2 : 0);
+  const T* w3 = w + stride * (rows > 3 ? 3 : 0);
+  size_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const auto x0 = hn::LoadU(d, x + i), x1 = hn::LoadU(d, x + i + N);
+    a0 = hn::MulAdd(x0, LoadWidened(d, w0 + i), a0);
+    b0 = hn::MulAdd(x1, LoadWidened(d, w0 + i + N), b0);
+    if (rows > 1) {
+      a1 = hn::MulAdd(x0, LoadWidened(d, w1 + i), a1);
+      b1 = hn::MulAdd(x1, LoadWidened(d, w1 + i + N), b1);
+    }
+    if (rows > 2) {
+      a2 = hn::MulAdd(x0, LoadWidened(d, w2 + i), a2);
+      b2 = hn::MulAdd(x1, LoadWidened(d, w2 + i + N), b2);
+    }
+    if (rows > 3) {
+      a3 = hn::MulAdd(x0, LoadWidened(d, w3 + i), a3);
+      b3 = hn::MulAdd(x1, LoadWidened(d, w3 + i + N), b3);
+    }
+  }
+  for (; i + N <= n; i += N) {
+    const auto x0 = hn::LoadU(d, x + i);
+    a0 = hn::MulAdd(x0, LoadWidened(d, w0 + i), a0);
+    if (rows > 1) a1 = hn::MulAdd(x0, LoadWidened(d, w1 + i), a1);
+    if (rows > 2) a2 = hn::MulAdd(x0, LoadWidened(d, w2 + i), a2);
+    if (rows > 3) a3 = hn::MulAdd(x0, LoadWidened(d, w3 + i), a3);
+  }
+  float s[4] = {hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, b0))), hn::GetLane(hn::SumOfLanes(d, hn::Add(a1, b1))),
+                hn::GetLane(hn::SumOfLanes(d, hn::Add(a2, b2))), hn::GetLane(hn::SumOfLanes(d, hn::Add(a3, b3)))};
+  const T* wr[4] = {w0, w1, w2, w3};
+  for (; i < n; ++i)
+    for (int r = 0; r < rows; ++r) {
+      float wv;
+      if constexpr (std::is_same_v<T, float>) wv = wr[r][i];
+      else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) wv = hwy::F32FromBF16(wr[r][i]);
+      else wv = F16Scalar(wr[r][i]);
+      s[r] += x[i] * wv;
+    }
+  for (int r = 0; r < rows; ++r) out[r] = s[r];
+}
+
+void DotRows(const float* x, const void* w, DType dtype, size_t n, size_t stride, int rows, float* out) {
+  switch (dtype) {
+    case DType::F32: return DotRowsT(x, static_cast<const float*>(w), n, stride, rows, out);
+    case DType::BF16: return DotRowsT(x, static_cast<const hwy::bfloat16_t*>(w), n, stride, rows, out);
+    case DType::F16: return DotRowsT(x, static_cast<const hwy::float16_t*>(w), n, stride, rows, out);
+    default: return;  // callers route other dtypes to the reference loop
+  }
+}
+
+template <typename T>
+void WidenT(const T* src, size_t n, float* dst) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(LoadWidened(d, src + i), d, dst + i);
+  for (; i < n; ++i) {
+    if constexpr (std::is_same_v<T, hwy::bfloat16_t>) dst[i] = hwy::F32FromBF16(src[i]);
+    else dst[i] = F16Scalar(src[i]);
+  }
+}
+
+void WidenRow(const void* src, DType dtype, size_t n, float* dst) {
+  switch (dtype) {
+    case DType::F32: {
+      const float* s = static_cast<const float*>(src);
+      for (size_t i = 0; i < n; ++i) dst[i] = s[i];
+      return;
+    }
+    case DType::BF16: return WidenT(static_cast<const hwy::bfloat16_t*>(src), n, dst);
+    case DType::F16: return WidenT(static_cast<const hwy::float16_t*>(src), n, dst);
+    default: return;
+  }
+}
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace g4::ops
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace g4::ops {
+HWY_EXPORT(DotRows);
+HWY_EXPORT(WidenRow);
+HWY_EXPORT(TargetName);
+
+void dot_rows(const float* x, const void* w, DType dtype, size_t n, size_t row_stride, int rows, float* out) {
+  HWY_DYNAMIC_DISPATCH(DotRows)(x, w, dtype, n, row_stride, rows, out);
+}
+void widen_row(const void* src, DType dtype, size_t n, float* dst) { HWY_DYNAMIC_DISPATCH(WidenRow)(src, dtype, n, dst); }
+const char* dot_kernel_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+}  // namespace g4::ops
+#endif

@@ -1,0 +1,21 @@
+// SIMD dot products of an f32 activation row with weight rows stored as F32, BF16 or F16,
+// accumulated in f32. Compiled for several x86 targets with Highway and dispatched at run time
+// on the CPU found (AVX-512, AVX2+FMA+F16C, SSE4, scalar).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "platform/dtype.h"
+
+namespace g4::ops {
+
+// out[r] = Σ_i x[i] · w_r[i] for r < rows (rows <= 4), w_r = w + r * row_stride elements of `dtype`.
+void dot_rows(const float* x, const void* w, DType dtype, size_t n, size_t row_stride, int rows, float* out);
+
+// dst[i] = f32(src[i]) for a row stored as `dtype`.
+void widen_row(const void* src, DType dtype, size_t n, float* dst);
+
+// The Highway target the dispatcher picked on this CPU (for g4 info / bench).
+const char* dot_kernel_target();
+
+}  // namespace g4::ops

@@ -1,0 +1,74 @@
+#include "ops/matmul.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "ops/dot_kernels.h"
+#include "ops/reference_ops.h"
+
+namespace g4::ops {
+
+TilePlan plan_matmul(const DeviceInfo& device, int64_t max_in) {
+  TileProblem p;
+  p.kernel = "matmul-widen";
+  for (int rows : {4, 2, 1}) p.candidates.push_back({rows, 1, int(max_in)});
+  p.scratch_bytes = [](const TileShape& t) { return uint64_t(t.m) * uint64_t(t.k) * 4u; };
+  ScratchLimit l2 = cpu_l2_limit(device);
+  l2.bytes /= 2;
+  l2.what = "half of " + l2.what;
+  return plan_tiles(p, l2);
+}
+
+namespace {
+
+bool simd_dtype(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
+
+// Output rows [o_begin, o_end) for all T tokens.
+void matmul_rows(const float* x, int64_t T, const TensorView& w, float* y, int64_t o_begin, int64_t o_end, int group,
+                 std::vector<float>& scratch) {
+  const int64_t out = w.shape[0], in = w.shape[1];
+  const size_t esz = dtype_size(w.dtype);
+  float tmp[4];
+  for (int64_t o = o_begin; o < o_end; o += group) {
+    const int rows = int(std::min<int64_t>(group, o_end - o));
+    const std::byte* wr = w.data + size_t(o * in) * esz;
+    if (T <= 2 || w.dtype == DType::F32) {
+      for (int64_t t = 0; t < T; ++t) {
+        dot_rows(x + t * in, wr, w.dtype, size_t(in), size_t(in), rows, tmp);
+        for (int r = 0; r < rows; ++r) y[t * out + o + r] = tmp[r];
+      }
+    } else {
+      // Widen the rows once, then reuse them for every token.
+      scratch.resize(size_t(rows * in));
+      for (int r = 0; r < rows; ++r) widen_row(wr + size_t(r * in) * esz, w.dtype, size_t(in), &scratch[size_t(r * in)]);
+      for (int64_t t = 0; t < T; ++t) {
+        dot_rows(x + t * in, scratch.data(), DType::F32, size_t(in), size_t(in), rows, tmp);
+        for (int r = 0; r < rows; ++r) y[t * out + o + r] = tmp[r];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void matmul(const float* x, int64_t T, const TensorView& w, float* y, const MatmulContext& ctx) {
+  if (!simd_dtype(w.dtype)) {
+    ref::matmul(x, T, w, y);
+    return;
+  }
+  const int64_t out = w.shape[0];
+  const int group = std::clamp(ctx.rows_per_group, 1, 4);
+  if (!ctx.pool || ctx.pool->size() == 1 || out < 64) {
+    std::vector<float> scratch;
+    matmul_rows(x, T, w, y, 0, out, group, scratch);
+    return;
+  }
+  // Split in units of `group` rows so each thread's range stays group-aligned.
+  const int64_t units = (out + group - 1) / group;
+  ctx.pool->parallel_for(units, [&](int64_t ub, int64_t ue, int) {
+    thread_local std::vector<float> scratch;
+    matmul_rows(x, T, w, y, ub * group, std::min(out, ue * group), group, scratch);
+  });
+}
+
+}  // namespace g4::ops

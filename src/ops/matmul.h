@@ -1,0 +1,26 @@
+// The fast matrix product: y[T, out] = x[T, in] · Wᵀ for weights kept in their stored dtype
+// (F32/BF16/F16 widened in registers; no upcast copy), output rows split across a thread pool,
+// f32 accumulation. Tested against ref::matmul. Other dtypes fall back to the reference loop.
+#pragma once
+#include <cstdint>
+
+#include "platform/device.h"
+#include "platform/tensor_view.h"
+#include "platform/thread_pool.h"
+#include "platform/tile_planner.h"
+
+namespace g4::ops {
+
+// Rows of W widened together for a multi-token product: the widened block
+// (rows x in x 4 bytes) must fit half of L2 so x streams past it. Throws g4::Error with the
+// arithmetic when even one row does not fit.
+TilePlan plan_matmul(const DeviceInfo& device, int64_t max_in);
+
+struct MatmulContext {
+  ThreadPool* pool = nullptr;  // null: run on the calling thread
+  int rows_per_group = 4;      // from plan_matmul
+};
+
+void matmul(const float* x, int64_t T, const TensorView& w, float* y, const MatmulContext& ctx);
+
+}  // namespace g4::ops

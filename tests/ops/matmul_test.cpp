@@ -1,0 +1,88 @@
+// The SIMD matmul against the reference loop, per stored dtype, for awkward shapes and pool sizes.
+#include "ops/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "ops/dot_kernels.h"
+#include "ops/reference_ops.h"
+#include "platform/device_presets.h"
+#include "platform/error.h"
+
+namespace g4 {
+namespace {
+
+struct Weights {
+  std::vector<std::byte> bytes;
+  TensorView view;
+};
+
+Weights random_weights(DType dt, int64_t out, int64_t in, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  Weights w;
+  w.bytes.resize(size_t(out * in) * dtype_size(dt));
+  for (int64_t i = 0; i < out * in; ++i) {
+    const float v = u(rng);
+    if (dt == DType::F32) std::memcpy(&w.bytes[size_t(i) * 4], &v, 4);
+    else {
+      const uint16_t h = dt == DType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+      std::memcpy(&w.bytes[size_t(i) * 2], &h, 2);
+    }
+  }
+  w.view.name = "w";
+  w.view.dtype = dt;
+  w.view.shape = {out, in};
+  w.view.data = w.bytes.data();
+  w.view.nbytes = w.bytes.size();
+  return w;
+}
+
+TEST(Matmul, SimdMatchesReferenceForEveryFloatDtype) {
+  std::printf("[ kernels ] dispatched target: %s\n", ops::dot_kernel_target());
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  ThreadPool pool1(1), pool2(2), pool3(3);
+  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+    for (auto [out, in] : {std::pair<int64_t, int64_t>{1, 1}, {5, 17}, {67, 33}, {130, 256}, {64, 1000}}) {
+      Weights w = random_weights(dt, out, in, unsigned(out * 31 + in));
+      for (int64_t T : {1, 2, 3, 7}) {
+        std::vector<float> x(size_t(T * in)), want(size_t(T * out)), got(size_t(T * out));
+        for (auto& v : x) v = u(rng);
+        ref::matmul(x.data(), T, w.view, want.data());
+        for (ThreadPool* p : {&pool1, &pool2, &pool3}) {
+          for (int group : {1, 2, 4}) {
+            ops::MatmulContext ctx{p, group};
+            std::fill(got.begin(), got.end(), NAN);
+            ops::matmul(x.data(), T, w.view, got.data(), ctx);
+            for (size_t i = 0; i < got.size(); ++i)
+              // Same products, different summation order: f32 rounding only.
+              ASSERT_NEAR(got[i], want[i], 2e-6f * float(in) + 1e-6f)
+                  << dtype_name(dt) << " out " << out << " in " << in << " T " << T << " threads " << p->size();
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, PlanFitsL2OrRefusesWithTheArithmetic) {
+  const DeviceInfo laptop = presets::avx2_laptop();
+  const TilePlan p = ops::plan_matmul(laptop, 1536);
+  EXPECT_EQ(p.tile.m, 4);
+  const DeviceInfo tiny = presets::with_caches(laptop, 32 << 10, 64 << 10);  // 64 KiB L2 -> 32 KiB budget
+  const TilePlan q = ops::plan_matmul(tiny, 4096);                             // 4 rows = 64 KiB: too big
+  EXPECT_LT(q.tile.m, 4);
+  EXPECT_TRUE(q.shrunk);
+  try {
+    ops::plan_matmul(tiny, 16384);  // one row alone is 64 KiB
+    FAIL() << "an impossible plan was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("KiB"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace g4
