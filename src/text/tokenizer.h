@@ -6,6 +6,8 @@
 //   decode: U+2581 -> " ", runs of <0xNN> pieces are joined into bytes (a run that is not valid
 //           UTF-8 becomes one U+FFFD per byte), everything concatenated; nothing stripped.
 // Encoding is O(n log n) in segment length (a heap of candidate merges over a linked list).
+// A Tokenizer is immutable once built; encode/decode may run on many threads at once (the
+// merge scratch space is thread_local).
 #pragma once
 #include <cstdint>
 #include <filesystem>

@@ -33,7 +33,7 @@ class Handler : public nlohmann::json_sax<json> {
   std::vector<std::string> vocab_pieces;
   std::vector<bool> vocab_filled;
   size_t vocab_count = 0, max_vocab_id = 0;
-  std::vector<std::pair<std::string, std::string>> merges;
+  MergeList merges;
   std::vector<AddedToken> added;
   json model_fields = json::object();  // model.* scalars and small subtrees
   json top_fields = json::object();    // normalizer, pre_tokenizer, decoder, post_processor, ...
@@ -127,7 +127,7 @@ class Handler : public nlohmann::json_sax<json> {
         const size_t sp = s.find(' ');
         if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
           return fail("model.merges[" + std::to_string(merges.size()) + "] \"" + s + "\" is not \"left right\"");
-        merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
+        merges.add(std::string_view(s).substr(0, sp), std::string_view(s).substr(sp + 1));
         return true;
       }
       case Ctx::MergePair:
@@ -179,7 +179,7 @@ class Handler : public nlohmann::json_sax<json> {
         } else if (parent.key == "merges") {
           if (!is_array) return fail("model.merges is not an array");
           child.ctx = Ctx::Merges;
-          merges.reserve(1 << 19);
+          merges.reserve(1 << 19, 1 << 23);
         } else {
           child.ctx = Ctx::Dom;
           child.dom = &(model_fields[parent.key] = is_array ? json::array() : json::object());
@@ -213,7 +213,7 @@ class Handler : public nlohmann::json_sax<json> {
       if (pair_size_ != 2)
         return fail("model.merges[" + std::to_string(merges.size()) + "] has " + std::to_string(pair_size_) +
                     " parts, not 2");
-      merges.emplace_back(pair_[0], pair_[1]);
+      merges.add(pair_[0], pair_[1]);
       pair_size_ = 0;
     }
     stack_.pop_back();

@@ -103,12 +103,12 @@ Vocabulary::Vocabulary(VocabularySpec spec) {
   merges_ = MergeTable(spec.merges.size());
   std::string joined;
   for (size_t r = 0; r < spec.merges.size(); ++r) {
-    const auto& [l, rt] = spec.merges[r];
+    const std::string_view l = spec.merges.left(r), rt = spec.merges.right(r);
     const int32_t li = find(l), ri = find(rt);
     joined.assign(l).append(rt);
     const int32_t mi = find(joined);
     if (li < 0 || ri < 0 || mi < 0) {
-      const std::string& missing = li < 0 ? l : ri < 0 ? rt : joined;
+      const std::string_view missing = li < 0 ? l : ri < 0 ? rt : std::string_view(joined);
       throw Error(src + ": merge " + std::to_string(r) + " (" + quoted(l) + " " + quoted(rt) + ") uses " +
                   quoted(missing) + ", which is not in the vocabulary");
     }

@@ -17,6 +17,30 @@
 
 namespace g4::text {
 
+// Merge rules in rank order, stored compactly: Gemma has 515k, and a vector of string pairs
+// (64 bytes each) cost more in page faults than the rest of loading.
+class MergeList {
+ public:
+  void add(std::string_view left, std::string_view right) {
+    text_.append(left);
+    bounds_.push_back(uint32_t(text_.size()));
+    text_.append(right);
+    bounds_.push_back(uint32_t(text_.size()));
+  }
+  void reserve(size_t merges, size_t bytes) {
+    bounds_.reserve(merges * 2);
+    text_.reserve(bytes);
+  }
+  size_t size() const { return bounds_.size() / 2; }
+  std::string_view left(size_t r) const { return span(r == 0 ? 0 : bounds_[2 * r - 1], bounds_[2 * r]); }
+  std::string_view right(size_t r) const { return span(bounds_[2 * r], bounds_[2 * r + 1]); }
+
+ private:
+  std::string_view span(uint32_t b, uint32_t e) const { return std::string_view(text_).substr(b, e - b); }
+  std::string text_;              // left + right of every merge, back to back
+  std::vector<uint32_t> bounds_;  // per merge: end of left, end of right
+};
+
 // Values match GGUF's tokenizer.ggml.token_type so a GGUF array can be cast directly.
 enum class TokenType : uint8_t {
   Normal = 1,       // ordinary BPE piece
@@ -33,7 +57,7 @@ struct VocabularySpec {
   std::vector<std::string> pieces;   // id -> piece text; spaces are U+2581 in pieces
   std::vector<TokenType> types;      // id -> type; same length as pieces
   std::vector<float> scores;         // id -> score (GGUF/SentencePiece); empty when the file has none
-  std::vector<std::pair<std::string, std::string>> merges;  // rank order: merges[r] = (left, right)
+  MergeList merges;                  // rank order: merge r joins merges.left(r) + merges.right(r)
   std::vector<int32_t> added_token_ids;  // matched in the raw text before BPE (any order)
   std::string unk_piece;             // "" when the model has no unknown token
   bool byte_fallback = true;         // unknown characters become <0xNN> pieces
