@@ -11,7 +11,7 @@ namespace g4::cli {
 namespace {
 
 const char* kUsage =
-    "usage: g4 info --model DIR [--ctx N]\n\n"
+    "usage: g4 info --model DIR|FILE.gguf [--ctx N]\n\n"
     "Loads and validates the checkpoint, then prints the resolved config, a per-layer table\n"
     "(type, head dim, KV heads, KV source layer, MLP width, MoE), parameter count, bytes by dtype,\n"
     "and the KV cache size per token and per sequence at context N (default 4096) for each KV dtype.";
@@ -62,7 +62,7 @@ int run(const std::vector<std::string>& argv) {
   std::printf("\nweights    prefix '%s', %llu tensors bound, %.3f B parameters, %s loaded (mmap)\n", w.prefix.c_str(),
               (unsigned long long)w.bound_tensors, double(w.parameter_count) / 1e9, human_bytes(w.bound_bytes).c_str());
   for (const auto& [dt, b] : w.bytes_by_dtype) std::printf("           %-5s %s\n", dt.c_str(), human_bytes(b).c_str());
-  std::printf("files      %zu, %s of tensor data mapped\n", m->archive.files().size(), human_bytes(m->archive.data_bytes()).c_str());
+  std::printf("files      %zu (%s), %s of tensor data mapped\n", m->files().size(), m->format.c_str(), human_bytes(m->data_bytes()).c_str());
   std::printf("\nkv cache   per token (all owning layers; shared layers own none) and per sequence at context %lld:\n", ctx);
   for (KvDType t : {KvDType::F32, KvDType::BF16, KvDType::Int8}) {
     const KvFootprint f = kv_footprint(c, t);

@@ -1,18 +1,60 @@
 #include "model/model.h"
 
+#include "model/gguf_config.h"
+#include "model/gguf_weights.h"
 #include "platform/error.h"
 
 namespace g4 {
 
+std::vector<std::filesystem::path> Model::files() const {
+  if (gguf) return {gguf->path()};
+  return archive.files();
+}
+
+uint64_t Model::data_bytes() const { return gguf ? gguf->data_bytes() : archive.data_bytes(); }
+
+void Model::check_unchanged() const {
+  if (gguf) gguf->check_unchanged();
+  else archive.check_unchanged();
+}
+
+namespace {
+
+std::unique_ptr<Model> load_gguf(const std::filesystem::path& file, const std::filesystem::path& shown) {
+  auto m = std::make_unique<Model>();
+  m->path = shown;
+  m->format = "gguf";
+  m->gguf = GgufFile::open(file);
+  m->config = config_from_gguf(*m->gguf);
+  m->weights = bind_gguf_weights(m->config, *m->gguf, m->gguf_views);
+  return m;
+}
+
+}  // namespace
+
 std::unique_ptr<Model> load_model(const std::filesystem::path& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
+    if (looks_like_gguf(path)) return load_gguf(path, path);
+    throw Error(path.string() + ": not a GGUF file and not a model directory (expected a .gguf file, or a directory "
+                                "holding config.json and model.safetensors)");
+  }
   if (!fs::is_directory(path, ec))
-    throw Error(path.string() + ": expected a model directory holding config.json and model.safetensors");
+    throw Error(path.string() + ": expected a model directory holding config.json and model.safetensors, or a .gguf file");
+  const fs::path cfg = path / "config.json";
+  if (!fs::exists(cfg)) {
+    std::vector<fs::path> ggufs;
+    for (const auto& e : fs::directory_iterator(path, ec))
+      if (e.is_regular_file() && e.path().extension() == ".gguf") ggufs.push_back(e.path());
+    if (ggufs.size() == 1) return load_gguf(ggufs[0], ggufs[0]);
+    if (ggufs.size() > 1)
+      throw Error(path.string() + ": no config.json, and " + std::to_string(ggufs.size()) +
+                  " .gguf files: name the one to load");
+    throw Error(path.string() + ": no config.json (or single .gguf file) in this directory");
+  }
   auto m = std::make_unique<Model>();
   m->path = path;
-  const fs::path cfg = path / "config.json";
-  if (!fs::exists(cfg)) throw Error(path.string() + ": no config.json in this directory");
   m->config = load_config(cfg);
   m->archive = SafetensorsArchive::open(path);
   m->weights = bind_weights(m->config, m->archive.tensors(), path.string());

@@ -1,9 +1,13 @@
 // A loaded Gemma 4 text model: config + mapped checkpoint + validated weight views.
 #pragma once
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "model/config.h"
+#include "model/gguf.h"
 #include "model/safetensors.h"
 #include "model/weights.h"
 
@@ -12,12 +16,23 @@ namespace g4 {
 struct Model {
   std::filesystem::path path;
   ModelConfig config;
-  SafetensorsArchive archive;  // owns the mmaps the weight views point into
+  // The checkpoint that owns the mmaps the weight views point into: a safetensors archive, or
+  // (format == "gguf") a GGUF file plus its tensors re-keyed by Hugging Face name.
+  std::string format = "safetensors";  // "safetensors" | "gguf"
+  SafetensorsArchive archive;
+  std::unique_ptr<GgufFile> gguf;
+  std::map<std::string, TensorView> gguf_views;
   ModelWeights weights;
+
+  std::vector<std::filesystem::path> files() const;
+  uint64_t data_bytes() const;  // bytes of tensor data mapped
+  void check_unchanged() const;  // throws if a mapped file shrank since loading
 };
 
-// `path`: a Hugging Face directory (config.json + model.safetensors or a sharded index).
-// Everything is validated before this returns; throws g4::Error otherwise.
+// `path`: a Hugging Face directory (config.json + model.safetensors or a sharded index), a
+// `.gguf` file (or any file starting with the GGUF magic), or a directory holding no
+// config.json and exactly one .gguf file. Everything is validated before this returns;
+// throws g4::Error otherwise.
 std::unique_ptr<Model> load_model(const std::filesystem::path& path);
 
 }  // namespace g4

@@ -184,8 +184,9 @@ void SafetensorsArchive::check_unchanged() const {
 }
 
 uint64_t TensorSpec::nbytes() const {
-  uint64_t n = dtype_size(dtype);
-  for (int64_t d : shape) n *= uint64_t(d);
+  if (shape.empty()) return row_bytes(dtype, 1);
+  uint64_t n = row_bytes(dtype, shape.back());  // block types: whole blocks per row
+  for (size_t i = 0; i + 1 < shape.size(); ++i) n *= uint64_t(shape[i]);
   return n;
 }
 

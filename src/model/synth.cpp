@@ -58,7 +58,7 @@ Init init_for(const TensorSpec& s) {
 void fill_synth_tensor(const TensorSpec& s, std::byte* out, uint64_t seed) {
   const Init init = init_for(s);
   uint64_t state = seed ^ fnv1a(s.name);
-  const uint64_t n = s.nbytes() / dtype_size(s.dtype);
+  const uint64_t n = dtype_size(s.dtype) ? s.nbytes() / dtype_size(s.dtype) : 0;  // per-element types only
   for (uint64_t i = 0; i < n; ++i) {
     // 24 random bits -> u in [-1, 1)
     const float u = float(int32_t(splitmix64(state) >> 40) - (1 << 23)) * (1.0f / float(1 << 23));
@@ -75,6 +75,7 @@ void fill_synth_tensor(const TensorSpec& s, std::byte* out, uint64_t seed) {
         std::memcpy(out + i * 2, &h, 2);
         break;
       }
+      default: break;  // block types are never synthesised (unreachable: n is 0 for them)
     }
   }
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/quant_dot.h"
+
 namespace g4::ref {
 
 float dot(const float* a, const float* b, int64_t n) {
@@ -16,6 +18,11 @@ float dot(const float* a, const float* b, int64_t n) {
 
 void matmul(const float* x, int64_t T, const TensorView& w, float* y) {
   const int64_t out = w.shape[0], in = w.shape[1];
+  if (dtype_is_quantized(w.dtype)) {  // block types: dot straight from the packed blocks
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t t = 0; t < T; ++t) y[t * out + o] = ops::dot_row(w, o, x + t * in);
+    return;
+  }
   std::vector<float> row(static_cast<size_t>(in));
   for (int64_t o = 0; o < out; ++o) {
     const float* wr;

@@ -9,7 +9,8 @@
 
 namespace g4::ref {
 
-// y[T, out] = x[T, in] · W[out, in]ᵀ   (W in HF [out, in] layout)
+// y[T, out] = x[T, in] · W[out, in]ᵀ   (W in HF [out, in] layout). Block-quantized W (Q8_0,
+// Q4_K, ...) is read block by block through ops::dot_row, never dequantized as a whole.
 void matmul(const float* x, int64_t T, const TensorView& w, float* y);
 
 // Dot product with a fixed summation order (8 interleaved partial sums, then pairwise).

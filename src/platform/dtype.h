@@ -1,5 +1,6 @@
 // Element types of tensors in checkpoints and caches, and scalar conversions.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -7,12 +8,43 @@
 
 namespace g4 {
 
-enum class DType : uint8_t { F32, F16, BF16 };
+// F32/F16/BF16 are per-element types. The rest are ggml block-quantized types (GGUF): a row is
+// a sequence of fixed-size blocks, each holding `dtype_block_size` values in `dtype_block_bytes`
+// bytes (layouts in dtype.cpp, bit-compatible with ggml):
+//   Q8_0  32 values, 34 B: f16 d, int8 q[32];                      x = q·d
+//   Q4_0  32 values, 18 B: f16 d, 16 B nibbles;                    x = (q−8)·d
+//   Q4_1  32 values, 20 B: f16 d, f16 m, 16 B nibbles;             x = q·d + m
+//         (nibbles: low nibble of byte j is element j, high nibble is element j+16)
+//   Q4_K 256 values, 144 B: f16 d, f16 dmin, 12 B packed 6-bit scales/mins, 128 B nibbles
+//   Q5_K 256 values, 176 B: as Q4_K plus 32 B of fifth bits
+//   Q6_K 256 values, 210 B: 128 B low nibbles, 64 B high 2-bit pairs, int8 scales[16], f16 d
+enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K };
 
-// Bytes per element.
+// Bytes per element of a per-element type (F32/F16/BF16). 0 for block types, which have no
+// per-element size: use row_bytes / tensor_bytes for those.
 size_t dtype_size(DType t);
-std::string_view dtype_name(DType t);  // "F32", "F16", "BF16" (safetensors spelling)
+bool dtype_is_quantized(DType t);       // a block type
+int64_t dtype_block_size(DType t);      // values per block (1 for per-element types)
+size_t dtype_block_bytes(DType t);      // bytes per block (dtype_size for per-element types)
+// Bytes of `cols` values stored contiguously; cols must be a multiple of the block size
+// (returns 0 otherwise, which callers treat as "not representable").
+uint64_t row_bytes(DType t, int64_t cols);
+std::string_view dtype_name(DType t);  // "F32", "F16", "BF16" (safetensors spelling), "Q8_0", "Q4_K", ...
+// Safetensors spellings only (F32, F16, BF16): the names a safetensors header may carry.
 std::optional<DType> dtype_from_name(std::string_view name);
+// Any g4 dtype, case-insensitive ("q4_k", "BF16"): the names the CLI accepts.
+std::optional<DType> dtype_from_any_name(std::string_view name);
+
+// ggml's type ids (GGUF tensor info `type`): F32 0, F16 1, Q4_0 2, Q4_1 3, Q8_0 8, Q4_K 12,
+// Q5_K 13, Q6_K 14, BF16 30. nullopt for ids g4 does not read.
+std::optional<DType> dtype_from_ggml(uint32_t ggml_type);
+uint32_t dtype_to_ggml(DType t);
+
+// Dequantizes n values (a whole number of blocks) of type t starting at src.
+// Per-element types are widened. Scalar and exact: the spec every kernel is tested against.
+void dequantize_row(DType t, const std::byte* src, float* dst, int64_t n);
+// The 6-bit scale and min of sub-block j (0..7) packed in the 12 scale bytes of a Q4_K/Q5_K block.
+void kquant_scale_min(int j, const uint8_t* scales12, uint8_t* scale, uint8_t* min);
 
 inline float bf16_to_f32(uint16_t h) {
   uint32_t bits = uint32_t(h) << 16;

@@ -19,36 +19,18 @@ float TensorView::at(int64_t i) const {
       std::memcpy(&h, data + i * 2, 2);
       return bf16_to_f32(h);
     }
+    default: {  // block type: decode the block holding element i (slow; for scalars and norms)
+      const int64_t bs = dtype_block_size(dtype);
+      float block[256];
+      dequantize_row(dtype, data + (i / bs) * int64_t(dtype_block_bytes(dtype)), block, bs);
+      return block[i % bs];
+    }
   }
-  return 0.0f;
 }
 
 void TensorView::row_to_f32(int64_t r, float* out) const {
   const int64_t cols = shape.empty() ? 1 : shape.back();
-  const int64_t base = r * cols;
-  switch (dtype) {
-    case DType::F32:
-      std::memcpy(out, data + base * 4, size_t(cols) * 4);
-      return;
-    case DType::F16: {
-      const std::byte* p = data + base * 2;
-      for (int64_t c = 0; c < cols; ++c) {
-        uint16_t h;
-        std::memcpy(&h, p + c * 2, 2);
-        out[c] = f16_to_f32(h);
-      }
-      return;
-    }
-    case DType::BF16: {
-      const std::byte* p = data + base * 2;
-      for (int64_t c = 0; c < cols; ++c) {
-        uint16_t h;
-        std::memcpy(&h, p + c * 2, 2);
-        out[c] = bf16_to_f32(h);
-      }
-      return;
-    }
-  }
+  dequantize_row(dtype, data + uint64_t(r) * row_bytes(dtype, cols), out, cols);
 }
 
 std::string shape_str(const std::vector<int64_t>& shape) {
@@ -66,7 +48,8 @@ namespace g4 {
 TensorView slice_leading(const TensorView& t, int64_t i) {
   TensorView s = t;
   s.shape.erase(s.shape.begin());
-  const uint64_t bytes = uint64_t(s.numel()) * dtype_size(t.dtype);
+  const int64_t cols = s.shape.empty() ? 1 : s.shape.back();
+  const uint64_t bytes = uint64_t(cols ? s.numel() / cols : 0) * row_bytes(t.dtype, cols);
   s.data = t.data + uint64_t(i) * bytes;
   s.nbytes = bytes;
   s.file_offset = t.file_offset + uint64_t(i) * bytes;

@@ -24,9 +24,10 @@ struct TensorView {
     for (int64_t d : shape) n *= d;
     return n;
   }
-  // Element i (flat index) converted to f32.
+  // Element i (flat index) converted to f32 (block types decode the block holding it).
   float at(int64_t i) const;
   // Row r of a 2-D (or leading-dim-flattened) tensor, converted into out[0..cols).
+  // Block types are dequantized (a row is always a whole number of blocks: loaders refuse others).
   void row_to_f32(int64_t r, float* out) const;
 };
 

@@ -1,0 +1,238 @@
+#include "model/gguf_config.h"
+
+#include <cmath>
+
+#include "ops/reference_ops.h"
+#include "platform/error.h"
+
+namespace g4 {
+
+namespace {
+
+struct Meta {
+  const GgufFile& g;
+  std::string file;
+
+  std::string at(const std::string& key) const {
+    const GgufValue* v = g.find(key);
+    return v ? " (byte " + std::to_string(v->offset) + ")" : "";
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& why) const {
+    throw Error(file + ": metadata '" + key + "'" + at(key) + ": " + why);
+  }
+  int get_int(const std::string& key, std::optional<int> fallback, int min_value) const {
+    auto v = g.get_int(key);
+    if (!v) {
+      if (!fallback) fail(key, "required key is missing");
+      return *fallback;
+    }
+    if (*v < min_value || *v > (1ll << 31) - 1) fail(key, "= " + std::to_string(*v) + " is out of range (min " + std::to_string(min_value) + ")");
+    return int(*v);
+  }
+  // A scalar, or an array with one entry per layer.
+  std::vector<int> per_layer(const std::string& key, int L, int min_value) const {
+    const GgufValue* v = g.find(key);
+    if (!v) fail(key, "required key is missing");
+    std::vector<int> out;
+    if (v->type == GgufType::ARRAY) {
+      if (!v->is_numeric_array() || v->elem_type == GgufType::F32 || v->elem_type == GgufType::F64 || v->elem_type == GgufType::BOOL)
+        fail(key, "must be an integer or an array of integers");
+      if (v->count != uint64_t(L)) fail(key, "has " + std::to_string(v->count) + " entries but block_count = " + std::to_string(L));
+      for (uint64_t i = 0; i < v->count; ++i) {
+        const int64_t x = v->int_at(i);
+        if (x < min_value || x > (1ll << 31) - 1) fail(key, "entry " + std::to_string(i) + " = " + std::to_string(x) + " is out of range");
+        out.push_back(int(x));
+      }
+    } else {
+      out.assign(size_t(L), get_int(key, std::nullopt, min_value));
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+ModelConfig config_from_gguf(const GgufFile& g) {
+  Meta m{g, g.path().string()};
+  const auto arch = g.get_string("general.architecture");
+  if (!arch) m.fail("general.architecture", "required key is missing");
+  if (*arch != "gemma4") m.fail("general.architecture", "= \"" + *arch + "\": g4 reads the gemma4 architecture only");
+  const std::string p = "gemma4.";
+  ModelConfig c;
+  c.model_type = "gemma4_text";
+  const int L = m.get_int(p + "block_count", std::nullopt, 1);
+  if (L > 4096) m.fail(p + "block_count", "= " + std::to_string(L) + " is absurd");
+  c.num_hidden_layers = L;
+  c.hidden_size = m.get_int(p + "embedding_length", std::nullopt, 1);
+  c.num_attention_heads = m.get_int(p + "attention.head_count", std::nullopt, 1);
+  c.max_position_embeddings = m.get_int(p + "context_length", 131072, 1);
+  c.global_head_dim = m.get_int(p + "attention.key_length", std::nullopt, 2);
+  c.head_dim = m.get_int(p + "attention.key_length_swa", std::nullopt, 2);
+  if (m.get_int(p + "attention.value_length", c.global_head_dim, 1) != c.global_head_dim)
+    m.fail(p + "attention.value_length", "must equal attention.key_length = " + std::to_string(c.global_head_dim));
+  if (m.get_int(p + "attention.value_length_swa", c.head_dim, 1) != c.head_dim)
+    m.fail(p + "attention.value_length_swa", "must equal attention.key_length_swa = " + std::to_string(c.head_dim));
+  if (auto e = g.get_float(p + "attention.layer_norm_rms_epsilon")) c.rms_norm_eps = *e;
+  if (!(c.rms_norm_eps > 0 && c.rms_norm_eps < 1)) m.fail(p + "attention.layer_norm_rms_epsilon", "must be in (0, 1)");
+  if (auto s = g.get_float(p + "final_logit_softcapping")) {
+    if (!(*s > 0)) m.fail(p + "final_logit_softcapping", "must be > 0");
+    c.final_logit_softcapping = *s;
+  }
+  if (g.find(p + "attn_logit_softcapping")) m.fail(p + "attn_logit_softcapping", "Gemma 4 has no attention-logit softcap");
+  c.sliding_window = m.get_int(p + "attention.sliding_window", std::nullopt, 1);
+  c.num_kv_shared_layers = m.get_int(p + "attention.shared_kv_layers", 0, 0);
+  c.hidden_size_per_layer_input = m.get_int(p + "embedding_length_per_layer_input", 0, 0);
+
+  // Layer types: bool per layer, true = sliding.
+  if (const GgufValue* v = g.find(p + "attention.sliding_window_pattern")) {
+    if (v->type != GgufType::ARRAY || v->elem_type != GgufType::BOOL || !v->elems)
+      m.fail(p + "attention.sliding_window_pattern", "must be an array of bool");
+    if (v->count != uint64_t(L))
+      m.fail(p + "attention.sliding_window_pattern", "has " + std::to_string(v->count) + " entries but block_count = " + std::to_string(L));
+    for (int i = 0; i < L; ++i) c.layer_types.push_back(v->int_at(uint64_t(i)) ? LayerType::Sliding : LayerType::Full);
+  } else {
+    for (int i = 0; i < L; ++i) c.layer_types.push_back((i + 1) % 6 ? LayerType::Sliding : LayerType::Full);
+    c.notes.push_back("attention.sliding_window_pattern absent: using the reference default (every 6th layer full)");
+  }
+  if (c.layer_types.back() != LayerType::Full) {
+    c.layer_types.back() = LayerType::Full;
+    c.notes.push_back("last layer was sliding; forced to full attention as the reference does");
+  }
+  const int first_shared = L - c.num_kv_shared_layers;
+  if (first_shared < 1) m.fail(p + "attention.shared_kv_layers", "must be below block_count = " + std::to_string(L));
+
+  // Vocabulary sizes come from the tensors.
+  const auto& T = g.tensors();
+  auto emb = T.find("token_embd.weight");
+  if (emb == T.end()) throw Error(m.file + ": missing tensor 'token_embd.weight' (the vocabulary size comes from it)");
+  if (emb->second.shape.size() != 2 || emb->second.shape[1] != c.hidden_size)
+    throw Error(m.file + ": tensor 'token_embd.weight' (data at byte " + std::to_string(emb->second.file_offset) +
+                ") has shape " + shape_str(emb->second.shape) + " (row-major), expected [vocab, " +
+                std::to_string(c.hidden_size) + "]");
+  if (emb->second.shape[0] > (1ll << 31) - 1) throw Error(m.file + ": tensor 'token_embd.weight' has an absurd vocabulary");
+  c.vocab_size = int(emb->second.shape[0]);
+  c.vocab_size_per_layer_input = c.vocab_size;
+  if (auto ple = T.find("per_layer_token_embd.weight"); ple != T.end() && !ple->second.shape.empty())
+    c.vocab_size_per_layer_input = int(std::min<int64_t>(ple->second.shape[0], (1ll << 31) - 1));
+  c.tie_word_embeddings = !T.count("output.weight");
+
+  // K=V: full, non-shared layers without attn_v.
+  int with_v = 0, without_v = 0;
+  for (int i = 0; i < first_shared; ++i)
+    if (c.layer_types[size_t(i)] == LayerType::Full) (T.count("blk." + std::to_string(i) + ".attn_v.weight") ? with_v : without_v)++;
+  if (with_v && without_v)
+    throw Error(m.file + ": " + std::to_string(without_v) + " full-attention layers lack attn_v.weight but " +
+                std::to_string(with_v) + " have it: attention_k_eq_v must hold for all full layers or none");
+  c.attention_k_eq_v = without_v > 0;
+
+  // KV heads: scalar, or per layer (sliding layers nKV, full layers num_global_key_value_heads).
+  const std::vector<int> kv = m.per_layer(p + "attention.head_count_kv", L, 1);
+  std::optional<int> kv_sliding, kv_full;
+  for (int i = 0; i < L; ++i) {
+    auto& slot = c.layer_types[size_t(i)] == LayerType::Sliding ? kv_sliding : kv_full;
+    if (slot && *slot != kv[size_t(i)])
+      m.fail(p + "attention.head_count_kv", "layer " + std::to_string(i) + " has " + std::to_string(kv[size_t(i)]) +
+                                                " heads but an earlier layer of the same type has " + std::to_string(*slot) +
+                                                " (g4 supports one count per layer type)");
+    slot = kv[size_t(i)];
+  }
+  c.num_key_value_heads = kv_sliding ? *kv_sliding : *kv_full;
+  if (kv_full && *kv_full != c.num_key_value_heads) {
+    if (!c.attention_k_eq_v)
+      m.fail(p + "attention.head_count_kv", "full layers have " + std::to_string(*kv_full) + " KV heads and sliding layers " +
+                                                std::to_string(c.num_key_value_heads) +
+                                                ", which Gemma 4 allows only with K=V full layers (these have attn_v)");
+    c.num_global_key_value_heads = *kv_full;
+  }
+
+  // MLP width: scalar, or per layer with the double-wide pattern (I below first_shared, 2I after).
+  const std::vector<int> ff = m.per_layer(p + "feed_forward_length", L, 1);
+  c.intermediate_size = ff[0];
+  bool all_same = true;
+  for (int x : ff) all_same = all_same && x == ff[0];
+  if (!all_same) {
+    for (int i = 0; i < L; ++i) {
+      const int want = i < first_shared ? ff[0] : 2 * ff[0];
+      if (ff[size_t(i)] != want)
+        m.fail(p + "feed_forward_length", "layer " + std::to_string(i) + " = " + std::to_string(ff[size_t(i)]) + ", expected " +
+                                              std::to_string(want) + " (g4 knows uniform widths and the double-wide pattern: I below the first KV-shared layer " +
+                                              std::to_string(first_shared) + ", 2I from there)");
+    }
+    c.use_double_wide_mlp = true;
+  }
+
+  // MoE.
+  c.num_experts = m.get_int(p + "expert_count", 0, 0);
+  if (c.num_experts > 0) {
+    c.enable_moe_block = true;
+    c.top_k_experts = m.get_int(p + "expert_used_count", std::nullopt, 1);
+    c.moe_intermediate_size = m.get_int(p + "expert_feed_forward_length", std::nullopt, 1);
+    if (c.top_k_experts > c.num_experts) m.fail(p + "expert_used_count", "exceeds expert_count = " + std::to_string(c.num_experts));
+  }
+
+  // RoPE. Sliding: default over the whole head. Full: proportional, described by rope_freqs.
+  const double theta_full = g.get_float(p + "rope.freq_base").value_or(1000000.0);
+  const double theta_swa = g.get_float(p + "rope.freq_base_swa").value_or(10000.0);
+  if (!(theta_full > 0)) m.fail(p + "rope.freq_base", "must be > 0");
+  if (!(theta_swa > 0)) m.fail(p + "rope.freq_base_swa", "must be > 0");
+  if (m.get_int(p + "rope.dimension_count", c.global_head_dim, 1) != c.global_head_dim)
+    m.fail(p + "rope.dimension_count", "must equal attention.key_length = " + std::to_string(c.global_head_dim) +
+                                           " (Gemma 4 encodes partial rotation in rope_freqs, not n_rot)");
+  if (m.get_int(p + "rope.dimension_count_swa", c.head_dim, 1) != c.head_dim)
+    m.fail(p + "rope.dimension_count_swa", "must equal attention.key_length_swa = " + std::to_string(c.head_dim));
+  if (g.find(p + "rope.scaling.type") || g.find(p + "rope.scaling.factor")) {
+    const auto f = g.get_float(p + "rope.scaling.factor");
+    if (f && *f != 1.0) m.fail(p + "rope.scaling.factor", "position scaling is not supported for Gemma 4");
+  }
+  c.rope_sliding = {RopeType::Default, theta_swa, 1.0, 1.0};
+  const int half = c.global_head_dim / 2;
+  int rotated = half;
+  auto rf = T.find("rope_freqs.weight");
+  if (rf != T.end()) {
+    const TensorView& r = rf->second;
+    const std::string where = m.file + ": tensor 'rope_freqs.weight' (data at byte " + std::to_string(r.file_offset) + ")";
+    if (r.shape != std::vector<int64_t>{half})
+      throw Error(where + " has shape " + shape_str(r.shape) + ", expected [" + std::to_string(half) + "] (global head dim / 2)");
+    rotated = 0;
+    while (rotated < half && r.at(rotated) == 1.0f) ++rotated;
+    for (int k = rotated; k < half; ++k)
+      if (!(r.at(k) >= 1e20f))
+        throw Error(where + ": entry " + std::to_string(k) + " = " + std::to_string(r.at(k)) +
+                    ": g4 supports proportional RoPE only (1.0 on the first pairs, >= 1e20 on the rest)");
+    if (rotated == 0) throw Error(where + ": no pair rotates (entry 0 is not 1.0)");
+  } else {
+    c.notes.push_back("no rope_freqs.weight: full layers rotate all " + std::to_string(half) + " pairs");
+  }
+  c.rope_full = {RopeType::Proportional, theta_full, double(2 * rotated) / double(c.global_head_dim), 1.0};
+  // finalize() and the forward pass take int(factor·dg/2) pairs: make that exactly `rotated`.
+  if (int(c.rope_full.partial_rotary_factor * c.global_head_dim) / 2 != rotated)
+    c.rope_full.partial_rotary_factor = (2.0 * rotated + 0.5) / double(c.global_head_dim);
+
+  // Special ids.
+  auto id = [&](const std::string& key, int fallback) {
+    const int v = m.get_int(key, fallback, 0);
+    if (v >= c.vocab_size) m.fail(key, "= " + std::to_string(v) + " is outside the vocabulary (" + std::to_string(c.vocab_size) + ")");
+    return v;
+  };
+  c.bos_token_id = id("tokenizer.ggml.bos_token_id", 2);
+  c.pad_token_id = id("tokenizer.ggml.padding_token_id", 0);
+  c.eos_token_ids = {id("tokenizer.ggml.eos_token_id", 1)};
+  if (g.find("tokenizer.ggml.eot_token_id")) {
+    const int eot = id("tokenizer.ggml.eot_token_id", 1);
+    if (eot != c.eos_token_ids[0]) c.eos_token_ids.push_back(eot);
+  }
+  try {
+    c.finalize();
+  } catch (const Error& e) {
+    throw Error(m.file + ": " + e.what());
+  }
+  const auto inv = ref::rope_inv_freq_proportional(c.global_head_dim, c.rope_full.theta, c.rope_full.partial_rotary_factor);
+  int nonzero = 0;
+  for (float f : inv) nonzero += f != 0.0f;
+  if (nonzero != rotated)
+    throw Error(m.file + ": rope_freqs.weight rotates " + std::to_string(rotated) + " pairs but the config derived from it rotates " +
+                std::to_string(nonzero));
+  return c;
+}
+
+}  // namespace g4
