@@ -170,6 +170,26 @@ void KvCache::write(int layer, int seq, int64_t begin, int64_t n, const float* k
   }
 }
 
+void KvCache::fill_for_benchmark(int seq, int64_t new_length, uint64_t seed) {
+  const int64_t start = length(seq);
+  uint64_t state = seed;
+  for (size_t i = 0; i < cfg_.layers.size(); ++i) {
+    const LayerPlan& p = cfg_.layers[i];
+    if (p.kv_shared) continue;
+    const int64_t row_w = int64_t(p.kv_heads) * p.head_dim;
+    std::vector<float> k(static_cast<size_t>(row_w)), v(static_cast<size_t>(row_w));
+    for (int64_t pos = start; pos < new_length; ++pos) {
+      for (int64_t j = 0; j < row_w; ++j) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        k[size_t(j)] = float(int32_t(state >> 40) - (1 << 23)) / float(1 << 23);
+        v[size_t(j)] = -k[size_t(j)];
+      }
+      write(int(i), seq, pos, 1, k.data(), v.data());
+    }
+  }
+  commit(seq, new_length);
+}
+
 void KvCache::commit(int seq, int64_t new_length) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) throw Error("KV cache: unknown sequence " + std::to_string(seq));

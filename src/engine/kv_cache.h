@@ -50,6 +50,11 @@ class KvCache : public KvStore {
   uint64_t bytes_in_use() const;
   const KvCacheOptions& options() const { return opts_; }
 
+  // Benchmarks only: writes deterministic pseudo-random K/V for positions [length, new_length)
+  // of every owning layer and commits them, so decode at depth D can be measured without
+  // prefilling D tokens. Attention cost depends on the cache length, not on its content.
+  void fill_for_benchmark(int seq, int64_t new_length, uint64_t seed);
+
   int64_t length(int seq) const override;
   void read(int layer, int seq, int64_t begin, int64_t end, float* k, float* v) const override;
   void write(int layer, int seq, int64_t begin, int64_t n, const float* k, const float* v) override;

@@ -1,0 +1,224 @@
+// g4 bench: cold load, cold and warm prefill, decode at depth 0 and at depth, time to first
+// token, peak RSS, weight bytes per decoded token, and the memory-read bandwidth measured in the
+// same run, so decode can be stated as a fraction of this machine's roofline.
+#include <sys/resource.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "cli/args.h"
+#include "cli/command.h"
+#include "engine/kv_cache.h"
+#include "model/forward_cached.h"
+#include "model/model.h"
+#include "ops/dot_kernels.h"
+#include "ops/matmul.h"
+#include "platform/bandwidth.h"
+#include "platform/device.h"
+#include "platform/dtype_policy.h"
+#include "platform/error.h"
+#include "platform/thread_pool.h"
+
+namespace g4::cli {
+namespace {
+
+const char* kUsage =
+    "usage: g4 bench --model DIR [--prompt-len 512] [--gen 128] [--depth 4096] [--threads N]\n"
+    "                [--repeat 5] [--kv f32|f16|bf16|int8] [--reference] [--json FILE]\n\n"
+    "Measures, in one run: cold load time; cold and warm prefill tok/s (--prompt-len tokens);\n"
+    "time to first token; decode tok/s at depth 0 and at --depth (the cache is filled with\n"
+    "synthetic K/V to that length: attention cost depends on length, not content); peak RSS;\n"
+    "weight bytes read per decoded token; the memory-read bandwidth; and decode as a fraction of\n"
+    "the roofline (bandwidth / bytes per token). Progress on stderr, a table on stdout.\n"
+    "--reference runs the f32 reference loops instead of the SIMD kernels.";
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+uint64_t peak_rss_bytes() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return uint64_t(ru.ru_maxrss) * 1024;
+}
+
+// Bytes of weights one decoded token reads: every matrix once, the tied head in full, one row of
+// each embedding table (a gather), and only the top-k experts' share of the expert tensors.
+uint64_t weight_bytes_per_token(const Model& m) {
+  const ModelConfig& c = m.config;
+  const ModelWeights& w = m.weights;
+  uint64_t b = w.bound_bytes;
+  b -= w.embed_tokens->nbytes;
+  b += w.embed_tokens->nbytes / uint64_t(c.vocab_size);  // the input row
+  if (w.lm_head == w.embed_tokens) b += w.lm_head->nbytes;  // the tied head reads all of it
+  if (w.embed_per_layer) b -= w.embed_per_layer->nbytes - w.embed_per_layer->nbytes / uint64_t(c.vocab_size_per_layer_input);
+  for (const LayerWeights& lw : w.layers)
+    if (lw.experts_gate_up) {
+      const uint64_t e = lw.experts_gate_up->nbytes + lw.experts_down->nbytes;
+      b -= e - e / uint64_t(c.num_experts) * uint64_t(c.top_k_experts);
+    }
+  return b;
+}
+
+NumFormat checkpoint_format(DType t) {
+  switch (t) {
+    case DType::BF16: return NumFormat::BF16;
+    case DType::F16: return NumFormat::F16;
+    default: return NumFormat::F32;
+  }
+}
+
+int run(const std::vector<std::string>& argv) {
+  Args a(argv, {"--model", "--prompt-len", "--gen", "--depth", "--threads", "--repeat", "--json", "--kv"}, {"--reference"});
+  const int64_t prompt_len = a.get_int("--prompt-len", 512), gen = a.get_int("--gen", 128),
+                depth = a.get_int("--depth", 4096), repeat = a.get_int("--repeat", 5);
+  const int threads = int(a.get_int("--threads", int(std::max(1u, std::thread::hardware_concurrency()))));
+  if (prompt_len < 1 || gen < 2 || depth < 0 || repeat < 1 || threads < 1)
+    throw Error("bench: --prompt-len >= 1, --gen >= 2, --depth >= 0, --repeat >= 1, --threads >= 1");
+  const bool reference = a.has("--reference");
+
+  auto t0 = Clock::now();
+  auto model = load_model(a.require("--model"));
+  const double load_s = since(t0);
+  const ModelConfig& c = model->config;
+  std::fprintf(stderr, "[bench] loaded %s in %.2f s\n", model->path.string().c_str(), load_s);
+
+  ThreadPool pool(threads);
+  int64_t max_in = c.hidden_size;
+  for (const LayerPlan& p : c.layers) max_in = std::max({max_in, int64_t(c.num_attention_heads) * p.head_dim, int64_t(p.mlp_width)});
+  ops::MatmulContext mm{&pool, ops::plan_matmul(host_cpu(), max_in).tile.m};
+  blocks::Exec ex;
+  if (!reference) ex.matmul = &mm;
+
+  KvCacheOptions ko;
+  ko.dtype = kv_dtype_from_name(a.get_or("--kv", "f32"));
+  ko.max_total_tokens = (std::max(prompt_len, depth) + gen + 2 * ko.block_tokens) / ko.block_tokens * ko.block_tokens * 2;
+  KvCache kv(c, ko);
+  std::vector<int> prompt(static_cast<size_t>(prompt_len));
+  for (int64_t i = 0; i < prompt_len; ++i) prompt[size_t(i)] = int(4 + (i * 7919) % (c.vocab_size - 4));
+
+  auto prefill = [&](double* ttft) {
+    const int seq = kv.add_sequence();
+    auto t = Clock::now();
+    std::vector<BatchRow> rows;
+    for (int64_t p = 0; p < prompt_len; ++p) rows.push_back({seq, p, prompt[size_t(p)], p + 1 == prompt_len});
+    auto logits = forward_cached(*model, rows, kv, ex);
+    (void)std::max_element(logits.begin(), logits.end());  // the first token is chosen here
+    const double s = since(t);
+    if (ttft) *ttft = s;
+    kv.free_sequence(seq);
+    return s;
+  };
+  // Decode `gen` tokens with the cache already `start_depth` long; returns tok/s.
+  auto decode = [&](int64_t start_depth) {
+    const int seq = kv.add_sequence();
+    if (start_depth > 0) kv.fill_for_benchmark(seq, start_depth, 42);
+    int tok = 5;
+    auto t = Clock::now();
+    for (int64_t g = 0; g < gen; ++g) {
+      auto logits = forward_cached(*model, {{seq, kv.length(seq), tok, true}}, kv, ex);
+      tok = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    }
+    const double s = since(t);
+    kv.free_sequence(seq);
+    return double(gen) / s;
+  };
+
+  std::fprintf(stderr, "[bench] cold prefill of %lld tokens ...\n", (long long)prompt_len);
+  double ttft_cold = 0;
+  const double cold_prefill_s = prefill(&ttft_cold);
+  std::vector<double> warm, ttfts;
+  for (int64_t r = 0; r < repeat; ++r) {
+    double tt = 0;
+    warm.push_back(prefill(&tt));
+    ttfts.push_back(tt);
+    std::fprintf(stderr, "[bench] warm prefill %lld/%lld: %.1f tok/s\n", (long long)r + 1, (long long)repeat,
+                 double(prompt_len) / warm.back());
+  }
+  std::vector<double> dec0, decd;
+  for (int64_t r = 0; r < repeat; ++r) {
+    dec0.push_back(decode(0));
+    std::fprintf(stderr, "[bench] decode at depth 0, run %lld: %.2f tok/s\n", (long long)r + 1, dec0.back());
+  }
+  if (depth > 0)
+    for (int64_t r = 0; r < repeat; ++r) {
+      decd.push_back(decode(depth));
+      std::fprintf(stderr, "[bench] decode at depth %lld, run %lld: %.2f tok/s\n", (long long)depth, (long long)r + 1, decd.back());
+    }
+  std::fprintf(stderr, "[bench] measuring memory-read bandwidth with %d threads ...\n", threads);
+  BandwidthOptions bo;
+  bo.threads = threads;
+  const BandwidthResult bw = measure_read_bandwidth(bo);
+
+  const uint64_t bytes_tok = weight_bytes_per_token(*model);
+  const double roofline = bw.best_gb_per_s * 1e9 / double(bytes_tok);
+  const double d0 = median(dec0), dd = decd.empty() ? 0 : median(decd);
+  const double warm_tps = double(prompt_len) / median(warm);
+  const DevicePolicy policy = resolve_policy(host_cpu(), checkpoint_format(model->weights.dtype));
+
+  std::printf("g4 bench: %s (%s weights, %s KV), %d threads, kernels %s\n", model->path.string().c_str(),
+              std::string(dtype_name(model->weights.dtype)).c_str(), kv_dtype_name(ko.dtype), threads,
+              reference ? "f32 reference loops" : ops::dot_kernel_target());
+  std::printf("  %-34s %10.2f s\n", "cold load (mmap + validate)", load_s);
+  std::printf("  %-34s %10.1f tok/s  (%lld tokens, first touch of the weights)\n", "prefill, cold", double(prompt_len) / cold_prefill_s,
+              (long long)prompt_len);
+  std::printf("  %-34s %10.1f tok/s  (median of %lld)\n", "prefill, warm", warm_tps, (long long)repeat);
+  std::printf("  %-34s %10.3f s cold, %.3f s warm\n", "time to first token", ttft_cold, median(ttfts));
+  std::printf("  %-34s %10.2f tok/s  (%lld tokens, median of %lld)\n", "decode, depth 0", d0, (long long)gen, (long long)repeat);
+  if (depth > 0)
+    std::printf("  %-34s %10.2f tok/s  (%.1f%% of depth 0)\n", ("decode, depth " + std::to_string(depth)).c_str(), dd,
+                100.0 * dd / d0);
+  std::printf("  %-34s %10.1f MiB\n", "weight bytes read per token", double(bytes_tok) / (1 << 20));
+  std::printf("  %-34s %10.1f GB/s  (%d threads, %.0f MiB buffer)\n", "memory-read bandwidth", bw.best_gb_per_s, threads,
+              double(bw.buffer_bytes) / (1 << 20));
+  std::printf("  %-34s %10.2f tok/s\n", "roofline (bandwidth / bytes)", roofline);
+  std::printf("  %-34s %10.1f%%\n", "decode / roofline", 100.0 * d0 / roofline);
+  std::printf("  %-34s %10.1f MiB\n", "peak RSS", double(peak_rss_bytes()) / (1 << 20));
+
+  if (auto jf = a.get("--json")) {
+    nlohmann::json j = {
+        {"model", model->path.string()},
+        {"weights_dtype", std::string(dtype_name(model->weights.dtype))},
+        {"kv_dtype", kv_dtype_name(ko.dtype)},
+        {"threads", threads},
+        {"kernels", reference ? "reference" : ops::dot_kernel_target()},
+        {"prompt_len", prompt_len},
+        {"gen", gen},
+        {"depth", depth},
+        {"repeat", repeat},
+        {"cold_load_s", load_s},
+        {"prefill_cold_tok_s", double(prompt_len) / cold_prefill_s},
+        {"prefill_warm_tok_s", warm_tps},
+        {"ttft_cold_s", ttft_cold},
+        {"ttft_warm_s", median(ttfts)},
+        {"decode_depth0_tok_s", d0},
+        {"decode_depth_tok_s", dd},
+        {"decode_runs_depth0", dec0},
+        {"decode_runs_depth", decd},
+        {"weight_bytes_per_token", bytes_tok},
+        {"bandwidth_gb_s", bw.best_gb_per_s},
+        {"roofline_tok_s", roofline},
+        {"decode_fraction_of_roofline", d0 / roofline},
+        {"peak_rss_bytes", peak_rss_bytes()},
+        {"device", device_to_json(host_cpu())},
+        {"policy", policy_to_json(policy)},
+    };
+    std::ofstream(*jf) << j.dump(2) << "\n";
+    std::fprintf(stderr, "[bench] wrote %s\n", jf->c_str());
+  }
+  return 0;
+}
+
+const Registration reg{"bench", "measure load, prefill, decode, TTFT and RSS against the machine's bandwidth", kUsage, run};
+
+}  // namespace
+}  // namespace g4::cli
