@@ -4,11 +4,17 @@ set -euo pipefail
 PKGS=(g++ cmake ninja-build pkg-config git
       nlohmann-json3-dev libcpp-httplib-dev libhwy-dev
       libgtest-dev libgmock-dev libbenchmark-dev
-      clang libclang-rt-14-dev nodejs npm curl)
+      clang libclang-rt-14-dev curl)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js + npm (for the OpenAI-client tests): some machines carry a nodesource nodejs that
+# bundles npm and conflicts with Debian's npm package; only install Debian's when npm is absent.
+if ! command -v npm >/dev/null 2>&1; then
+  command -v node >/dev/null 2>&1 || missing+=(nodejs)
+  missing+=(npm)
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all packages present"
   exit 0
