@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/gguf_tokenizer.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "platform/error.h"
@@ -19,7 +20,7 @@ namespace g4::cli {
 namespace {
 
 const char* kUsage =
-    "usage: g4 generate --model DIR (--prompt TEXT | --tokens LIST) [-n N] [--temperature T]\n"
+    "usage: g4 generate --model DIR|FILE.gguf (--prompt TEXT | --tokens LIST) [-n N] [--temperature T]\n"
     "                   [--seed S] [--top-k K] [--top-p P] [--min-p P] [--chat] [--system TEXT]\n"
     "                   [--tokenizer FILE] [--kv f32|f16|bf16|int8] [--chunk N] [--stop-on-degenerate]\n\n"
     "Generates up to N tokens (default 64), printing text as it streams, then a summary line on\n"
@@ -54,7 +55,15 @@ int run(const std::vector<std::string>& argv) {
 
   std::optional<text::Tokenizer> tok;
   if (auto tf = a.get("--tokenizer")) tok = text::Tokenizer::from_file(*tf);
-  else if (std::filesystem::exists(dir / "tokenizer.json")) tok = text::Tokenizer::from_dir(dir);
+  else if (std::filesystem::is_directory(dir) && std::filesystem::exists(dir / "tokenizer.json")) tok = text::Tokenizer::from_dir(dir);
+  else if (model->gguf) {
+    try {
+      tok = tokenizer_from_gguf(*model->gguf);  // tokenizer.ggml.* metadata
+    } catch (const Error& e) {
+      if (a.has("--prompt")) throw;
+      std::fprintf(stderr, "warning: %s (not needed with --tokens)\n", e.what());
+    }
+  }
   if (tok && tok->vocab().size() > model->config.vocab_size)
     throw Error("tokenizer has " + std::to_string(tok->vocab().size()) + " tokens but the model's vocabulary is " +
                 std::to_string(model->config.vocab_size));
@@ -83,7 +92,8 @@ int run(const std::vector<std::string>& argv) {
   sp.top_k = int(a.get_int("--top-k", 0));
   sp.top_p = float(a.get_double("--top-p", 1.0));
   sp.min_p = float(a.get_double("--min-p", 0.0));
-  const std::vector<int32_t> eos = text::read_config_eos_ids(dir);
+  std::vector<int32_t> eos = std::filesystem::is_directory(dir) ? text::read_config_eos_ids(dir) : std::vector<int32_t>{};
+  if (eos.empty()) eos.assign(model->config.eos_token_ids.begin(), model->config.eos_token_ids.end());
   if (tok) {
     const text::StopTokens stops = text::resolve_stop_tokens(tok->vocab(), eos);
     for (const auto& problem : stops.problems) std::fprintf(stderr, "warning: %s\n", problem.c_str());

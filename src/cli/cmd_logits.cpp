@@ -23,7 +23,7 @@ const char* kUsage =
     "of the last row. --mode full (default): the f32 reference over the whole sequence at once;\n"
     "incremental: one token at a time through the KV cache; chunked: --chunk tokens per step\n"
     "(default 64). All modes give the same logits (f32 KV).\n\n"
-    "  --model DIR     Hugging Face checkpoint directory (config.json + safetensors)\n"
+    "  --model DIR     Hugging Face checkpoint directory (config.json + safetensors) or a .gguf file\n"
     "  --tokens LIST   comma-separated token ids\n"
     "  --out FILE      write float32 little-endian logits of shape [T, vocab]; row i = logits after token i";
 

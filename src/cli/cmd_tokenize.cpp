@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/gguf_tokenizer.h"
 #include "platform/error.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -19,7 +20,7 @@ using json = nlohmann::json;
 const char* kUsage =
     "usage: g4 tokenize (--tokenizer FILE | --model DIR) (--text TEXT | --jsonl FILE | --decode IDS | --chat FILE)\n"
     "                   [--bos] [--skip-special] [--thinking] [--no-generation-prompt]\n\n"
-    "  --tokenizer FILE  a tokenizer.json (tokenizer_config.json beside it is read when present)\n"
+    "  --tokenizer FILE  a tokenizer.json (tokenizer_config.json beside it is read when present), or a .gguf\n"
     "  --model DIR       a checkpoint directory holding tokenizer.json\n"
     "  --text TEXT       prints the ids as a JSON array\n"
     "  --jsonl FILE      one JSON object with a \"text\" field per line -> one JSON array of ids per line\n"
@@ -31,6 +32,12 @@ const char* kUsage =
 
 text::Tokenizer load(const Args& a) {
   if (a.has("--tokenizer") == a.has("--model")) throw Error("give exactly one of --tokenizer FILE or --model DIR");
+  const std::string src = a.has("--tokenizer") ? a.require("--tokenizer") : a.require("--model");
+  if (looks_like_gguf(src)) {  // a GGUF's tokenizer.ggml.* metadata
+    auto tok = tokenizer_from_gguf(*GgufFile::open(src));
+    if (!tok) throw Error(src + ": this GGUF carries no tokenizer (no tokenizer.ggml.tokens)");
+    return std::move(*tok);
+  }
   if (a.has("--tokenizer")) return text::Tokenizer::from_file(a.require("--tokenizer"));
   return text::Tokenizer::from_dir(a.require("--model"));
 }

@@ -1,0 +1,58 @@
+// g4 quantize: any checkpoint g4 loads -> a gemma4 GGUF with weight matrices in one type.
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/args.h"
+#include "cli/command.h"
+#include "cli/gguf_tokenizer.h"
+#include "model/gguf_writer.h"
+#include "model/model.h"
+#include "platform/error.h"
+#include "text/tokenizer_json.h"
+
+namespace g4::cli {
+namespace {
+
+const char* kUsage =
+    "usage: g4 quantize IN OUT --type q8_0|q4_0|q4_1|q4_k|q5_k|q6_k|f16|bf16|f32\n\n"
+    "Reads IN (a Hugging Face directory or a .gguf file), validates it, and writes OUT as a GGUF\n"
+    "(llama.cpp's gemma4 layout) with every 2-D/3-D weight matrix stored as --type. K-quant\n"
+    "matrices whose rows are not a multiple of 256 fall back to Q8_0; rows that are not whole\n"
+    "blocks at all, norms, scalars and 1-D tensors stay F32. The tokenizer is carried over\n"
+    "(IN's GGUF metadata, or IN/tokenizer.json + tokenizer_config.json). Written to OUT.tmp and\n"
+    "renamed, so an interrupted run leaves nothing that loads.";
+
+int run(const std::vector<std::string>& argv) {
+  Args a(argv, {"--type"}, {}, 2);
+  if (a.positional().size() != 2) throw Error("give IN and OUT (see g4 quantize --help)");
+  const std::filesystem::path in = a.positional()[0], out = a.positional()[1];
+  const std::string tname = a.require("--type");
+  const auto type = dtype_from_any_name(tname);
+  if (!type) throw Error("--type '" + tname + "': expected q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, f16, bf16 or f32");
+  auto model = load_model(in);
+  const auto rep = write_model_gguf(*model, *type, out, [&](GgufWriter& w) {
+    if (model->gguf) {
+      for (const auto& [key, value] : model->gguf->metadata())
+        if (key.rfind("tokenizer.", 0) == 0) w.set_value(key, value);
+    } else if (std::filesystem::exists(in / "tokenizer.json")) {
+      add_tokenizer_metadata(w, text::read_tokenizer_json(in / "tokenizer.json", in / "tokenizer_config.json"));
+    } else {
+      std::fprintf(stderr, "note: %s has no tokenizer.json; the GGUF carries no tokenizer\n", in.string().c_str());
+    }
+  });
+  std::printf("wrote %s: %.2f MiB of tensor data (", out.string().c_str(), double(rep.bytes) / double(1 << 20));
+  bool first = true;
+  for (const auto& [dt, n] : rep.tensors_by_dtype) {
+    std::printf("%s%llu %s", first ? "" : ", ", (unsigned long long)n, dt.c_str());
+    first = false;
+  }
+  std::printf(" tensors)\n");
+  for (const auto& n : rep.notes) std::printf("note       %s\n", n.c_str());
+  return 0;
+}
+
+const Registration reg{"quantize", "write a checkpoint as GGUF with weights in q8_0/q4_0/q4_1/q4_k/q5_k/q6_k/f16/bf16/f32",
+                       kUsage, run};
+
+}  // namespace
+}  // namespace g4::cli
