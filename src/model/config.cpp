@@ -137,7 +137,7 @@ ModelConfig parse_config(const json& root, const std::string& source) {
   c.hidden_activation = r.get_string("hidden_activation", "gelu_pytorch_tanh");
   if (c.hidden_activation != "gelu_pytorch_tanh")
     r.fail("hidden_activation", "unsupported activation (Gemma 4 uses gelu_pytorch_tanh)");
-  c.max_position_embeddings = r.get_int("max_position_embeddings", 131072, 1);
+  c.max_position_embeddings = r.get_int("max_position_embeddings", c.model_type == "gemma4_unified_text" ? 262144 : 131072, 1);
   c.rms_norm_eps = r.get_double("rms_norm_eps", 1e-6);
   if (!(c.rms_norm_eps > 0 && c.rms_norm_eps < 1)) r.fail("rms_norm_eps", "must be in (0, 1)");
   c.pad_token_id = r.get_int("pad_token_id", 0);
@@ -171,8 +171,10 @@ ModelConfig parse_config(const json& root, const std::string& source) {
   }
   if (r.present("rope_scaling")) r.fail("rope_scaling", "not supported for Gemma 4 (rope_parameters holds RoPE settings)");
 
-  c.sliding_window = r.get_int("sliding_window", 512, 1);
-  c.use_bidirectional_attention = r.get_string("use_bidirectional_attention", "");
+  // gemma4_unified (12B) drops per-layer inputs and MoE and changes three defaults.
+  const bool unified = c.model_type == "gemma4_unified_text";
+  c.sliding_window = r.get_int("sliding_window", unified ? 1024 : 512, 1);
+  c.use_bidirectional_attention = r.get_string("use_bidirectional_attention", unified ? "vision" : "");
   if (c.use_bidirectional_attention == "all")
     r.fail("use_bidirectional_attention", "\"all\" makes every layer bidirectional: not a causal text decoder g4 can serve");
   if (!c.use_bidirectional_attention.empty() && c.use_bidirectional_attention != "vision")
@@ -206,11 +208,16 @@ ModelConfig parse_config(const json& root, const std::string& source) {
     c.final_logit_softcapping = r.get_double("final_logit_softcapping", 0);
     if (*c.final_logit_softcapping <= 0) r.fail("final_logit_softcapping", "must be > 0 or null");
   }
-  c.hidden_size_per_layer_input = r.get_int("hidden_size_per_layer_input", 256, 0);
-  c.vocab_size_per_layer_input = r.get_int("vocab_size_per_layer_input", 262144, 1);
+  // Unified configs may carry these as 0 / false / null ("BC: not used"); anything else is refused.
+  c.hidden_size_per_layer_input = r.get_int("hidden_size_per_layer_input", unified ? 0 : 256, 0);
+  c.vocab_size_per_layer_input = r.get_int("vocab_size_per_layer_input", unified ? c.vocab_size : 262144, 0);
+  if (unified && c.hidden_size_per_layer_input != 0)
+    r.fail("hidden_size_per_layer_input", "gemma4_unified has no per-layer embeddings");
+  if (c.has_ple() && c.vocab_size_per_layer_input < 1) r.fail("vocab_size_per_layer_input", "must be >= 1 with per-layer embeddings");
   c.attention_k_eq_v = r.get_bool("attention_k_eq_v", false);
   c.num_kv_shared_layers = r.get_int("num_kv_shared_layers", 0, 0);
   c.enable_moe_block = r.get_bool("enable_moe_block", false);
+  if (unified && c.enable_moe_block) r.fail("enable_moe_block", "gemma4_unified has no MoE block");
   c.use_double_wide_mlp = r.get_bool("use_double_wide_mlp", false);
   c.num_experts = r.present("num_experts") ? r.get_int("num_experts", 0, 1) : 0;
   c.top_k_experts = r.present("top_k_experts") ? r.get_int("top_k_experts", 0, 1) : 0;

@@ -90,6 +90,29 @@ TEST(Config, ReferenceDefaults) {
   EXPECT_EQ(parse_config(u, "c").hidden_size_per_layer_input, 256);
 }
 
+// gemma4_unified (12B): no PLE or MoE (missing means off, not the gemma4 default of 256), a
+// 1024 window and a 262144 context by default; nonzero PLE/MoE fields are refused.
+TEST(Config, UnifiedDefaults) {
+  json t = tiny_text();
+  t["model_type"] = "gemma4_unified_text";
+  t.erase("hidden_size_per_layer_input");
+  t.erase("sliding_window");
+  ModelConfig c = parse_config(t, "c");
+  EXPECT_EQ(c.hidden_size_per_layer_input, 0);
+  EXPECT_EQ(c.sliding_window, 1024);
+  EXPECT_EQ(c.max_position_embeddings, 262144);
+  EXPECT_EQ(c.use_bidirectional_attention, "vision");
+  t["hidden_size_per_layer_input"] = 0;  // the converter's "BC: not used" zeros are fine
+  t["vocab_size_per_layer_input"] = 0;
+  t["enable_moe_block"] = false;
+  EXPECT_EQ(parse_config(t, "c").hidden_size_per_layer_input, 0);
+  t["hidden_size_per_layer_input"] = 256;
+  EXPECT_NE(error_of(t).find("gemma4_unified has no per-layer embeddings"), std::string::npos) << error_of(t);
+  t["hidden_size_per_layer_input"] = 0;
+  t["enable_moe_block"] = true;
+  EXPECT_NE(error_of(t).find("no MoE"), std::string::npos) << error_of(t);
+}
+
 TEST(Config, GlobalKvHeadsOnlyWithKEqV) {
   json t = tiny_text();
   t["num_global_key_value_heads"] = 1;
