@@ -6,6 +6,9 @@
 #include "platform/error.h"
 #include "engine/kv_cache.h"
 #include "model/model.h"
+#include "ops/dot_kernels.h"
+#include "platform/device.h"
+#include "platform/dtype_policy.h"
 
 namespace g4::cli {
 namespace {
@@ -71,6 +74,21 @@ int run(const std::vector<std::string>& argv) {
                 human_bytes(f.full_bytes_per_token).c_str(), human_bytes(f.bytes_at(ctx, c.sliding_window)).c_str(),
                 c.sliding_window);
   }
+  // The device and the dtype policy resolved from it, with the reasons (lessons.md section 1).
+  const DeviceInfo& dev = host_cpu();
+  NumFormat fmt = NumFormat::F32;
+  if (w.dtype == DType::BF16) fmt = NumFormat::BF16;
+  else if (w.dtype == DType::F16) fmt = NumFormat::F16;
+  else if (w.dtype != DType::F32) fmt = NumFormat::Q8;  // block-quantized GGUF weights
+  std::printf("\ndevice\n%s", describe_device(dev).c_str());
+  std::printf("kernels    matmul SIMD target %s (runtime dispatch)\n", ops::dot_kernel_target());
+  std::printf("\npolicy for %s weights\n%s", std::string(dtype_name(w.dtype)).c_str(),
+              describe_policy(resolve_policy(dev, fmt)).c_str());
+  // What this build actually runs, so the policy above is never mistaken for it.
+  std::printf("executed   weight products: f32 FMA on %s weights widened in registers (Highway %s), f32 accumulate;\n"
+              "           bf16 dot instructions and AMX tiles are not used by this build yet; KV dtype per\n"
+              "           command (--kv, default f32); block-quantized GGUF weights use the reference loops\n",
+              std::string(dtype_name(w.dtype)).c_str(), ops::dot_kernel_target());
   for (const auto& n : c.notes) std::printf("note       %s\n", n.c_str());
   for (const auto& n : w.notes) std::printf("note       %s\n", n.c_str());
   return 0;
