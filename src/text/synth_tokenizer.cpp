@@ -96,7 +96,7 @@ std::vector<std::string> split_chars(const std::string& s) {
 }
 
 // Classic BPE training on the sample: words start at each U+2581 (a space), newlines end them.
-void learn_merges(Builder& b) {
+void learn_merges(Builder& b, size_t max_merges) {
   std::map<std::vector<std::string>, int> words;
   std::string word;
   auto flush = [&] {
@@ -120,7 +120,7 @@ void learn_merges(Builder& b) {
     it = ok ? std::next(it) : words.erase(it);
   }
   std::vector<std::pair<std::vector<std::string>, int>> ws(words.begin(), words.end());
-  for (;;) {
+  for (size_t learned = 0; learned < max_merges; ++learned) {
     std::map<std::pair<std::string, std::string>, int> counts;
     for (const auto& [syms, freq] : ws)
       for (size_t i = 0; i + 1 < syms.size(); ++i) counts[{syms[i], syms[i + 1]}] += freq;
@@ -197,20 +197,32 @@ void write_synth_tokenizer(const std::filesystem::path& dir, int vocab_size) {
   }
   for (int v = 0; v < 256; ++v) b.put(238 + v, byte_piece(uint8_t(v)), false, false);
 
-  // Single characters, most useful first (they fill 168..237, then 494..).
-  std::vector<std::string> chars = {std::string(kMetaspace)};
-  for (char c : std::string("etaoinsrhldcumfpgwybvkxjqz.,'\"-():;!?0123456789"
-                            "TSAIMCBPHWDRLEFNGOJKUVYQXZ_=/<>[]{}#*+&%$@\\|^`~"))
-    chars.emplace_back(1, c);
-  chars.emplace_back("\t");
-  for (const auto& c : chars)
+  // Single characters, most useful first (they fill 168..237, then 494..). With few ids left
+  // (vocab_size near 512), half of what the common characters leave goes to merges and the rare
+  // characters fall back to bytes.
+  std::vector<std::string> common = {std::string(kMetaspace)};
+  for (char c : std::string("etaoinsrhldcumfpgwybvkxjqz.,'\"-():;!?0123456789")) common.emplace_back(1, c);
+  std::vector<std::string> rare;
+  for (char c : std::string("TSAIMCBPHWDRLEFNGOJKUVYQXZ_=/<>[]{}#*+&%$@\\|^`~")) rare.emplace_back(1, c);
+  rare.emplace_back("\t");
+  for (const auto& c : common)
     if (!b.add_piece(c)) break;
+  size_t free_ids = 0;
+  for (size_t id = 168; id < b.pieces.size(); ++id) free_ids += b.pieces[id].empty();
+  const size_t merge_budget = free_ids > 2 * rare.size() ? free_ids - rare.size() : free_ids / 2;
 
   // Runs of spaces merge first, as in Gemma (their pieces are the added U+2581 runs above).
   std::string one(kMetaspace), two = one + one, four = two + two, eight = four + four;
   for (const auto& [l, r] : std::vector<std::pair<std::string, std::string>>{{one, one}, {two, two}, {four, four}, {eight, eight}})
     if (b.ids.count(l) && b.ids.count(r) && b.ids.count(l + r)) b.merges.emplace_back(l, r);
-  learn_merges(b);
+  if (free_ids > 2 * rare.size()) {
+    for (const auto& c : rare) b.add_piece(c);  // room for everything: characters first
+    learn_merges(b, merge_budget);
+  } else {
+    learn_merges(b, merge_budget);
+    for (const auto& c : rare)
+      if (!b.add_piece(c)) break;
+  }
 
   for (size_t id = 0; id < b.pieces.size(); ++id)
     if (b.pieces[id].empty()) b.pieces[id] = "<unused" + std::to_string(id - 6) + ">";

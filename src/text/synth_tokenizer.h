@@ -10,8 +10,9 @@
 //   258882 <image|> 258883 <audio|> 258884 <|video|>.
 // Ids left over are padded with "<unusedN>" pieces in model.vocab only (not added tokens), so
 // every id 0..vocab_size-1 has a piece: a 262,144-id synth writes ~5 MB, not Gemma's 33 MB.
-// With vocab_size 512 only 18 slots follow the bytes: the rarest characters then use byte
-// fallback and there are no merges (still a valid, complete tokenizer).
+// With vocab_size 512 only 88 ids are free (168..237, 494..511): the common characters
+// (U+2581, lower case, digits, basic punctuation) take 48, half the rest go to merges and the
+// rarest characters (upper case, symbols) use byte fallback. Still a valid, complete tokenizer.
 #pragma once
 #include <filesystem>
 
