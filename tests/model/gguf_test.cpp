@@ -345,7 +345,9 @@ TEST_P(GgufQuantized, CopiesStayWithinStatedErrorOfF32) {
     std::printf("[ quantized ] %-8s %-4s |delta logit| vs F32: mean %.4g max %.4g  %s\n", GetParam().c_str(),
                 std::string(dtype_name(c.t)).c_str(), mean, mx, rep.notes.empty() ? "" : rep.notes.back().c_str());
     EXPECT_LE(mean, c.mean_bound) << dtype_name(c.t);
-    if (!moe) EXPECT_LE(mx, c.max_bound) << dtype_name(c.t);
+    if (!moe) {
+      EXPECT_LE(mx, c.max_bound) << dtype_name(c.t);
+    }
     if (c.t == DType::F32) {
       EXPECT_EQ(mx, 0.0f);
       EXPECT_EQ(q->weights.bound_bytes, hf->weights.bound_bytes);
