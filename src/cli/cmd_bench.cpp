@@ -16,6 +16,7 @@
 #include "engine/kv_cache.h"
 #include "model/forward_cached.h"
 #include "model/model.h"
+#include "model/requantize.h"
 #include "ops/dot_kernels.h"
 #include "ops/matmul.h"
 #include "platform/bandwidth.h"
@@ -29,12 +30,13 @@ namespace {
 
 const char* kUsage =
     "usage: g4 bench --model DIR [--prompt-len 512] [--gen 128] [--depth 4096] [--threads N]\n"
-    "                [--repeat 5] [--kv f32|f16|bf16|int8] [--reference] [--json FILE]\n\n"
+    "                [--repeat 5] [--kv f32|f16|bf16|int8] [--weights q8|q4] [--reference] [--json FILE]\n\n"
     "Measures, in one run: cold load time; cold and warm prefill tok/s (--prompt-len tokens);\n"
     "time to first token; decode tok/s at depth 0 and at --depth (the cache is filled with\n"
     "synthetic K/V to that length: attention cost depends on length, not content); peak RSS;\n"
     "weight bytes read per decoded token; the memory-read bandwidth; and decode as a fraction of\n"
     "the roofline (bandwidth / bytes per token). Progress on stderr, a table on stdout.\n"
+    "--weights q8|q4 re-encodes the weight matrices in memory at load (time reported).\n"
     "--reference runs the f32 reference loops instead of the SIMD kernels.";
 
 using Clock = std::chrono::steady_clock;
@@ -78,7 +80,7 @@ NumFormat checkpoint_format(DType t) {
 }
 
 int run(const std::vector<std::string>& argv) {
-  Args a(argv, {"--model", "--prompt-len", "--gen", "--depth", "--threads", "--repeat", "--json", "--kv"}, {"--reference"});
+  Args a(argv, {"--model", "--prompt-len", "--gen", "--depth", "--threads", "--repeat", "--json", "--kv", "--weights"}, {"--reference"});
   const int64_t prompt_len = a.get_int("--prompt-len", 512), gen = a.get_int("--gen", 128),
                 depth = a.get_int("--depth", 4096), repeat = a.get_int("--repeat", 5);
   const int threads = int(a.get_int("--threads", int(std::max(1u, std::thread::hardware_concurrency()))));
@@ -93,6 +95,13 @@ int run(const std::vector<std::string>& argv) {
   std::fprintf(stderr, "[bench] loaded %s in %.2f s\n", model->path.string().c_str(), load_s);
 
   ThreadPool pool(threads);
+  double requant_s = 0;
+  if (auto wf = a.get("--weights")) {
+    const RequantizeReport rq = requantize_weights(*model, weight_format_from_flag(*wf), &pool);
+    requant_s = rq.seconds;
+    std::fprintf(stderr, "[bench] --weights %s: %d matrices, %.1f -> %.1f MiB in %.2f s\n", wf->c_str(), rq.tensors,
+                 double(rq.bytes_before) / (1 << 20), double(rq.bytes_after) / (1 << 20), rq.seconds);
+  }
   int64_t max_in = c.hidden_size;
   for (const LayerPlan& p : c.layers) max_in = std::max({max_in, int64_t(c.num_attention_heads) * p.head_dim, int64_t(p.mlp_width)});
   ops::MatmulContext mm{&pool, ops::plan_matmul(host_cpu(), max_in).tile.m};
@@ -166,9 +175,10 @@ int run(const std::vector<std::string>& argv) {
   const DevicePolicy policy = resolve_policy(host_cpu(), checkpoint_format(model->weights.dtype));
 
   std::printf("g4 bench: %s (%s weights, %s KV), %d threads, kernels %s\n", model->path.string().c_str(),
-              std::string(dtype_name(model->weights.dtype)).c_str(), kv_dtype_name(ko.dtype), threads,
+              std::string(dtype_name(model->weights.layers[0].q_proj->dtype)).c_str(), kv_dtype_name(ko.dtype), threads,
               reference ? "f32 reference loops" : ops::dot_kernel_target());
   std::printf("  %-34s %10.2f s\n", "cold load (mmap + validate)", load_s);
+  if (requant_s > 0) std::printf("  %-34s %10.2f s  (--weights %s)\n", "quantize at load", requant_s, a.get_or("--weights", "").c_str());
   std::printf("  %-34s %10.1f tok/s  (%lld tokens, first touch of the weights)\n", "prefill, cold", double(prompt_len) / cold_prefill_s,
               (long long)prompt_len);
   std::printf("  %-34s %10.1f tok/s  (median of %lld)\n", "prefill, warm", warm_tps, (long long)repeat);
@@ -196,6 +206,8 @@ int run(const std::vector<std::string>& argv) {
         {"depth", depth},
         {"repeat", repeat},
         {"cold_load_s", load_s},
+        {"weights_requantized", a.get_or("--weights", "")},
+        {"requantize_s", requant_s},
         {"prefill_cold_tok_s", double(prompt_len) / cold_prefill_s},
         {"prefill_warm_tok_s", warm_tps},
         {"ttft_cold_s", ttft_cold},

@@ -4,12 +4,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <thread>
 
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/gguf_tokenizer.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "model/requantize.h"
 #include "platform/error.h"
 #include "text/chat_template.h"
 #include "text/detokenizer_stream.h"
@@ -22,7 +24,8 @@ namespace {
 const char* kUsage =
     "usage: g4 generate --model DIR|FILE.gguf (--prompt TEXT | --tokens LIST) [-n N] [--temperature T]\n"
     "                   [--seed S] [--top-k K] [--top-p P] [--min-p P] [--chat] [--system TEXT]\n"
-    "                   [--tokenizer FILE] [--kv f32|f16|bf16|int8] [--chunk N] [--stop-on-degenerate]\n\n"
+    "                   [--tokenizer FILE] [--kv f32|f16|bf16|int8] [--chunk N] [--stop-on-degenerate]\n"
+    "                   [--threads N] [--reference] [--weights q8|q4]\n\n"
     "Generates up to N tokens (default 64), printing text as it streams, then a summary line on\n"
     "stderr: prompt and generated tokens, prefill and decode tok/s, finish reason, degeneracy verdict.\n\n"
     "  --prompt TEXT        encoded with exactly one <bos> in front (needs a tokenizer)\n"
@@ -32,7 +35,10 @@ const char* kUsage =
     "  --temperature T      0 = greedy (default 0.0)\n"
     "  --kv DTYPE           KV cache storage (default f32)\n"
     "  --chunk N            prefill chunk in tokens (default 256)\n"
-    "  --stop-on-degenerate end generation once a loop is certain";
+    "  --stop-on-degenerate end generation once a loop is certain\n"
+    "  --threads N          SIMD kernels on N threads (default: all cores)\n"
+    "  --reference          run the f32 reference loops instead (the spec; slow)\n"
+    "  --weights q8|q4      re-encode weight matrices as Q8_0 / Q4_0 in memory at load";
 
 class DetokStream : public TokenTextStream {
  public:
@@ -47,11 +53,19 @@ class DetokStream : public TokenTextStream {
 int run(const std::vector<std::string>& argv) {
   Args a(argv,
          {"--model", "--prompt", "--tokens", "-n", "--temperature", "--seed", "--top-k", "--top-p", "--min-p",
-          "--tokenizer", "--kv", "--chunk", "--system"},
-         {"--chat", "--stop-on-degenerate"});
+          "--tokenizer", "--kv", "--chunk", "--system", "--threads", "--weights"},
+         {"--chat", "--stop-on-degenerate", "--reference"});
   const std::filesystem::path dir = a.require("--model");
   if (a.has("--prompt") == a.has("--tokens")) throw Error("give exactly one of --prompt or --tokens");
   auto model = load_model(dir);
+  const int threads = int(a.get_int("--threads", int(std::max(1u, std::thread::hardware_concurrency()))));
+  if (threads < 1) throw Error("--threads must be >= 1");
+  if (auto wf = a.get("--weights")) {
+    ThreadPool pool(threads);
+    const RequantizeReport rq = requantize_weights(*model, weight_format_from_flag(*wf), &pool);
+    std::fprintf(stderr, "[g4] --weights %s: %d matrices re-encoded, %.1f -> %.1f MiB in %.2f s\n", wf->c_str(),
+                 rq.tensors, double(rq.bytes_before) / (1 << 20), double(rq.bytes_after) / (1 << 20), rq.seconds);
+  }
 
   std::optional<text::Tokenizer> tok;
   if (auto tf = a.get("--tokenizer")) tok = text::Tokenizer::from_file(*tf);
@@ -108,6 +122,7 @@ int run(const std::vector<std::string>& argv) {
   eo.prefill_chunk = a.get_int("--chunk", 256);
   eo.max_context = model->config.max_position_embeddings;
   eo.kv.dtype = kv_dtype_from_name(a.get_or("--kv", "f32"));
+  eo.threads = a.has("--reference") ? 0 : threads;
   eo.kv.max_total_tokens = (int64_t(req.prompt.size()) + sp.max_tokens + eo.kv.block_tokens) / eo.kv.block_tokens * eo.kv.block_tokens;
   TextStreamFactory text_factory;
   if (tok) text_factory = [&] { return std::make_unique<DetokStream>(*tok); };

@@ -1,5 +1,6 @@
 // A loaded Gemma 4 text model: config + mapped checkpoint + validated weight views.
 #pragma once
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -23,6 +24,10 @@ struct Model {
   std::unique_ptr<GgufFile> gguf;
   std::map<std::string, TensorView> gguf_views;
   ModelWeights weights;
+  // Weights re-encoded in memory at load (`--weights q8|q4`): their bytes and views. A deque
+  // keeps view addresses stable for the pointers in `weights`.
+  std::vector<std::unique_ptr<std::byte[]>> owned_data;
+  std::deque<TensorView> owned_views;
 
   std::vector<std::filesystem::path> files() const;
   uint64_t data_bytes() const;  // bytes of tensor data mapped

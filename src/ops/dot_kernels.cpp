@@ -114,6 +114,79 @@ void WidenRow(const void* src, DType dtype, size_t n, float* dst) {
   }
 }
 
+// Q8_0 block: f16 scale d, then 32 int8 q; value = d · q.
+float DotQ8_0(const float* x, const std::byte* row, size_t n) {
+  const hn::ScalableTag<float> d;
+  const hn::Rebind<int32_t, decltype(d)> di;
+  const hn::Rebind<int8_t, decltype(d)> d8;
+  const size_t N = hn::Lanes(d);
+  auto acc = hn::Zero(d);
+  float tail = 0;
+  for (size_t b = 0; b < n / 32; ++b) {
+    const std::byte* blk = row + b * 34;
+    uint16_t h;
+    std::memcpy(&h, blk, 2);
+    const float scale = g4::f16_to_f32(h);
+    const int8_t* q = reinterpret_cast<const int8_t*>(blk + 2);
+    const float* xb = x + b * 32;
+    if (N <= 32) {
+      const auto vs = hn::Set(d, scale);
+      for (size_t j = 0; j < 32; j += N) {
+        const auto qv = hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, q + j)));
+        acc = hn::MulAdd(hn::Mul(hn::LoadU(d, xb + j), vs), qv, acc);
+      }
+    } else {
+      for (size_t j = 0; j < 32; ++j) tail += scale * xb[j] * float(q[j]);
+    }
+  }
+  return hn::GetLane(hn::SumOfLanes(d, acc)) + tail;
+}
+
+// Q4_0 block: f16 scale d, then 16 bytes; byte j holds value j (low nibble) and value j + 16
+// (high nibble); value = d · (nibble - 8).
+float DotQ4_0(const float* x, const std::byte* row, size_t n) {
+  const hn::ScalableTag<float> d;
+  const hn::Rebind<int32_t, decltype(d)> di;
+  const hn::Rebind<uint8_t, decltype(d)> d8;
+  const size_t N = hn::Lanes(d);
+  auto acc = hn::Zero(d);
+  float tail = 0;
+  const auto low_mask = hn::Set(di, 15);
+  const auto eight = hn::Set(d, 8.0f);
+  for (size_t b = 0; b < n / 32; ++b) {
+    const std::byte* blk = row + b * 18;
+    uint16_t h;
+    std::memcpy(&h, blk, 2);
+    const float scale = g4::f16_to_f32(h);
+    const uint8_t* q = reinterpret_cast<const uint8_t*>(blk + 2);
+    const float* xb = x + b * 32;
+    if (N <= 16) {
+      const auto vs = hn::Set(d, scale);
+      for (size_t j = 0; j < 16; j += N) {
+        const auto bytes = hn::BitCast(di, hn::PromoteTo(hn::RebindToUnsigned<decltype(di)>(), hn::LoadU(d8, q + j)));
+        const auto lo = hn::Sub(hn::ConvertTo(d, hn::And(bytes, low_mask)), eight);
+        const auto hi = hn::Sub(hn::ConvertTo(d, hn::ShiftRight<4>(bytes)), eight);
+        acc = hn::MulAdd(hn::Mul(hn::LoadU(d, xb + j), vs), lo, acc);
+        acc = hn::MulAdd(hn::Mul(hn::LoadU(d, xb + 16 + j), vs), hi, acc);
+      }
+    } else {
+      for (size_t j = 0; j < 16; ++j) {
+        tail += scale * xb[j] * float(int(q[j] & 15) - 8);
+        tail += scale * xb[16 + j] * float(int(q[j] >> 4) - 8);
+      }
+    }
+  }
+  return hn::GetLane(hn::SumOfLanes(d, acc)) + tail;
+}
+
+bool DotRowBlocks(const float* x, const std::byte* row, DType dtype, size_t n, float* out) {
+  if (n % 32) return false;
+  if (dtype == DType::Q8_0) *out = DotQ8_0(x, row, n);
+  else if (dtype == DType::Q4_0) *out = DotQ4_0(x, row, n);
+  else return false;
+  return true;
+}
+
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace HWY_NAMESPACE
@@ -125,6 +198,11 @@ namespace g4::ops {
 HWY_EXPORT(DotRows);
 HWY_EXPORT(WidenRow);
 HWY_EXPORT(TargetName);
+HWY_EXPORT(DotRowBlocks);
+
+bool dot_row_blocks(const float* x, const std::byte* row, DType dtype, size_t n, float* out) {
+  return HWY_DYNAMIC_DISPATCH(DotRowBlocks)(x, row, dtype, n, out);
+}
 
 void dot_rows(const float* x, const void* w, DType dtype, size_t n, size_t row_stride, int rows, float* out) {
   HWY_DYNAMIC_DISPATCH(DotRows)(x, w, dtype, n, row_stride, rows, out);

@@ -12,6 +12,10 @@ namespace g4::ops {
 // out[r] = Σ_i x[i] · w_r[i] for r < rows (rows <= 4), w_r = w + r * row_stride elements of `dtype`.
 void dot_rows(const float* x, const void* w, DType dtype, size_t n, size_t row_stride, int rows, float* out);
 
+// Σ_i x[i] · w[i] for one row of Q8_0 or Q4_0 blocks (32 values each, f16 scale), without
+// materialising the dequantized row. Returns false for other dtypes (caller falls back).
+bool dot_row_blocks(const float* x, const std::byte* row, DType dtype, size_t n, float* out);
+
 // dst[i] = f32(src[i]) for a row stored as `dtype`.
 void widen_row(const void* src, DType dtype, size_t n, float* dst);
 

@@ -22,6 +22,31 @@ TilePlan plan_matmul(const DeviceInfo& device, int64_t max_in) {
 namespace {
 
 bool simd_dtype(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
+bool simd_blocks(DType t) { return t == DType::Q8_0 || t == DType::Q4_0; }
+
+// Block-quantized rows: decode (T <= 2) reads the packed blocks directly; prefill dequantizes a
+// group of rows once and reuses it for every token.
+void matmul_rows_blocks(const float* x, int64_t T, const TensorView& w, float* y, int64_t o_begin, int64_t o_end,
+                        int group, std::vector<float>& scratch) {
+  const int64_t out = w.shape[0], in = w.shape[1];
+  const uint64_t rb = row_bytes(w.dtype, in);
+  float tmp[4];
+  for (int64_t o = o_begin; o < o_end; o += group) {
+    const int rows = int(std::min<int64_t>(group, o_end - o));
+    if (T <= 2) {
+      for (int r = 0; r < rows; ++r)
+        for (int64_t t = 0; t < T; ++t)
+          dot_row_blocks(x + t * in, w.data + uint64_t(o + r) * rb, w.dtype, size_t(in), &y[t * out + o + r]);
+      continue;
+    }
+    scratch.resize(size_t(rows * in));
+    for (int r = 0; r < rows; ++r) dequantize_row(w.dtype, w.data + uint64_t(o + r) * rb, &scratch[size_t(r * in)], in);
+    for (int64_t t = 0; t < T; ++t) {
+      dot_rows(x + t * in, scratch.data(), DType::F32, size_t(in), size_t(in), rows, tmp);
+      for (int r = 0; r < rows; ++r) y[t * out + o + r] = tmp[r];
+    }
+  }
+}
 
 // Output rows [o_begin, o_end) for all T tokens.
 void matmul_rows(const float* x, int64_t T, const TensorView& w, float* y, int64_t o_begin, int64_t o_end, int group,
@@ -52,22 +77,24 @@ void matmul_rows(const float* x, int64_t T, const TensorView& w, float* y, int64
 }  // namespace
 
 void matmul(const float* x, int64_t T, const TensorView& w, float* y, const MatmulContext& ctx) {
-  if (!simd_dtype(w.dtype)) {
+  const bool blocks = simd_blocks(w.dtype) && w.shape[1] % 32 == 0;
+  if (!simd_dtype(w.dtype) && !blocks) {
     ref::matmul(x, T, w, y);
     return;
   }
+  auto rows_fn = blocks ? matmul_rows_blocks : matmul_rows;
   const int64_t out = w.shape[0];
   const int group = std::clamp(ctx.rows_per_group, 1, 4);
   if (!ctx.pool || ctx.pool->size() == 1 || out < 64) {
     std::vector<float> scratch;
-    matmul_rows(x, T, w, y, 0, out, group, scratch);
+    rows_fn(x, T, w, y, 0, out, group, scratch);
     return;
   }
   // Split in units of `group` rows so each thread's range stays group-aligned.
   const int64_t units = (out + group - 1) / group;
   ctx.pool->parallel_for(units, [&](int64_t ub, int64_t ue, int) {
     thread_local std::vector<float> scratch;
-    matmul_rows(x, T, w, y, ub * group, std::min(out, ue * group), group, scratch);
+    rows_fn(x, T, w, y, ub * group, std::min(out, ue * group), group, scratch);
   });
 }
 

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "ops/dot_kernels.h"
+#include "ops/quant_dot.h"
 #include "ops/reference_ops.h"
 #include "platform/device_presets.h"
 #include "platform/error.h"
@@ -63,6 +64,44 @@ TEST(Matmul, SimdMatchesReferenceForEveryFloatDtype) {
                   << dtype_name(dt) << " out " << out << " in " << in << " T " << T << " threads " << p->size();
           }
         }
+      }
+    }
+  }
+}
+
+// Q8_0 / Q4_0 rows: the SIMD block kernels against dequantize-then-f32 (the reference loop).
+TEST(Matmul, BlockQuantizedMatchesReference) {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  ThreadPool pool(2);
+  for (DType dt : {DType::Q8_0, DType::Q4_0}) {
+    for (auto [out, in] : {std::pair<int64_t, int64_t>{1, 32}, {5, 64}, {67, 96}, {130, 1024}}) {
+      std::vector<float> dense(size_t(out * in));
+      for (auto& v : dense) v = u(rng);
+      std::vector<std::byte> packed(size_t(out) * row_bytes(dt, in));
+      for (int64_t o = 0; o < out; ++o) ops::quantize_row(dt, &dense[size_t(o * in)], &packed[size_t(o) * row_bytes(dt, in)], in);
+      TensorView w;
+      w.dtype = dt;
+      w.shape = {out, in};
+      w.data = packed.data();
+      w.nbytes = packed.size();
+      for (int64_t T : {1, 2, 5}) {
+        std::vector<float> x(size_t(T * in)), want(size_t(T * out)), got(size_t(T * out));
+        for (auto& v : x) v = u(rng);
+        // Independent truth: dequantize each row, then a plain double-precision dot.
+        for (int64_t o = 0; o < out; ++o) {
+          std::vector<float> row(static_cast<size_t>(in));
+          dequantize_row(dt, &packed[size_t(o) * row_bytes(dt, in)], row.data(), in);
+          for (int64_t t = 0; t < T; ++t) {
+            double acc = 0;
+            for (int64_t i = 0; i < in; ++i) acc += double(row[size_t(i)]) * double(x[size_t(t * in + i)]);
+            want[size_t(t * out + o)] = float(acc);
+          }
+        }
+        ops::MatmulContext ctx{&pool, 4};
+        ops::matmul(x.data(), T, w, got.data(), ctx);
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 2e-6f * float(in) + 1e-5f) << dtype_name(dt) << " " << out << "x" << in << " T " << T;
       }
     }
   }
