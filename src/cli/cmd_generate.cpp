@@ -8,7 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
-#include "cli/gguf_tokenizer.h"
+#include "engine/model_text.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "model/requantize.h"
@@ -68,19 +68,14 @@ int run(const std::vector<std::string>& argv) {
   }
 
   std::optional<text::Tokenizer> tok;
-  if (auto tf = a.get("--tokenizer")) tok = text::Tokenizer::from_file(*tf);
-  else if (std::filesystem::is_directory(dir) && std::filesystem::exists(dir / "tokenizer.json")) tok = text::Tokenizer::from_dir(dir);
-  else if (model->gguf) {
-    try {
-      tok = tokenizer_from_gguf(*model->gguf);  // tokenizer.ggml.* metadata
-    } catch (const Error& e) {
-      if (a.has("--prompt")) throw;
-      std::fprintf(stderr, "warning: %s (not needed with --tokens)\n", e.what());
-    }
+  std::optional<std::filesystem::path> tokenizer_file;
+  if (auto tf = a.get("--tokenizer")) tokenizer_file = *tf;
+  try {
+    tok = load_model_tokenizer(*model, tokenizer_file);
+  } catch (const Error& e) {
+    if (a.has("--prompt") || tokenizer_file) throw;
+    std::fprintf(stderr, "warning: %s (not needed with --tokens)\n", e.what());
   }
-  if (tok && tok->vocab().size() > model->config.vocab_size)
-    throw Error("tokenizer has " + std::to_string(tok->vocab().size()) + " tokens but the model's vocabulary is " +
-                std::to_string(model->config.vocab_size));
 
   GenerationRequest req;
   if (auto p = a.get("--prompt")) {
@@ -106,15 +101,9 @@ int run(const std::vector<std::string>& argv) {
   sp.top_k = int(a.get_int("--top-k", 0));
   sp.top_p = float(a.get_double("--top-p", 1.0));
   sp.min_p = float(a.get_double("--min-p", 0.0));
-  std::vector<int32_t> eos = std::filesystem::is_directory(dir) ? text::read_config_eos_ids(dir) : std::vector<int32_t>{};
-  if (eos.empty()) eos.assign(model->config.eos_token_ids.begin(), model->config.eos_token_ids.end());
-  if (tok) {
-    const text::StopTokens stops = text::resolve_stop_tokens(tok->vocab(), eos);
-    for (const auto& problem : stops.problems) std::fprintf(stderr, "warning: %s\n", problem.c_str());
-    sp.stop_token_ids.assign(stops.ids.begin(), stops.ids.end());
-  } else {
-    sp.stop_token_ids.assign(eos.begin(), eos.end());
-  }
+  const text::StopTokens stops = model_stop_tokens(*model, tok ? &tok->vocab() : nullptr);
+  for (const auto& problem : stops.problems) std::fprintf(stderr, "warning: %s\n", problem.c_str());
+  sp.stop_token_ids.assign(stops.ids.begin(), stops.ids.end());
   req.stop_on_degenerate = a.has("--stop-on-degenerate");
 
   EngineOptions eo;

@@ -4,7 +4,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
-#include "cli/gguf_tokenizer.h"
+#include "engine/gguf_tokenizer.h"
 #include "model/gguf_writer.h"
 #include "model/model.h"
 #include "platform/error.h"

@@ -7,7 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
-#include "cli/gguf_tokenizer.h"
+#include "engine/gguf_tokenizer.h"
 #include "platform/error.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"

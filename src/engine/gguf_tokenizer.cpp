@@ -1,11 +1,11 @@
-#include "cli/gguf_tokenizer.h"
+#include "engine/gguf_tokenizer.h"
 
 #include <unordered_map>
 
 #include "platform/error.h"
 #include "text/gguf_vocab.h"
 
-namespace g4::cli {
+namespace g4 {
 
 namespace {
 
@@ -88,4 +88,4 @@ void add_tokenizer_metadata(GgufWriter& w, const text::VocabularySpec& spec) {
   w.set_bool("tokenizer.ggml.add_space_prefix", false);
 }
 
-}  // namespace g4::cli
+}  // namespace g4

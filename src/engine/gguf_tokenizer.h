@@ -8,7 +8,7 @@
 #include "text/tokenizer.h"
 #include "text/vocab.h"
 
-namespace g4::cli {
+namespace g4 {
 
 // The tokenizer a GGUF carries (tokenizer.ggml.tokens, token_type, scores, merges, the special
 // ids, add_bos_token); nullopt when it has no tokenizer.ggml.tokens. Throws g4::Error naming
@@ -19,4 +19,4 @@ std::optional<text::Tokenizer> tokenizer_from_gguf(const GgufFile& g);
 // roles bos/eos/unk/pad/eot, add_bos_token, add_space_prefix false).
 void add_tokenizer_metadata(GgufWriter& w, const text::VocabularySpec& spec);
 
-}  // namespace g4::cli
+}  // namespace g4
