@@ -13,3 +13,22 @@ echo "== g4 info"
 $G4 info --model "$MODEL"
 echo "== g4 generate (random weights: the text is noise by design, and the degeneracy guard says so)"
 $G4 generate --model "$MODEL" --chat --prompt "Write a haiku about the sea." -n 48 --temperature 0.8 --seed 7
+echo "== g4 serve: the OpenAI-compatible server on 127.0.0.1, answering one chat request (noise again, flagged by the guard)"
+LOG=$(mktemp)
+$G4 serve --model "$MODEL" --port 0 --ready-interval 0 2>"$LOG" &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null || true' EXIT
+PORT=""
+for _ in $(seq 1 600); do
+  PORT=$(sed -n 's/.*"event":"listening".*"port":\([0-9]*\).*/\1/p' "$LOG" | head -1)
+  [ -n "$PORT" ] && curl -sf "http://127.0.0.1:$PORT/ready" >/dev/null && break
+  sleep 0.1
+done
+[ -n "$PORT" ] || { cat "$LOG"; exit 1; }
+curl -sf "http://127.0.0.1:$PORT/v1/chat/completions" -H 'Content-Type: application/json' \
+  -d '{"model": "tiny-e", "messages": [{"role": "user", "content": "Write a haiku about the sea."}], "max_tokens": 32}'
+echo
+kill -TERM $SERVER && wait $SERVER
+trap - EXIT
+grep '"event":"request"' "$LOG" | tail -1
+rm -f "$LOG"

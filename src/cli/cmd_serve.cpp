@@ -1,0 +1,151 @@
+// g4 serve: the OpenAI-compatible HTTP server (src/server/) over the engine.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/args.h"
+#include "cli/command.h"
+#include "platform/device.h"
+#include "platform/dtype_policy.h"
+#include "platform/error.h"
+#include "server/generation_service.h"
+#include "server/http_server.h"
+#include "server/served_model.h"
+
+namespace g4::cli {
+namespace {
+
+const char* kUsage =
+    "usage: g4 serve --model DIR [--tokenizer FILE] [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
+    "                [--max-seqs N] [--ctx N] [--queue N] [--name ID] [--kv f32|f16|bf16|int8]\n"
+    "                [--max-tokens-default N] [--request-timeout S] [--drain-timeout S] [--max-body BYTES]\n"
+    "                [--ready-interval S] [--ready-tokens N] [--threads N] [--stop-on-degenerate]\n\n"
+    "Serves the model over HTTP in the OpenAI wire format (see README, \"Serving\"):\n"
+    "  POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize; GET /v1/models,\n"
+    "  /health (liveness), /ready (200 once a real generation through the whole path passed its\n"
+    "  content checks), /metrics (Prometheus).\n\n"
+    "  --host H             address to bind (default 127.0.0.1: this machine only)\n"
+    "  --port P             port (default 8080; 0 picks a free one, printed in the 'listening' log line)\n"
+    "  --api-key KEY        require \"Authorization: Bearer KEY\" on /v1/*, /tokenize, /detokenize\n"
+    "                       (also read from $G4_API_KEY); /health, /ready, /metrics stay open\n"
+    "  --max-seqs N         sequences decoding at once (default 8)\n"
+    "  --ctx N              context per sequence, prompt + completion (default 4096, capped by the model)\n"
+    "  --queue N            requests waiting for a slot before 429 + Retry-After (default 64)\n"
+    "  --name ID            the model id clients send (default: the model directory's name)\n"
+    "  --request-timeout S  per-request deadline in seconds (default 600); 504 / SSE error when passed\n"
+    "  --drain-timeout S    on SIGTERM/SIGINT, how long in-flight requests may finish (default 30)\n"
+    "  --max-body BYTES     largest request body (default 8388608); larger gets 413\n"
+    "  --ready-interval S   re-run the readiness self-check this often (default 300; 0 = startup only)\n"
+    "  --threads N          0: the f32 reference forward (default); N: the SIMD kernels on N threads\n"
+    "  --stop-on-degenerate end a sequence early when the degeneracy guard is certain it loops";
+
+sigset_t shutdown_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+int run(const std::vector<std::string>& argv) {
+  Args a(argv,
+         {"--model", "--tokenizer", "--host", "--port", "--api-key", "--max-seqs", "--ctx", "--queue", "--name", "--kv",
+          "--max-tokens-default", "--request-timeout", "--drain-timeout", "--max-body", "--ready-interval",
+          "--ready-tokens", "--chunk", "--threads"},
+         {"--stop-on-degenerate"});
+  // Shutdown signals go to one thread (sigwait); every thread started from here inherits the mask.
+  sigset_t sigs = shutdown_signals();
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+
+  const auto t0 = std::chrono::steady_clock::now();
+  server::ServedModel model = server::ServedModel::load(a.require("--model"), a.get_or("--tokenizer", ""), a.get_or("--name", ""));
+
+  server::ServiceOptions so;
+  so.engine.max_seqs = int(a.get_int("--max-seqs", 8));
+  if (so.engine.max_seqs < 1 || so.engine.max_seqs > 1024) throw Error("--max-seqs must be in 1..1024");
+  const int64_t ctx = a.get_int("--ctx", 4096);
+  if (ctx < 16) throw Error("--ctx must be at least 16");
+  so.engine.max_context = std::min<int64_t>(ctx, model.model->config.max_position_embeddings);
+  so.engine.prefill_chunk = a.get_int("--chunk", 256);
+  so.engine.max_batch_tokens = std::max<int64_t>(so.engine.prefill_chunk, so.engine.max_seqs) + so.engine.max_seqs;
+  so.engine.threads = int(a.get_int("--threads", 0));
+  if (so.engine.threads < 0) throw Error("--threads must be >= 0");
+  so.engine.kv.dtype = kv_dtype_from_name(a.get_or("--kv", "f32"));
+  so.engine.kv.max_total_tokens =
+      (so.engine.max_context * so.engine.max_seqs + so.engine.kv.block_tokens) / so.engine.kv.block_tokens * so.engine.kv.block_tokens;
+  so.queue_limit = int(a.get_int("--queue", 64));
+  if (so.queue_limit < 0) throw Error("--queue must be >= 0");
+  so.request_timeout_s = a.get_double("--request-timeout", 600);
+  so.stop_on_degenerate = a.has("--stop-on-degenerate");
+  so.default_max_tokens = int(std::min<int64_t>(a.get_int("--max-tokens-default", 512), so.engine.max_context - 1));
+
+  server::HttpOptions ho;
+  ho.host = a.get_or("--host", "127.0.0.1");
+  ho.port = int(a.get_int("--port", 8080));
+  ho.api_key = a.get_or("--api-key", "");
+  if (ho.api_key.empty())
+    if (const char* k = std::getenv("G4_API_KEY")) ho.api_key = k;
+  ho.max_body_bytes = size_t(a.get_int("--max-body", 8 << 20));
+  ho.ready_interval_s = a.get_double("--ready-interval", 300);
+  ho.ready_max_tokens = int(a.get_int("--ready-tokens", 32));
+  const double drain_s = a.get_double("--drain-timeout", 30);
+
+  server::Metrics metrics;
+  server::GenerationService service(model, so, metrics);
+  server::HttpServer http(service, metrics, ho);
+  const int port = http.bind();
+
+  nlohmann::json startup = {{"event", "listening"},
+                            {"host", ho.host},
+                            {"port", port},
+                            {"model", model.id},
+                            {"load_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
+                            {"auth", ho.api_key.empty() ? "none" : "bearer"},
+                            {"max_seqs", so.engine.max_seqs},
+                            {"ctx", so.engine.max_context},
+                            {"queue", so.queue_limit},
+                            {"dtype_policy", policy_to_json(model.policy)},
+                            {"device", host_cpu().name},
+                            {"synthetic", model.synthetic},
+                            {"missing_template_tokens", model.missing_template_tokens},
+                            {"notes", model.notes}};
+  server::log_line(startup);
+  std::fprintf(stderr, "%s", describe_policy(model.policy).c_str());
+  std::fflush(stderr);
+
+  std::atomic<bool> serving{true};
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    if (!serving) return;  // woken by main after the server stopped on its own
+    server::log_line({{"event", "shutdown"}, {"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
+                      {"in_flight", service.in_flight()}, {"drain_timeout_s", drain_s}});
+    http.begin_shutdown();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(drain_s * 1000));
+    while (service.in_flight() > 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (service.in_flight() > 0) {
+      server::log_line({{"event", "drain_timeout"}, {"cancelled", service.in_flight()}});
+      service.cancel_all();
+    }
+  });
+  http.start_readiness();
+  http.run();  // returns after begin_shutdown() once every handler has finished
+  serving = false;
+  pthread_kill(signal_thread.native_handle(), SIGTERM);  // no-op for sigwait if it already returned
+  signal_thread.join();
+  server::log_line({{"event", "stopped"}});
+  return 0;
+}
+
+const Registration reg{"serve", "OpenAI-compatible HTTP server (chat, completions, SSE, /ready, /metrics)", kUsage, run};
+
+}  // namespace
+}  // namespace g4::cli

@@ -1,0 +1,211 @@
+#include "server/generation_service.h"
+
+#include <cstdio>
+
+#include "platform/error.h"
+#include "server/token_text_stream.h"
+
+namespace g4::server {
+
+bool ActiveRequest::pop(GenerationEvent& out, Clock::time_point until) {
+  std::unique_lock<std::mutex> l(mu_);
+  if (!cv_.wait_until(l, until, [&] { return !events_.empty(); })) return false;
+  out = std::move(events_.front());
+  events_.pop_front();
+  return true;
+}
+
+void ActiveRequest::push(GenerationEvent ev) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    events_.push_back(std::move(ev));
+  }
+  cv_.notify_one();
+}
+
+GenerationService::GenerationService(const ServedModel& model, ServiceOptions o, Metrics& metrics)
+    : model_(model),
+      opts_(o),
+      metrics_(metrics),
+      engine_(*model.model, o.engine, server_text_streams(*model.tokenizer)) {
+  limits_.model_name = model.id;
+  limits_.vocab_size = model.model->config.vocab_size;
+  limits_.max_context = std::min<int64_t>(o.engine.max_context, model.model->config.max_position_embeddings);
+  limits_.default_max_tokens = o.default_max_tokens;
+  limits_.max_deadline_seconds = o.request_timeout_s;
+  stop_ids_.assign(model.stops.ids.begin(), model.stops.ids.end());
+  kv_capacity_bytes_ = kv_footprint(model.model->config, o.engine.kv.dtype).bytes_at(limits_.max_context, model.model->config.sliding_window) *
+                       uint64_t(o.engine.max_seqs);
+  thread_ = std::thread([this] { loop(); });
+}
+
+GenerationService::~GenerationService() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  cancel_all();
+  try {
+    engine_.run_until_idle();
+  } catch (const std::exception&) {
+  }
+}
+
+void GenerationService::loop() {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (stop_) return;
+    }
+    bool did = false;
+    try {
+      did = engine_.step();
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> l(mu_);
+      fault_ = std::string("engine step failed: ") + e.what();
+      std::fprintf(stderr, "{\"event\":\"engine_fault\",\"error\":%s}\n", nlohmann::json(fault_).dump().c_str());
+    }
+    if (!did) {
+      std::unique_lock<std::mutex> l(mu_);
+      wake_.wait_for(l, std::chrono::milliseconds(200), [&] { return work_ || stop_; });
+      work_ = false;
+    }
+  }
+}
+
+std::variant<std::vector<int>, ApiError> GenerationService::encode_prompt(const GenerationSpec& spec) const {
+  std::vector<int> ids;
+  try {
+    if (spec.endpoint == Endpoint::chat) {
+      for (int32_t id : encode_chat_prompt(model_, spec.messages, spec.tools, spec.enable_thinking)) ids.push_back(id);
+    } else if (spec.prompt_is_tokens) {
+      ids = spec.prompt_tokens;
+    } else {
+      text::EncodeOptions eo;
+      eo.add_bos = true;
+      for (int32_t id : model_.tokenizer->encode(spec.prompt, eo)) ids.push_back(id);
+    }
+  } catch (const Error& e) {
+    return bad_request(e.what(), spec.endpoint == Endpoint::chat ? "messages" : "prompt", "invalid_prompt");
+  }
+  if (auto r = check_prompt_length(ids.size(), spec, limits_); std::holds_alternative<ApiError>(r))
+    return std::get<ApiError>(r);
+  return ids;
+}
+
+std::variant<std::shared_ptr<ActiveRequest>, ApiError> GenerationService::start(const GenerationSpec& spec, bool count_metrics) {
+  auto encoded = encode_prompt(spec);
+  if (auto* e = std::get_if<ApiError>(&encoded)) return *e;
+  GenerationRequest req;
+  req.prompt = std::move(std::get<std::vector<int>>(encoded));
+  req.sampling = spec.sampling;
+  req.sampling.stop_token_ids.insert(req.sampling.stop_token_ids.end(), stop_ids_.begin(), stop_ids_.end());
+  if (spec.endpoint == Endpoint::chat && !model_.missing_template_tokens.empty())
+    req.sampling.stop_strings.push_back("<turn|>");  // degraded template: end of turn is plain text
+  req.stop_on_degenerate = opts_.stop_on_degenerate;
+  try {
+    req.sampling.validate(limits_.vocab_size);
+  } catch (const Error& e) {
+    return bad_request(e.what(), "", "invalid_value");
+  }
+
+  auto active = std::make_shared<ActiveRequest>();
+  active->prompt_tokens = req.prompt.size();
+  active->submitted = Clock::now();
+  const double timeout = spec.deadline_seconds > 0 ? spec.deadline_seconds : opts_.request_timeout_s;
+  active->deadline = active->submitted + std::chrono::microseconds(int64_t(timeout * 1e6));
+
+  // Metrics and the active set are updated on the engine thread as events arrive.
+  struct TokenClock {
+    Clock::time_point last;
+    bool any = false;
+  };
+  auto clock = std::make_shared<TokenClock>();
+  Metrics* metrics = count_metrics ? &metrics_ : nullptr;
+  EventCallback cb = [this, active, clock, metrics](const GenerationEvent& ev) {
+    if (metrics && !ev.tokens.empty()) {
+      const auto now = Clock::now();
+      if (clock->any) metrics->observe_inter_token(std::chrono::duration<double>(now - clock->last).count());
+      clock->last = now;
+      clock->any = true;
+    }
+    if (ev.finished) {
+      if (metrics) {
+        metrics->count_tokens(ev.prompt_tokens, ev.generated_tokens);
+        if (ev.generated_tokens > 0) metrics->observe_ttft(ev.ttft_seconds);
+        metrics->count_verdict(std::string(degeneracy_kind_name(ev.verdict.kind)), ev.stopped_degenerate);
+        if (ev.finish_reason == "cancelled") metrics->count_cancelled();
+      }
+      std::lock_guard<std::mutex> l(active_mu_);
+      if (!active_.erase(ev.request_id)) finished_early_.insert(ev.request_id);
+    }
+    active->push(ev);
+  };
+
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (draining_) {
+      metrics_.count_rejected("draining");
+      return ApiError{503, "the server is shutting down and accepts no new requests", "server_error", "", "draining"};
+    }
+    if (engine_.waiting() >= opts_.queue_limit) {
+      metrics_.count_rejected("queue_full");
+      return ApiError{429, "the server is busy: " + std::to_string(opts_.queue_limit) + " requests are already waiting; retry shortly",
+                      "rate_limit_error", "", "queue_full"};
+    }
+    try {
+      active->engine_id = engine_.submit(std::move(req), cb);
+    } catch (const Error& e) {
+      return bad_request(e.what(), "", "invalid_request");
+    }
+    work_ = true;
+  }
+  wake_.notify_all();
+  {
+    std::lock_guard<std::mutex> l(active_mu_);
+    if (!finished_early_.erase(active->engine_id)) active_.insert(active->engine_id);
+  }
+  return active;
+}
+
+void GenerationService::cancel(int id) {
+  engine_.cancel(id);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    work_ = true;
+  }
+  wake_.notify_all();
+}
+
+void GenerationService::cancel_all() {
+  std::vector<int> ids;
+  {
+    std::lock_guard<std::mutex> l(active_mu_);
+    ids.assign(active_.begin(), active_.end());
+  }
+  for (int id : ids) cancel(id);
+}
+
+int GenerationService::in_flight() const {
+  std::lock_guard<std::mutex> l(active_mu_);
+  return int(active_.size());
+}
+
+MetricGauges GenerationService::gauges(bool ready) const {
+  MetricGauges g;
+  g.queue_depth = engine_.waiting();
+  g.running_sequences = engine_.running();
+  g.kv_cache_bytes = engine_.kv_bytes_in_use();
+  g.kv_cache_capacity_bytes = kv_capacity_bytes_;
+  g.ready = ready;
+  return g;
+}
+
+std::string GenerationService::engine_fault() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return fault_;
+}
+
+}  // namespace g4::server

@@ -1,0 +1,441 @@
+#include "server/http_server.h"
+
+#include <httplib.h>
+
+#include <cstdio>
+#include <ctime>
+
+#include "platform/error.h"
+#include "server/openai_response.h"
+
+namespace g4::server {
+
+using nlohmann::json;
+
+namespace {
+
+// What a handler learned about its request, for the log line the logger callback writes after
+// the response (streams included) is sent. Handlers and the logger run on the same worker thread.
+struct RequestRecord {
+  json fields = json::object();
+  Clock::time_point start = Clock::now();
+};
+thread_local RequestRecord t_record;
+
+std::string now_iso() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  std::tm tm{};
+  gmtime_r(&ts.tv_sec, &tm);
+  char b[40];
+  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[80];
+  std::snprintf(out, sizeof out, "%s.%03ldZ", b, ts.tv_nsec / 1000000);
+  return out;
+}
+
+std::string route_label(const std::string& path) {
+  static const char* kRoutes[] = {"/v1/chat/completions", "/v1/completions", "/v1/models", "/tokenize",
+                                  "/detokenize",          "/health",         "/ready",     "/metrics"};
+  for (const char* r : kRoutes)
+    if (path == r) return r;
+  if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
+  return "other";
+}
+
+void send_json(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  send_json(res, e.status, error_body(e));
+  if (e.status == 429) res.set_header("Retry-After", "1");
+  if (e.status == 503) res.set_header("Retry-After", "5");
+  t_record.fields["error"] = e.message;
+}
+
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= uint8_t(a[i]) ^ uint8_t(b[i]);
+  return diff == 0;
+}
+
+bool protected_route(const std::string& path) {
+  return path.rfind("/v1/", 0) == 0 || path == "/tokenize" || path == "/detokenize";
+}
+
+void record_generation(const ResponseBuilder& b, bool stream) {
+  const GenerationEvent& f = b.final_event();
+  json& r = t_record.fields;
+  r["stream"] = stream;
+  r["prompt_tokens"] = f.prompt_tokens;
+  r["completion_tokens"] = f.generated_tokens;
+  r["finish_reason"] = b.finish_reason();
+  json v = {{"kind", degeneracy_kind_name(f.verdict.kind)}};
+  if (f.verdict.degenerate()) v["detail"] = f.verdict.detail;
+  r["degeneracy"] = v;
+  if (f.stopped_degenerate) r["stopped_degenerate"] = true;
+  r["ttft_s"] = f.ttft_seconds;
+}
+
+}  // namespace
+
+void log_line(const json& fields) {
+  const std::string s = fields.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  std::fwrite(s.data(), 1, s.size(), stderr);
+  std::fflush(stderr);
+}
+
+HttpServer::HttpServer(GenerationService& service, Metrics& metrics, HttpOptions o)
+    : service_(service), metrics_(metrics), opts_(std::move(o)), svr_(std::make_unique<httplib::Server>()) {
+  const int threads = opts_.threads > 0 ? opts_.threads
+                                        : service.options().engine.max_seqs + service.options().queue_limit + 16;
+  svr_->new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  svr_->set_payload_max_length(opts_.max_body_bytes);
+  svr_->set_keep_alive_max_count(1000);
+  svr_->set_read_timeout(30, 0);
+  svr_->set_write_timeout(30, 0);
+  routes();
+}
+
+HttpServer::~HttpServer() {
+  {
+    std::lock_guard<std::mutex> l(ready_mu_);
+    shutting_down_ = true;
+  }
+  ready_cv_.notify_all();
+  if (ready_thread_.joinable()) ready_thread_.join();
+}
+
+int HttpServer::bind() {
+  int port = opts_.port;
+  if (port == 0) {
+    port = svr_->bind_to_any_port(opts_.host);
+  } else if (!svr_->bind_to_port(opts_.host, port)) {
+    port = -1;
+  }
+  if (port <= 0) throw Error("cannot listen on " + opts_.host + ":" + std::to_string(opts_.port));
+  opts_.port = port;
+  return port;
+}
+
+void HttpServer::run() { svr_->listen_after_bind(); }
+
+void HttpServer::begin_shutdown() {
+  service_.set_draining();
+  readiness_.set_pending("the server is shutting down");
+  {
+    std::lock_guard<std::mutex> l(ready_mu_);
+    shutting_down_ = true;
+  }
+  ready_cv_.notify_all();
+  svr_->stop();
+}
+
+void HttpServer::start_readiness() { ready_thread_ = std::thread([this] { readiness_loop(); }); }
+
+void HttpServer::readiness_loop() {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> l(ready_mu_);
+      if (shutting_down_) return;
+    }
+    const auto t0 = Clock::now();
+    ProbeResult r = run_readiness_probe(service_, opts_.ready_max_tokens, opts_.ready_timeout_s);
+    {
+      std::lock_guard<std::mutex> l(ready_mu_);
+      if (shutting_down_) return;
+    }
+    readiness_.set(r);
+    log_line({{"ts", now_iso()},
+              {"event", "readiness_check"},
+              {"passed", r.passed},
+              {"reason", r.reason},
+              {"seconds", std::chrono::duration<double>(Clock::now() - t0).count()},
+              {"degeneracy", r.report.value("degeneracy", json())},
+              {"synthetic", service_.model().synthetic}});
+    std::unique_lock<std::mutex> l(ready_mu_);
+    if (opts_.ready_interval_s <= 0) {
+      ready_cv_.wait(l, [&] { return shutting_down_; });
+      return;
+    }
+    ready_cv_.wait_for(l, std::chrono::milliseconds(int64_t(opts_.ready_interval_s * 1000)), [&] { return shutting_down_; });
+  }
+}
+
+void HttpServer::routes() {
+  httplib::Server& s = *svr_;
+
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    t_record = RequestRecord{};
+    if (opts_.api_key.empty() || !protected_route(req.path)) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string auth = req.get_header_value("Authorization");
+    if (auth.empty()) {
+      send_error(res, ApiError{401, "missing API key: send the header \"Authorization: Bearer KEY\"",
+                               "invalid_request_error", "", "missing_api_key"});
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (auth.rfind("Bearer ", 0) != 0 || !constant_time_equal(auth.substr(7), opts_.api_key)) {
+      send_error(res, ApiError{401, "incorrect API key provided", "invalid_request_error", "", "invalid_api_key"});
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+
+  s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    const std::string route = route_label(req.path);
+    metrics_.count_request(route, res.status);
+    json line = {{"ts", now_iso()},
+                 {"event", "request"},
+                 {"method", req.method},
+                 {"path", req.path},
+                 {"status", res.status},
+                 {"remote", req.remote_addr},
+                 {"duration_s", std::chrono::duration<double>(Clock::now() - t_record.start).count()}};
+    for (auto& [k, v] : t_record.fields.items()) line[k] = v;
+    if (route != "/health" && route != "/metrics" && route != "/ready") log_line(line);
+    t_record = RequestRecord{};
+  });
+
+  s.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    ApiError e{res.status, "", res.status >= 500 ? "server_error" : "invalid_request_error", "", ""};
+    if (res.status == 404) {
+      e.message = "no route " + req.method + " " + req.path;
+      e.code = "not_found";
+    } else if (res.status == 413) {
+      e.message = "the request body is larger than " + std::to_string(opts_.max_body_bytes) + " bytes";
+      e.code = "payload_too_large";
+    } else {
+      e.message = "HTTP " + std::to_string(res.status) + " for " + req.method + " " + req.path;
+    }
+    const int status = res.status;
+    send_error(res, e);
+    res.status = status;
+  });
+
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    send_error(res, ApiError{500, what, "server_error", "", "internal_error"});
+  });
+
+  s.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
+
+  s.Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
+    auto [status, body] = readiness_.response();
+    if (const std::string fault = service_.engine_fault(); !fault.empty()) {
+      status = 503;
+      body["ready"] = false;
+      body["reason"] = fault;
+    }
+    send_json(res, status, body);
+  });
+
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_.render(service_.gauges(readiness_.ready())), "text/plain; version=0.0.4; charset=utf-8");
+  });
+
+  auto model_object = [this] {
+    const ServedModel& m = service_.model();
+    json g = m.describe();
+    g["engine"] = {{"max_seqs", service_.options().engine.max_seqs},
+                   {"max_context", service_.limits().max_context},
+                   {"queue_limit", service_.options().queue_limit},
+                   {"kv_dtype", kv_dtype_name(service_.options().engine.kv.dtype)},
+                   {"stop_on_degenerate", service_.options().stop_on_degenerate},
+                   {"request_timeout_s", service_.options().request_timeout_s}};
+    return json{{"id", m.id}, {"object", "model"}, {"created", 0}, {"owned_by", "g4"},
+                {"max_model_len", service_.limits().max_context}, {"g4", g}};
+  };
+  s.Get("/v1/models", [model_object](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, {{"object", "list"}, {"data", json::array({model_object()})}});
+  });
+  s.Get(R"(/v1/models/(.+))", [this, model_object](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    if (id != service_.model().id)
+      return send_error(res, ApiError{404, "the model '" + id + "' does not exist", "invalid_request_error", "model",
+                                      "model_not_found"});
+    send_json(res, 200, model_object());
+  });
+
+  s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    auto parsed = parse_json_object(req.body);
+    if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
+    const json& b = std::get<json>(parsed);
+    if (b.contains("model") && !b["model"].is_null() && b["model"] != service_.model().id)
+      return send_error(res, ApiError{404, "the model '" + b["model"].dump() + "' does not exist", "invalid_request_error",
+                                      "model", "model_not_found"});
+    std::vector<int> ids;
+    if (b.contains("messages")) {
+      json body = b;
+      body["model"] = service_.model().id;
+      auto spec = parse_chat_request(body, service_.limits());
+      if (auto* e = std::get_if<ApiError>(&spec)) return send_error(res, *e);
+      auto enc = service_.encode_prompt(std::get<GenerationSpec>(spec));
+      if (auto* e = std::get_if<ApiError>(&enc)) {
+        if (e->code != "context_length_exceeded") return send_error(res, *e);
+        // Counting tokens of a too-long prompt is a fine use of /tokenize.
+        for (int32_t id : encode_chat_prompt(service_.model(), std::get<GenerationSpec>(spec).messages,
+                                             std::get<GenerationSpec>(spec).tools, false))
+          ids.push_back(id);
+      } else {
+        ids = std::get<std::vector<int>>(enc);
+      }
+    } else {
+      auto p = b.find("prompt");
+      if (p == b.end()) return send_error(res, bad_request("'prompt' (a string) or 'messages' is required", "prompt", "missing_required_field"));
+      if (!p->is_string()) return send_error(res, bad_request("'prompt' must be a string", "prompt", "invalid_type"));
+      bool add_special = true;
+      if (auto a = b.find("add_special_tokens"); a != b.end() && !a->is_null()) {
+        if (!a->is_boolean()) return send_error(res, bad_request("'add_special_tokens' must be a boolean", "add_special_tokens", "invalid_type"));
+        add_special = a->get<bool>();
+      }
+      text::EncodeOptions eo;
+      eo.add_bos = add_special;
+      for (int32_t id : service_.model().tokenizer->encode(p->get<std::string>(), eo)) ids.push_back(id);
+    }
+    send_json(res, 200, {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", service_.limits().max_context}});
+  });
+
+  s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    auto parsed = parse_json_object(req.body);
+    if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
+    const json& b = std::get<json>(parsed);
+    auto t = b.find("tokens");
+    if (t == b.end()) return send_error(res, bad_request("'tokens' is required", "tokens", "missing_required_field"));
+    if (!t->is_array()) return send_error(res, bad_request("'tokens' must be an array of token ids", "tokens", "invalid_type"));
+    std::vector<int32_t> ids;
+    const int vocab = service_.model().tokenizer->vocab().size();
+    for (const auto& v : *t) {
+      if (!v.is_number_integer()) return send_error(res, bad_request("'tokens' must be an array of token ids", "tokens", "invalid_type"));
+      const int64_t id = v.get<int64_t>();
+      if (id < 0 || id >= vocab)
+        return send_error(res, bad_request("token id " + std::to_string(id) + " is outside the tokenizer's vocabulary [0, " +
+                                               std::to_string(vocab) + ")",
+                                           "tokens", "invalid_value"));
+      ids.push_back(int32_t(id));
+    }
+    send_json(res, 200, {{"prompt", service_.model().tokenizer->decode(ids)}});
+  });
+
+  auto generate = [this](Endpoint endpoint, const httplib::Request& req, httplib::Response& res) {
+    auto parsed = parse_json_object(req.body);
+    if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
+    const json& body = std::get<json>(parsed);
+    auto spec_or = endpoint == Endpoint::chat ? parse_chat_request(body, service_.limits())
+                                              : parse_completion_request(body, service_.limits());
+    if (auto* e = std::get_if<ApiError>(&spec_or)) return send_error(res, *e);
+    const GenerationSpec& spec = std::get<GenerationSpec>(spec_or);
+    auto started = service_.start(spec);
+    if (auto* e = std::get_if<ApiError>(&started)) return send_error(res, *e);
+    std::shared_ptr<ActiveRequest> active = std::get<std::shared_ptr<ActiveRequest>>(started);
+
+    ResponseContext ctx;
+    ctx.endpoint = endpoint;
+    ctx.id = make_id(endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-");
+    ctx.model = service_.model().id;
+    ctx.created = int64_t(std::time(nullptr));
+    ctx.logprobs = spec.sampling.logprobs;
+    ctx.top_logprobs = spec.sampling.top_logprobs;
+    ctx.include_usage = spec.include_usage;
+    ctx.tokenizer = service_.model().tokenizer.get();
+    ctx.stop_token_ids = service_.stop_token_ids();
+    t_record.fields["request_id"] = ctx.id;
+    t_record.fields["model"] = ctx.model;
+    auto builder = std::make_shared<ResponseBuilder>(ctx);
+    GenerationService* service = &service_;
+
+    // Cancels on a deadline and waits (bounded) for the engine to confirm, so the cache is freed.
+    auto expire = [service](ActiveRequest& a, ResponseBuilder& b) {
+      service->cancel(a.engine_id);
+      GenerationEvent ev;
+      while (!b.finished() && a.pop(ev, Clock::now() + std::chrono::seconds(10))) b.on_event(ev);
+    };
+    const double budget = std::chrono::duration<double>(active->deadline - active->submitted).count();
+    const ApiError deadline_error{504, "the request did not finish within its deadline of " + std::to_string(budget) + " s",
+                                  "timeout_error", "", "deadline_exceeded"};
+
+    if (!spec.stream) {
+      GenerationEvent ev;
+      while (!builder->finished()) {
+        if (!active->pop(ev, active->deadline)) {
+          expire(*active, *builder);
+          t_record.fields["deadline_exceeded"] = true;
+          return send_error(res, deadline_error);
+        }
+        builder->on_event(ev);
+      }
+      record_generation(*builder, false);
+      if (builder->final_event().finish_reason == "error")
+        return send_error(res, ApiError{500, "generation failed: " + builder->final_event().error, "server_error", "", "engine_error"});
+      return send_json(res, 200, builder->final_response());
+    }
+
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [active, builder, service, expire, deadline_error](size_t, httplib::DataSink& sink) {
+          auto write = [&](const std::string& data) { return sink.write(data.data(), data.size()); };
+          for (const json& c : builder->opening_chunks())
+            if (!write(sse_event(c))) return false;
+          GenerationEvent ev;
+          while (!builder->finished()) {
+            const auto now = Clock::now();
+            if (now >= active->deadline) {
+              expire(*active, *builder);
+              t_record.fields["deadline_exceeded"] = true;
+              t_record.fields["error"] = deadline_error.message;
+              write(sse_event(error_body(deadline_error)));
+              write(sse_done());
+              sink.done();
+              return true;
+            }
+            if (!active->pop(ev, std::min(active->deadline, now + std::chrono::seconds(1)))) {
+              // Idle (queued or slow prefill): an SSE comment keeps proxies open and finds a client
+              // that went away.
+              if (!write(": keep-alive\n\n")) {
+                t_record.fields["client_disconnected"] = true;
+                return false;
+              }
+              continue;
+            }
+            for (const json& c : builder->on_event(ev)) {
+              if (ev.finished && builder->final_event().finish_reason == "error") break;
+              if (!write(sse_event(c))) {
+                t_record.fields["client_disconnected"] = true;
+                return false;
+              }
+            }
+          }
+          record_generation(*builder, true);
+          if (builder->final_event().finish_reason == "error") {
+            const ApiError e{500, "generation failed: " + builder->final_event().error, "server_error", "", "engine_error"};
+            t_record.fields["error"] = e.message;
+            write(sse_event(error_body(e)));
+          }
+          write(sse_done());
+          sink.done();
+          return true;
+        },
+        [active, builder, service](bool) {
+          // The connection ended before the generation did (client gone, write failed): cancel it
+          // so its sequence and KV cache are freed at the next engine step.
+          if (!builder->finished()) service->cancel(active->engine_id);
+        });
+  };
+  s.Post("/v1/chat/completions",
+         [generate](const httplib::Request& req, httplib::Response& res) { generate(Endpoint::chat, req, res); });
+  s.Post("/v1/completions",
+         [generate](const httplib::Request& req, httplib::Response& res) { generate(Endpoint::completion, req, res); });
+}
+
+}  // namespace g4::server

@@ -1,0 +1,65 @@
+// The HTTP layer: routes, auth, SSE streaming, the per-request log line and the readiness loop,
+// on cpp-httplib. All OpenAI mapping is delegated to the pure functions in openai_request.h and
+// openai_response.h; all generation goes through GenerationService.
+//
+// Routes (those marked * need "Authorization: Bearer KEY" when --api-key is set):
+//   POST /v1/chat/completions*  POST /v1/completions*  GET /v1/models*  GET /v1/models/{id}*
+//   POST /tokenize*  POST /detokenize*  GET /health  GET /ready  GET /metrics
+#pragma once
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "server/generation_service.h"
+#include "server/metrics.h"
+#include "server/readiness.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace g4::server {
+
+struct HttpOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0: any free port (the chosen one is logged)
+  std::string api_key;
+  size_t max_body_bytes = 8u << 20;
+  int threads = 0;                 // 0: max_seqs + queue + 16
+  double ready_interval_s = 300;   // re-check period; 0 = only at startup
+  int ready_max_tokens = 32;
+  double ready_timeout_s = 600;
+};
+
+class HttpServer {
+ public:
+  HttpServer(GenerationService& service, Metrics& metrics, HttpOptions options);
+  ~HttpServer();
+
+  int bind();            // binds host:port; returns the port (throws g4::Error on failure)
+  void start_readiness();
+  void run();            // serves until begin_shutdown(); returns once in-flight requests finished
+  void begin_shutdown(); // stop accepting, refuse new generations (503), let running ones finish
+  ReadinessState& readiness() { return readiness_; }
+
+ private:
+  void routes();
+  void readiness_loop();
+
+  GenerationService& service_;
+  Metrics& metrics_;
+  HttpOptions opts_;
+  std::unique_ptr<httplib::Server> svr_;
+  ReadinessState readiness_;
+  std::thread ready_thread_;
+  std::mutex ready_mu_;
+  std::condition_variable ready_cv_;
+  bool shutting_down_ = false;
+};
+
+// One structured log line (JSON) on stderr.
+void log_line(const nlohmann::json& fields);
+
+}  // namespace g4::server

@@ -1,0 +1,61 @@
+// Prometheus metrics for the server, rendered in the text exposition format (version 0.0.4).
+// Counters and histograms are updated from handler threads and the engine thread (one mutex);
+// gauges (queue depth, running sequences, KV cache use, readiness) are sampled at scrape time.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace g4::server {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> upper_bounds);
+  void observe(double value);
+  // Appends "<name>_bucket{le=...}", "_sum" and "_count" lines.
+  void render(const std::string& name, std::string& out) const;
+  uint64_t count() const { return count_; }
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // per bucket (not cumulative); cumulated when rendered
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+struct MetricGauges {
+  int64_t queue_depth = 0;
+  int64_t running_sequences = 0;
+  uint64_t kv_cache_bytes = 0;
+  uint64_t kv_cache_capacity_bytes = 0;
+  bool ready = false;
+};
+
+class Metrics {
+ public:
+  Metrics();
+  void count_request(const std::string& route, int status);
+  void count_tokens(int64_t prompt_tokens, int64_t generated_tokens);
+  void observe_ttft(double seconds);
+  void observe_inter_token(double seconds);
+  void count_verdict(const std::string& kind, bool stopped_early);
+  void count_rejected(const std::string& reason);  // 429 queue full, 503 draining, ...
+  void count_cancelled();
+
+  std::string render(const MetricGauges& gauges) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, int>, uint64_t> requests_;
+  uint64_t prompt_tokens_ = 0, generated_tokens_ = 0;
+  Histogram ttft_, itl_;
+  std::map<std::string, uint64_t> verdicts_;
+  uint64_t stopped_degenerate_ = 0;
+  std::map<std::string, uint64_t> rejected_;
+  uint64_t cancelled_ = 0;
+};
+
+}  // namespace g4::server

@@ -1,0 +1,62 @@
+// OpenAI request parsing and validation, as pure functions: a request body goes in, a validated
+// GenerationSpec (or an ApiError naming the field and the problem) comes out. Nothing here touches
+// the model, the tokenizer or the engine; the prompt is encoded later (generation_service.h).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "engine/sampling_params.h"
+#include "server/api_error.h"
+
+namespace g4::server {
+
+enum class Endpoint { chat, completion };
+
+// What validation needs to know about the served model.
+struct RequestLimits {
+  std::string model_name;          // the one id /v1/models lists; requests must name it
+  int vocab_size = 0;
+  int64_t max_context = 4096;      // prompt + completion tokens per sequence
+  int default_max_tokens = 512;    // when the request gives neither max_tokens nor max_completion_tokens
+  double max_deadline_seconds = 600;
+};
+
+struct GenerationSpec {
+  Endpoint endpoint = Endpoint::chat;
+  std::string model;
+  // chat
+  nlohmann::json messages;                       // array, validated by the chat template
+  nlohmann::json tools;                          // null or the tools passed to the template
+  std::string tool_choice = "auto";              // "none" | "auto" | "required" | "function"
+  bool enable_thinking = false;                  // chat_template_kwargs.enable_thinking / reasoning_effort
+  // completion
+  std::string prompt;
+  std::vector<int> prompt_tokens;                // prompt given as token ids (fed as is)
+  bool prompt_is_tokens = false;
+
+  SamplingParams sampling;  // stop_token_ids are added by the service (the model's own stop set)
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  double deadline_seconds = 0;  // 0: the server's --request-timeout; g4.deadline_ms lowers it
+};
+
+// Body bytes -> JSON object. Refuses invalid UTF-8 (naming the byte offset), malformed JSON and
+// anything but an object.
+std::variant<nlohmann::json, ApiError> parse_json_object(std::string_view body);
+
+// The first byte offset where `s` is not valid UTF-8, or npos.
+size_t invalid_utf8_offset(std::string_view s);
+
+std::variant<GenerationSpec, ApiError> parse_chat_request(const nlohmann::json& body, const RequestLimits& limits);
+std::variant<GenerationSpec, ApiError> parse_completion_request(const nlohmann::json& body, const RequestLimits& limits);
+
+// The checks a prompt can only get once it is encoded: empty, or too long for the context.
+std::variant<std::monostate, ApiError> check_prompt_length(size_t prompt_tokens, const GenerationSpec& spec,
+                                                           const RequestLimits& limits);
+
+}  // namespace g4::server

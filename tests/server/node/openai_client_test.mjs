@@ -1,0 +1,111 @@
+// Drives a running `g4 serve` with the official OpenAI Node.js client. Started by
+// tests/server/server_e2e_test.cpp (OpenAiNodeClient) with G4_BASE_URL, G4_API_KEY and G4_MODEL.
+import assert from "node:assert/strict";
+import OpenAI from "openai";
+
+const baseURL = process.env.G4_BASE_URL;
+const apiKey = process.env.G4_API_KEY ?? "none";
+const model = process.env.G4_MODEL;
+assert.ok(baseURL && model, "set G4_BASE_URL and G4_MODEL");
+const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 120_000 });
+const messages = [{ role: "user", content: "Write a haiku about the sea." }];
+const tools = [
+  {
+    type: "function",
+    function: {
+      name: "get_weather",
+      description: "Current weather for a city",
+      parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+    },
+  },
+];
+
+function checkToolCalls(calls) {
+  for (const call of calls ?? []) {
+    assert.equal(call.type, "function");
+    assert.equal(typeof call.function.name, "string");
+    JSON.parse(call.function.arguments); // arguments are a JSON string
+  }
+}
+
+async function main() {
+  // /v1/models
+  const models = await client.models.list();
+  const entry = models.data.find((m) => m.id === model);
+  assert.ok(entry, `model ${model} listed`);
+  assert.ok(entry.g4?.dtype_policy, "g4 block with the dtype policy");
+
+  // chat, no stream
+  const chat = await client.chat.completions.create({ model, messages, max_tokens: 16, temperature: 0 });
+  assert.equal(chat.object, "chat.completion");
+  assert.equal(typeof chat.choices[0].message.content, "string");
+  assert.ok(["stop", "length"].includes(chat.choices[0].finish_reason));
+  assert.ok(chat.usage.completion_tokens > 0 && chat.usage.prompt_tokens > 0);
+  assert.ok(chat.g4.degeneracy.kind, "g4.degeneracy in the response");
+  console.log("chat ok:", JSON.stringify(chat.choices[0].message.content).slice(0, 80), "verdict", chat.g4.degeneracy.kind);
+
+  // chat, stream with usage
+  const stream = await client.chat.completions.create({
+    model, messages, max_tokens: 24, stream: true, stream_options: { include_usage: true },
+  });
+  let text = "", chunks = 0, finish = null, usage = null, g4 = null;
+  for await (const chunk of stream) {
+    chunks++;
+    if (chunk.choices.length > 0) {
+      text += chunk.choices[0].delta?.content ?? "";
+      finish = chunk.choices[0].finish_reason ?? finish;
+    }
+    if (chunk.usage) usage = chunk.usage;
+    if (chunk.g4) g4 = chunk.g4;
+  }
+  assert.ok(chunks >= 2, "several chunks");
+  assert.ok(["stop", "length"].includes(finish), `finish_reason ${finish}`);
+  assert.ok(usage && usage.completion_tokens > 0, "usage chunk");
+  assert.ok(g4?.degeneracy?.kind, "g4 in the last chunk");
+  console.log("stream ok:", chunks, "chunks,", usage.completion_tokens, "tokens");
+
+  // the stream helper accumulates the same way
+  const runner = client.beta.chat.completions.stream({ model, messages, max_tokens: 12 });
+  const final = await runner.finalChatCompletion();
+  assert.equal(typeof final.choices[0].message.content, "string");
+
+  // tools: the request is accepted, the declarations reach the template, the reply is well formed
+  const plain = await client.chat.completions.create({ model, messages, max_tokens: 4 });
+  const withTools = await client.chat.completions.create({ model, messages, tools, tool_choice: "auto", max_tokens: 24 });
+  assert.ok(withTools.usage.prompt_tokens > plain.usage.prompt_tokens, "tool declarations are in the prompt");
+  assert.ok(["stop", "length", "tool_calls"].includes(withTools.choices[0].finish_reason));
+  checkToolCalls(withTools.choices[0].message.tool_calls);
+  const named = await client.chat.completions.create({
+    model, messages, tools, tool_choice: { type: "function", function: { name: "get_weather" } }, max_tokens: 8,
+  });
+  checkToolCalls(named.choices[0].message.tool_calls);
+  const toolStream = await client.chat.completions.create({ model, messages, tools, max_tokens: 16, stream: true });
+  for await (const chunk of toolStream) checkToolCalls(chunk.choices[0]?.delta?.tool_calls?.map((c) => ({ type: "function", ...c })));
+  // a conversation with an earlier tool call and its result renders and runs
+  const followUp = await client.chat.completions.create({
+    model, tools, max_tokens: 8,
+    messages: [
+      { role: "user", content: "Weather in Paris?" },
+      { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: "{\"city\":\"Paris\"}" } }] },
+      { role: "tool", tool_call_id: "call_1", content: "{\"temp_c\": 18}" },
+    ],
+  });
+  assert.equal(followUp.object, "chat.completion");
+  console.log("tools ok: prompt", plain.usage.prompt_tokens, "->", withTools.usage.prompt_tokens, "tokens with tools");
+
+  // legacy completions
+  const comp = await client.completions.create({ model, prompt: "Once upon a time", max_tokens: 8 });
+  assert.equal(typeof comp.choices[0].text, "string");
+
+  // errors surface as the client's typed errors
+  await assert.rejects(client.chat.completions.create({ model: "no-such-model", messages }), (e) => e.status === 404);
+  await assert.rejects(client.chat.completions.create({ model, messages, max_tokens: -1 }), (e) => e.status === 400 && e.param === "max_tokens");
+  const wrongKey = new OpenAI({ baseURL, apiKey: "wrong", maxRetries: 0 });
+  await assert.rejects(wrongKey.chat.completions.create({ model, messages }), (e) => e.status === 401);
+  console.log("all OpenAI client checks passed");
+}
+
+main().catch((e) => {
+  console.error("FAILED:", e);
+  process.exit(1);
+});

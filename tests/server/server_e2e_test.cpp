@@ -1,0 +1,579 @@
+// End-to-end: the real `g4 serve` on a loopback port with `g4 synth` tiny models, driven with raw
+// HTTP (every endpoint, every error case), the official OpenAI npm client, and a bounded load test.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "server_process.h"
+
+namespace g4::test {
+namespace {
+
+using nlohmann::json;
+
+struct Reply {
+  int status = 0;
+  json body;
+  std::string raw;
+  httplib::Headers headers;
+};
+
+Reply send(httplib::Client& c, const std::string& method, const std::string& path, const std::string& body = "",
+           const httplib::Headers& headers = {}) {
+  httplib::Result r = method == "GET" ? c.Get(path, headers) : c.Post(path, headers, body, "application/json");
+  Reply out;
+  if (!r) return out;
+  out.status = r->status;
+  out.raw = r->body;
+  out.headers = r->headers;
+  out.body = json::parse(r->body, nullptr, false);
+  return out;
+}
+Reply post(httplib::Client& c, const std::string& path, const json& body, const httplib::Headers& h = {}) {
+  return send(c, "POST", path, body.dump(), h);
+}
+
+struct Stream {
+  int status = 0;
+  std::vector<std::string> payloads;
+  std::string raw;
+};
+// POSTs with stream: true; stop_after > 0 aborts the connection after that many bytes-chunks.
+Stream post_stream(httplib::Client& c, const std::string& path, const json& body, int stop_after = 0) {
+  Stream s;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  int chunks = 0;
+  req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
+    s.raw.append(d, n);
+    return stop_after == 0 || ++chunks < stop_after;
+  };
+  auto r = c.send(req);
+  if (r) s.status = r->status;
+  s.payloads = sse_payloads(s.raw);
+  return s;
+}
+
+json chat_body(json extra = json::object()) {
+  json b = {{"model", "tiny-e"}, {"messages", {{{"role", "user"}, {"content", "Write a haiku about the sea."}}}}, {"max_tokens", 16}};
+  for (auto& [k, v] : extra.items()) b[k] = v;
+  return b;
+}
+
+long metric(const std::string& text, const std::string& name) {
+  const size_t p = text.find("\n" + name + " ");
+  if (p == std::string::npos) return -1;
+  return std::stol(text.substr(p + name.size() + 2));
+}
+
+// One synthetic-tokenizer server for the tests below that need no special flags.
+class ServerE2E : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    synth_model(*dir_ / "tiny-e");
+    server_ = new ServerProcess({"--model", (*dir_ / "tiny-e").string(), "--ctx", "512", "--max-body", "65536",
+                                 "--max-seqs", "4", "--ready-interval", "0"},
+                                *dir_ / "server.log");
+    server_->wait_ready();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete dir_;
+  }
+  static TempDir* dir_;
+  static ServerProcess* server_;
+};
+TempDir* ServerE2E::dir_ = nullptr;
+ServerProcess* ServerE2E::server_ = nullptr;
+
+TEST_F(ServerE2E, HealthReadyModelsMetrics) {
+  auto c = server_->client();
+  Reply h = send(c, "GET", "/health");
+  EXPECT_EQ(h.status, 200);
+  EXPECT_EQ(h.body["status"], "ok");
+  Reply r = send(c, "GET", "/ready");
+  EXPECT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(r.body["ready"], true);
+  EXPECT_EQ(r.body["check"]["synthetic"], true);
+  EXPECT_GT(r.body["check"]["generated_tokens"].get<int>(), 0);
+  EXPECT_TRUE(r.body["check"]["degeneracy"].contains("kind"));  // reported whatever it is
+  Reply m = send(c, "GET", "/v1/models");
+  ASSERT_EQ(m.status, 200);
+  ASSERT_EQ(m.body["data"].size(), 1u);
+  const json& model = m.body["data"][0];
+  EXPECT_EQ(model["id"], "tiny-e");
+  EXPECT_EQ(model["object"], "model");
+  EXPECT_TRUE(model["g4"]["dtype_policy"].contains("compute"));
+  EXPECT_FALSE(model["g4"]["dtype_policy"].dump().find("reason") == std::string::npos);
+  EXPECT_EQ(model["g4"]["synthetic"], true);
+  EXPECT_EQ(send(c, "GET", "/v1/models/tiny-e").status, 200);
+  EXPECT_EQ(send(c, "GET", "/v1/models/nope").status, 404);
+  // A generation first, so the counters move.
+  ASSERT_EQ(post(c, "/v1/chat/completions", chat_body()).status, 200);
+  auto met = c.Get("/metrics");
+  ASSERT_TRUE(met);
+  EXPECT_EQ(met->status, 200);
+  for (const char* name : {"g4_http_requests_total{route=\"/v1/chat/completions\",status=\"200\"}", "g4_prompt_tokens_total",
+                           "g4_generated_tokens_total", "g4_time_to_first_token_seconds_bucket",
+                           "g4_inter_token_latency_seconds_bucket", "g4_queue_depth", "g4_running_sequences",
+                           "g4_kv_cache_bytes", "g4_degeneracy_verdicts_total{kind=", "g4_ready 1"})
+    EXPECT_NE(met->body.find(name), std::string::npos) << name;
+  EXPECT_GT(metric(met->body, "g4_generated_tokens_total"), 0);
+}
+
+TEST_F(ServerE2E, ChatCompletion) {
+  auto c = server_->client();
+  Reply r = post(c, "/v1/chat/completions", chat_body({{"max_tokens", 12}, {"temperature", 0}}));
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(r.body["object"], "chat.completion");
+  const json& choice = r.body["choices"][0];
+  EXPECT_EQ(choice["message"]["role"], "assistant");
+  EXPECT_TRUE(choice["message"]["content"].is_string());
+  EXPECT_TRUE(choice["finish_reason"] == "length" || choice["finish_reason"] == "stop");
+  EXPECT_GT(r.body["usage"]["prompt_tokens"].get<int>(), 5);
+  EXPECT_LE(r.body["usage"]["completion_tokens"].get<int>(), 12);
+  EXPECT_EQ(r.body["usage"]["total_tokens"], r.body["usage"]["prompt_tokens"].get<int>() + r.body["usage"]["completion_tokens"].get<int>());
+  EXPECT_TRUE(r.body["g4"]["degeneracy"].contains("kind"));
+  EXPECT_TRUE(r.body["g4"]["degeneracy"].contains("degenerate"));
+  // Greedy is deterministic; a seed makes sampling deterministic too.
+  Reply again = post(c, "/v1/chat/completions", chat_body({{"max_tokens", 12}, {"temperature", 0}}));
+  EXPECT_EQ(again.body["choices"][0]["message"], choice["message"]);
+  json seeded = chat_body({{"max_tokens", 12}, {"temperature", 1.0}, {"seed", 42}, {"top_p", 0.95}, {"top_k", 50},
+                           {"min_p", 0.01}, {"presence_penalty", 0.3}, {"frequency_penalty", 0.2}});
+  EXPECT_EQ(post(c, "/v1/chat/completions", seeded).body["choices"][0]["message"],
+            post(c, "/v1/chat/completions", seeded).body["choices"][0]["message"]);
+  // logprobs
+  Reply lp = post(c, "/v1/chat/completions", chat_body({{"max_tokens", 4}, {"logprobs", true}, {"top_logprobs", 2}}));
+  ASSERT_EQ(lp.status, 200) << lp.raw;
+  const json& entries = lp.body["choices"][0]["logprobs"]["content"];
+  ASSERT_GE(entries.size(), 1u);
+  EXPECT_TRUE(entries[0]["logprob"].is_number());
+  EXPECT_EQ(entries[0]["top_logprobs"].size(), 2u);
+  // thinking enabled: the request is accepted and the answer split still holds
+  Reply th = post(c, "/v1/chat/completions", chat_body({{"chat_template_kwargs", {{"enable_thinking", true}}}}));
+  EXPECT_EQ(th.status, 200) << th.raw;
+}
+
+TEST_F(ServerE2E, ChatStreamEndsWithG4AndDone) {
+  auto c = server_->client();
+  Stream s = post_stream(c, "/v1/chat/completions",
+                         chat_body({{"stream", true}, {"stream_options", {{"include_usage", true}}}, {"max_tokens", 20}}));
+  ASSERT_EQ(s.status, 200);
+  ASSERT_GE(s.payloads.size(), 3u) << s.raw;
+  EXPECT_EQ(s.payloads.back(), "[DONE]");
+  const json first = json::parse(s.payloads[0]);
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+  const json last = json::parse(s.payloads[s.payloads.size() - 2]);
+  EXPECT_TRUE(last["choices"].empty());
+  EXPECT_GT(last["usage"]["completion_tokens"].get<int>(), 0);
+  EXPECT_TRUE(last["g4"]["degeneracy"].contains("kind"));
+  bool saw_finish = false;
+  for (size_t i = 0; i + 1 < s.payloads.size(); ++i) {
+    const json ch = json::parse(s.payloads[i]);
+    if (!ch["choices"].empty() && !ch["choices"][0]["finish_reason"].is_null()) saw_finish = true;
+  }
+  EXPECT_TRUE(saw_finish);
+  // Streamed text equals the non-stream text for the same greedy request.
+  json body = chat_body({{"temperature", 0}, {"max_tokens", 20}});
+  const std::string whole = post(c, "/v1/chat/completions", body).body["choices"][0]["message"]["content"];
+  body["stream"] = true;
+  std::string joined;
+  for (const auto& p : post_stream(c, "/v1/chat/completions", body).payloads) {
+    if (p == "[DONE]") continue;
+    const json ch = json::parse(p);
+    if (!ch["choices"].empty() && ch["choices"][0]["delta"].contains("content")) joined += ch["choices"][0]["delta"]["content"];
+  }
+  EXPECT_EQ(joined, whole);
+}
+
+TEST_F(ServerE2E, Completions) {
+  auto c = server_->client();
+  Reply r = post(c, "/v1/completions", {{"model", "tiny-e"}, {"prompt", "Once upon a time"}, {"max_tokens", 8}, {"logprobs", 1}});
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(r.body["object"], "text_completion");
+  EXPECT_TRUE(r.body["choices"][0]["text"].is_string());
+  EXPECT_EQ(r.body["choices"][0]["logprobs"]["tokens"].size(), r.body["choices"][0]["logprobs"]["token_logprobs"].size());
+  EXPECT_TRUE(r.body["g4"]["degeneracy"].contains("kind"));
+  Reply t = post(c, "/v1/completions", {{"model", "tiny-e"}, {"prompt", {2, 10, 11, 12}}, {"max_tokens", 4}});
+  ASSERT_EQ(t.status, 200) << t.raw;
+  EXPECT_EQ(t.body["usage"]["prompt_tokens"], 4);
+  Stream s = post_stream(c, "/v1/completions", {{"model", "tiny-e"}, {"prompt", "abc"}, {"max_tokens", 8}, {"stream", true}});
+  ASSERT_EQ(s.status, 200);
+  EXPECT_EQ(s.payloads.back(), "[DONE]");
+  EXPECT_TRUE(json::parse(s.payloads[s.payloads.size() - 2]).contains("g4"));
+  // Stop strings are honoured (no output contains the stop string).
+  Reply st = post(c, "/v1/completions", {{"model", "tiny-e"}, {"prompt", "abc"}, {"max_tokens", 32}, {"stop", {"e"}}});
+  ASSERT_EQ(st.status, 200);
+  EXPECT_EQ(st.body["choices"][0]["text"].get<std::string>().find('e'), std::string::npos);
+}
+
+TEST_F(ServerE2E, TokenizeDetokenize) {
+  auto c = server_->client();
+  Reply t = post(c, "/tokenize", {{"prompt", "hello world"}});
+  ASSERT_EQ(t.status, 200) << t.raw;
+  ASSERT_GT(t.body["count"].get<int>(), 1);
+  Reply d = post(c, "/detokenize", {{"tokens", t.body["tokens"]}});
+  ASSERT_EQ(d.status, 200);
+  EXPECT_EQ(d.body["prompt"], "<bos>hello world");
+  Reply nt = post(c, "/tokenize", {{"prompt", "hello world"}, {"add_special_tokens", false}});
+  EXPECT_EQ(post(c, "/detokenize", {{"tokens", nt.body["tokens"]}}).body["prompt"], "hello world");
+  Reply m = post(c, "/tokenize", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}});
+  ASSERT_EQ(m.status, 200) << m.raw;
+  EXPECT_GT(m.body["count"].get<int>(), 3);
+}
+
+// Every bad input gets the right 4xx and an OpenAI error object naming the problem; the server stays up.
+TEST_F(ServerE2E, BadInputGetsTheRight4xx) {
+  auto c = server_->client();
+  struct Case {
+    std::string name, method, path, body;
+    int status;
+    std::string param;  // expected error.param ("" = not checked)
+    std::string code;   // expected error.code ("" = not checked)
+  };
+  const std::string big_prompt = std::string(3000, 'x') + " " + std::string(3000, 'y');
+  std::string long_words;
+  for (int i = 0; i < 700; ++i) long_words += "word" + std::to_string(i) + " ";
+  const std::vector<Case> cases = {
+      {"malformed JSON", "POST", "/v1/chat/completions", "{\"model\": ", 400, "", "invalid_json"},
+      {"not an object", "POST", "/v1/chat/completions", "[1,2]", 400, "", "invalid_json"},
+      {"empty body", "POST", "/v1/chat/completions", "", 400, "", "invalid_json"},
+      {"invalid UTF-8", "POST", "/v1/chat/completions",
+       "{\"model\":\"tiny-e\",\"messages\":[{\"role\":\"user\",\"content\":\"\xc3\x28\"}]}", 400, "", "invalid_utf8"},
+      {"missing model", "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}]})", 400, "model",
+       "missing_required_field"},
+      {"missing messages", "POST", "/v1/chat/completions", R"({"model":"tiny-e"})", 400, "messages", "missing_required_field"},
+      {"missing prompt", "POST", "/v1/completions", R"({"model":"tiny-e"})", 400, "prompt", "missing_required_field"},
+      {"unknown model", "POST", "/v1/chat/completions", chat_body({{"model", "gpt-4o"}}).dump(), 404, "model", "model_not_found"},
+      {"wrong type: messages", "POST", "/v1/chat/completions", chat_body({{"messages", "hi"}}).dump(), 400, "messages", "invalid_type"},
+      {"wrong type: temperature", "POST", "/v1/chat/completions", chat_body({{"temperature", "warm"}}).dump(), 400, "temperature",
+       "invalid_type"},
+      {"wrong type: stream", "POST", "/v1/chat/completions", chat_body({{"stream", 1}}).dump(), 400, "stream", "invalid_type"},
+      {"wrong type: content", "POST", "/v1/chat/completions",
+       chat_body({{"messages", {{{"role", "user"}, {"content", 42}}}}}).dump(), 400, "messages[0].content", "invalid_type"},
+      {"bad role", "POST", "/v1/chat/completions", chat_body({{"messages", {{{"role", "wizard"}, {"content", "x"}}}}}).dump(), 400,
+       "messages[0].role", "invalid_value"},
+      {"negative max_tokens", "POST", "/v1/chat/completions", chat_body({{"max_tokens", -5}}).dump(), 400, "max_tokens", "invalid_value"},
+      {"huge max_tokens", "POST", "/v1/chat/completions", chat_body({{"max_tokens", 100000000}}).dump(), 400, "max_tokens",
+       "invalid_value"},
+      {"huge max_completion_tokens", "POST", "/v1/chat/completions", chat_body({{"max_completion_tokens", 1e12}}).dump(), 400,
+       "max_completion_tokens", "invalid_value"},
+      {"temperature out of range", "POST", "/v1/chat/completions", chat_body({{"temperature", 5}}).dump(), 400, "temperature",
+       "invalid_value"},
+      {"n > 1", "POST", "/v1/chat/completions", chat_body({{"n", 3}}).dump(), 400, "n", "invalid_value"},
+      {"prompt longer than the context", "POST", "/v1/chat/completions",
+       chat_body({{"messages", {{{"role", "user"}, {"content", long_words}}}}}).dump(), 400, "messages", "context_length_exceeded"},
+      {"completion prompt longer than the context", "POST", "/v1/completions",
+       json{{"model", "tiny-e"}, {"prompt", long_words}}.dump(), 400, "prompt", "context_length_exceeded"},
+      {"token id out of range", "POST", "/v1/completions", json{{"model", "tiny-e"}, {"prompt", {1, 99999999}}}.dump(), 400,
+       "prompt", "invalid_value"},
+      {"oversized body", "POST", "/v1/chat/completions", chat_body({{"pad", std::string(70000, 'a')}}).dump(), 413, "",
+       "payload_too_large"},
+      {"unknown route", "GET", "/v1/nothing", "", 404, "", "not_found"},
+      {"wrong method", "GET", "/v1/chat/completions", "", 404, "", "not_found"},
+      {"tokenize without prompt", "POST", "/tokenize", "{}", 400, "prompt", "missing_required_field"},
+      {"detokenize bad ids", "POST", "/detokenize", R"({"tokens":[1,-4]})", 400, "tokens", "invalid_value"},
+      {"detokenize wrong type", "POST", "/detokenize", R"({"tokens":"abc"})", 400, "tokens", "invalid_type"},
+      {"tool_choice without tools", "POST", "/v1/chat/completions", chat_body({{"tool_choice", "required"}}).dump(), 400,
+       "tool_choice", ""},
+      {"bos typed in a message", "POST", "/v1/chat/completions",
+       chat_body({{"messages", {{{"role", "user"}, {"content", "<bos>hi"}}}}}).dump(), 400, "messages", "invalid_prompt"},
+  };
+  for (const auto& k : cases) {
+    SCOPED_TRACE(k.name);
+    Reply r = send(c, k.method, k.path, k.body);
+    EXPECT_EQ(r.status, k.status) << r.raw;
+    ASSERT_TRUE(r.body.is_object() && r.body.contains("error")) << r.raw;
+    EXPECT_TRUE(r.body["error"]["message"].is_string() && !r.body["error"]["message"].get<std::string>().empty());
+    EXPECT_TRUE(r.body["error"]["type"].is_string());
+    if (!k.param.empty()) {
+      EXPECT_EQ(r.body["error"]["param"], k.param) << r.raw;
+    }
+    if (!k.code.empty()) {
+      EXPECT_EQ(r.body["error"]["code"], k.code) << r.raw;
+    }
+  }
+  EXPECT_EQ(send(c, "GET", "/health").status, 200);
+  EXPECT_EQ(post(c, "/v1/chat/completions", chat_body()).status, 200);
+  // Every request got exactly one structured log line (errors included).
+  const std::string log = server_->log_text();
+  EXPECT_NE(log.find("\"status\":413"), std::string::npos);
+  EXPECT_NE(log.find("\"degeneracy\":{\"kind\""), std::string::npos);
+}
+
+TEST_F(ServerE2E, DeadlineEndsTheRequest) {
+  auto c = server_->client();
+  Reply r = post(c, "/v1/chat/completions", chat_body({{"max_tokens", 480}, {"g4", {{"deadline_ms", 1}}}}));
+  EXPECT_EQ(r.status, 504) << r.raw;
+  EXPECT_EQ(r.body["error"]["code"], "deadline_exceeded");
+  Stream s = post_stream(c, "/v1/chat/completions", chat_body({{"max_tokens", 480}, {"stream", true}, {"g4", {{"deadline_ms", 1}}}}));
+  ASSERT_EQ(s.status, 200);
+  ASSERT_GE(s.payloads.size(), 2u);
+  EXPECT_EQ(s.payloads.back(), "[DONE]");
+  EXPECT_EQ(json::parse(s.payloads[s.payloads.size() - 2])["error"]["code"], "deadline_exceeded");
+  EXPECT_EQ(post(c, "/v1/chat/completions", chat_body()).status, 200);
+}
+
+TEST(ServerE2EAlone, ApiKey) {
+  TempDir dir;
+  synth_model(dir / "tiny-e");
+  ServerProcess srv({"--model", (dir / "tiny-e").string(), "--api-key", "sekret", "--ctx", "256"}, dir / "server.log");
+  srv.wait_ready();
+  auto c = srv.client();
+  Reply none = post(c, "/v1/chat/completions", chat_body());
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(none.body["error"]["code"], "missing_api_key");
+  Reply wrong = post(c, "/v1/chat/completions", chat_body(), {{"Authorization", "Bearer nope"}});
+  EXPECT_EQ(wrong.status, 401);
+  EXPECT_EQ(wrong.body["error"]["code"], "invalid_api_key");
+  EXPECT_EQ(send(c, "GET", "/v1/models").status, 401);
+  EXPECT_EQ(post(c, "/tokenize", {{"prompt", "x"}}).status, 401);
+  EXPECT_EQ(post(c, "/v1/chat/completions", chat_body(), {{"Authorization", "Bearer sekret"}}).status, 200);
+  EXPECT_EQ(send(c, "GET", "/health").status, 200);
+  EXPECT_EQ(send(c, "GET", "/ready").status, 200);
+  EXPECT_EQ(send(c, "GET", "/metrics").status, 200);
+}
+
+TEST(ServerE2EAlone, FullQueueAnswers429AndDisconnectCancels) {
+  TempDir dir;
+  synth_model(dir / "tiny-e");
+  ServerProcess srv({"--model", (dir / "tiny-e").string(), "--max-seqs", "1", "--queue", "1", "--ctx", "4096",
+                     "--ready-interval", "0"},
+                    dir / "server.log");
+  srv.wait_ready();
+  // 6 long requests at once: one runs, one waits, the rest are refused.
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::vector<Reply> replies;
+  for (int i = 0; i < 6; ++i)
+    threads.emplace_back([&] {
+      auto c = srv.client();
+      Reply r = post(c, "/v1/chat/completions", chat_body({{"max_tokens", 2000}, {"g4", {{"deadline_ms", 20000}}}}));
+      std::lock_guard<std::mutex> l(mu);
+      replies.push_back(r);
+    });
+  for (auto& t : threads) t.join();
+  int ok = 0, busy = 0;
+  for (const auto& r : replies) {
+    if (r.status == 429) {
+      ++busy;
+      EXPECT_EQ(r.body["error"]["code"], "queue_full");
+      bool retry_after = false;
+      for (const auto& [k, v] : r.headers) retry_after = retry_after || k == "Retry-After";
+      EXPECT_TRUE(retry_after);
+    } else {
+      EXPECT_TRUE(r.status == 200 || r.status == 504) << r.status << " " << r.raw;
+      ++ok;
+    }
+  }
+  EXPECT_GE(busy, 1);
+  EXPECT_GE(ok, 1);
+
+  // A client that goes away mid-stream: its sequence is cancelled and its cache freed.
+  {
+    auto c = srv.client();
+    Stream s = post_stream(c, "/v1/chat/completions", chat_body({{"max_tokens", 4000}, {"stream", true}}), /*stop_after=*/3);
+    EXPECT_NE(s.payloads.empty() ? "" : s.payloads.back(), "[DONE]");
+  }
+  auto c = srv.client();
+  std::string met;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < until) {
+    met = c.Get("/metrics")->body;
+    if (metric(met, "g4_cancelled_requests_total") >= 1 && metric(met, "g4_running_sequences") == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GE(metric(met, "g4_cancelled_requests_total"), 1) << met;
+  EXPECT_EQ(metric(met, "g4_running_sequences"), 0);
+  EXPECT_EQ(metric(met, "g4_kv_cache_bytes"), 0);
+  EXPECT_NE(srv.log_text().find("\"client_disconnected\":true"), std::string::npos);
+}
+
+TEST(ServerE2EAlone, SigtermDrainsInFlightAndExitsZero) {
+  TempDir dir;
+  synth_model(dir / "tiny-e");
+  ServerProcess srv({"--model", (dir / "tiny-e").string(), "--ctx", "2048", "--ready-interval", "0"}, dir / "server.log");
+  srv.wait_ready();
+  Stream s;
+  std::thread client([&] {
+    auto c = srv.client();
+    s = post_stream(c, "/v1/chat/completions", chat_body({{"max_tokens", 1500}, {"stream", true}}));
+  });
+  // Wait until the stream is running, then ask the server to stop.
+  auto c = srv.client();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < until && metric(c.Get("/metrics")->body, "g4_running_sequences") < 1)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const int code = srv.terminate(60);
+  client.join();
+  EXPECT_EQ(code, 0) << srv.log_text();
+  EXPECT_EQ(s.status, 200);
+  ASSERT_FALSE(s.payloads.empty());
+  EXPECT_EQ(s.payloads.back(), "[DONE]");  // the in-flight stream finished
+  EXPECT_NE(srv.log_text().find("\"event\":\"shutdown\""), std::string::npos);
+  EXPECT_NE(srv.log_text().find("\"event\":\"stopped\""), std::string::npos);
+  httplib::Client after("127.0.0.1", srv.port());
+  after.set_connection_timeout(1, 0);
+  EXPECT_FALSE(after.Get("/health"));  // no longer accepting
+}
+
+TEST(ServerE2EAlone, StopOnDegenerateEndsLoopsEarly) {
+  TempDir dir;
+  synth_model(dir / "tiny-e");
+  ServerProcess srv({"--model", (dir / "tiny-e").string(), "--ctx", "2048", "--stop-on-degenerate", "--ready-interval", "0"},
+                    dir / "server.log");
+  srv.wait_ready();
+  auto c = srv.client();
+  // Greedy decoding of random weights settles into a loop; the policy ends it once certain.
+  int stopped = 0;
+  for (const char* prompt : {"a", "Write a haiku about the sea.", "1 2 3", "hello"}) {
+    Reply r = post(c, "/v1/chat/completions",
+                   chat_body({{"temperature", 0}, {"max_tokens", 1500}, {"messages", {{{"role", "user"}, {"content", prompt}}}}}));
+    ASSERT_EQ(r.status, 200);
+    if (r.body["g4"]["stopped_degenerate"] == true) {
+      ++stopped;
+      EXPECT_EQ(r.body["choices"][0]["finish_reason"], "stop");
+      EXPECT_LT(r.body["usage"]["completion_tokens"].get<int>(), 1500);
+      EXPECT_TRUE(r.body["g4"]["degeneracy"]["degenerate"].get<bool>());
+    }
+  }
+  EXPECT_GE(stopped, 1) << "no greedy run looped; the test needs a looping model";
+  EXPECT_GE(metric(c.Get("/metrics")->body, "g4_degenerate_stops_total"), 1);
+}
+
+// The Gemma 3 fixture tokenizer (262144 tokens) with a matching synth model: Gemma 4's control
+// tokens are missing, so the server degrades (plain-text template markers) and says so.
+TEST(ServerE2EAlone, RealTokenizerDegradesAndSaysSo) {
+  const auto tokenizer = fixtures_dir() / "tokenizer" / "gemma3" / "tokenizer.json";
+  ASSERT_TRUE(std::filesystem::exists(tokenizer)) << tokenizer;
+  TempDir dir;
+  synth_model(dir / "tiny-e-262k", {"--vocab", "262144"});
+  ServerProcess srv({"--model", (dir / "tiny-e-262k").string(), "--tokenizer", tokenizer.string(), "--ctx", "512",
+                     "--ready-interval", "0"},
+                    dir / "server.log");
+  const json ready = srv.wait_ready(300);
+  EXPECT_EQ(ready["ready"], true);
+  auto c = srv.client();
+  Reply m = send(c, "GET", "/v1/models");
+  ASSERT_EQ(m.status, 200);
+  const json& g = m.body["data"][0]["g4"];
+  EXPECT_FALSE(g["missing_template_tokens"].empty());
+  EXPECT_GE(g["tokenizer"]["size"].get<int>(), 262144);  // 262145: one added token past the model's vocabulary
+  EXPECT_NE(g["notes"].dump().find("lacks the Gemma 4 chat template tokens"), std::string::npos);
+  EXPECT_NE(srv.log_text().find("missing_template_tokens"), std::string::npos);
+  Reply t = post(c, "/tokenize", {{"prompt", "Hello world"}, {"add_special_tokens", false}});
+  ASSERT_EQ(t.status, 200);
+  EXPECT_EQ(t.body["tokens"], json({9259, 1902}));  // Gemma 3's own ids
+  EXPECT_EQ(post(c, "/detokenize", {{"tokens", t.body["tokens"]}}).body["prompt"], "Hello world");
+  Reply r = post(c, "/v1/chat/completions", {{"model", "tiny-e-262k"}, {"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 8}});
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_TRUE(r.body["choices"][0]["message"]["content"].is_string());
+  Stream s = post_stream(c, "/v1/chat/completions",
+                         {{"model", "tiny-e-262k"}, {"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 8}, {"stream", true}});
+  EXPECT_EQ(s.payloads.back(), "[DONE]");
+}
+
+// The official OpenAI client (npm `openai`, installed by scripts/install-node-deps.sh).
+TEST(ServerE2EAlone, OpenAiNodeClient) {
+  const std::filesystem::path node_dir = std::filesystem::path(G4_SOURCE_DIR) / "tests" / "server" / "node";
+  ASSERT_TRUE(std::filesystem::exists(node_dir / "node_modules" / "openai" / "package.json"))
+      << "the npm package 'openai' is not installed in " << node_dir << ": run scripts/install-node-deps.sh "
+      << "(scripts/test.sh does); this test does not skip";
+  TempDir dir;
+  synth_model(dir / "tiny-e");
+  ServerProcess srv({"--model", (dir / "tiny-e").string(), "--api-key", "node-key", "--ctx", "512", "--ready-interval", "0"},
+                    dir / "server.log");
+  srv.wait_ready();
+  const std::string cmd = "cd " + node_dir.string() + " && G4_BASE_URL=http://127.0.0.1:" + std::to_string(srv.port()) +
+                          "/v1 G4_API_KEY=node-key G4_MODEL=tiny-e node openai_client_test.mjs > " +
+                          (dir / "node.log").string() + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream f(dir / "node.log");
+  const std::string out((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(rc, 0) << out << "\nserver log:\n" << srv.log_text();
+  EXPECT_NE(out.find("all OpenAI client checks passed"), std::string::npos) << out;
+}
+
+// Bounded load: N concurrent streams for S seconds (G4_LOAD_STREAMS, default 32; G4_LOAD_SECONDS,
+// default 20): no 5xx, every stream complete, resident memory flat after warm-up.
+TEST(ServerE2EAlone, LoadConcurrentStreams) {
+  const int streams = std::getenv("G4_LOAD_STREAMS") ? std::atoi(std::getenv("G4_LOAD_STREAMS")) : 32;
+  const int seconds = std::getenv("G4_LOAD_SECONDS") ? std::atoi(std::getenv("G4_LOAD_SECONDS")) : 20;
+  TempDir dir;
+  synth_model(dir / "tiny-e");
+  ServerProcess srv({"--model", (dir / "tiny-e").string(), "--max-seqs", "8", "--queue", std::to_string(streams),
+                     "--ctx", "1024", "--ready-interval", "0"},
+                    dir / "server.log");
+  srv.wait_ready();
+  std::atomic<bool> stop{false};
+  std::atomic<long> requests{0}, complete{0}, errors5xx{0}, other{0}, tokens{0};
+  std::mutex mu;
+  std::string first_problem;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < streams; ++i)
+    threads.emplace_back([&, i] {
+      auto c = srv.client();
+      int n = 0;
+      while (!stop) {
+        const int max_tokens = 16 + (i * 7 + n++ * 13) % 112;
+        Stream s = post_stream(c, "/v1/chat/completions",
+                               chat_body({{"stream", true}, {"max_tokens", max_tokens}, {"temperature", 0.8}, {"seed", i * 1000 + n},
+                                          {"stream_options", {{"include_usage", true}}}}));
+        ++requests;
+        const bool done = !s.payloads.empty() && s.payloads.back() == "[DONE]";
+        bool finished = false;
+        for (size_t k = 0; done && k + 1 < s.payloads.size(); ++k) {
+          const json ch = json::parse(s.payloads[k], nullptr, false);
+          if (ch.contains("usage") && ch["usage"].is_object()) tokens += ch["usage"]["completion_tokens"].get<long>();
+          if (ch.contains("g4") && ch["choices"].empty()) finished = true;
+        }
+        if (s.status >= 500) ++errors5xx;
+        if (s.status == 200 && done && finished) {
+          ++complete;
+        } else {
+          ++other;
+          std::lock_guard<std::mutex> l(mu);
+          if (first_problem.empty()) first_problem = "status " + std::to_string(s.status) + ": " + s.raw.substr(0, 300);
+        }
+      }
+    });
+  // RSS: sampled every 250 ms; "warm" = the peak over the first quarter, "end" = the last sample.
+  std::vector<long> rss;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(seconds)) {
+    rss.push_back(srv.rss_kib());
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+  rss.push_back(srv.rss_kib());
+  const size_t quarter = std::max<size_t>(1, rss.size() / 4);
+  long warm = 0, late_peak = 0;
+  for (size_t k = 0; k < quarter; ++k) warm = std::max(warm, rss[k]);
+  for (size_t k = quarter; k < rss.size(); ++k) late_peak = std::max(late_peak, rss[k]);
+  std::printf("[load] %d streams x %d s: %ld requests, %ld complete, %ld 5xx, %ld other, %ld tokens; "
+              "RSS start %ld KiB, warm peak %ld KiB, later peak %ld KiB, end %ld KiB\n",
+              streams, seconds, requests.load(), complete.load(), errors5xx.load(), other.load(), tokens.load(), rss.front(), warm,
+              late_peak, rss.back());
+  EXPECT_EQ(errors5xx.load(), 0);
+  EXPECT_EQ(other.load(), 0) << first_problem;
+  EXPECT_GE(complete.load(), streams);
+  // Flat: after warm-up the peak grows by at most 10% + 16 MiB (allocator noise), never steadily.
+  EXPECT_LE(late_peak, warm + warm / 10 + 16 * 1024) << "resident memory grew after warm-up";
+  auto c = srv.client();
+  const std::string met = c.Get("/metrics")->body;
+  EXPECT_EQ(metric(met, "g4_running_sequences"), 0);
+  EXPECT_EQ(metric(met, "g4_kv_cache_bytes"), 0);
+}
+
+}  // namespace
+}  // namespace g4::test
