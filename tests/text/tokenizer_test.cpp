@@ -70,12 +70,12 @@ TEST(Gemma3Tokenizer, InvalidUtf8GoesThroughByteFallback) {
 }
 
 TEST(Gemma3Tokenizer, LongRunsAreNotQuadratic) {
+  // Correctness on very long runs only; speed is a benchmark figure (bench/tokenizer_bench.cpp,
+  // one 100,000-char word), never a timed unit test on a shared machine. Quadratic merging
+  // would make this test take minutes, which ctest's timeout would catch.
   const std::string run(200000, 'a');
-  const auto t0 = std::chrono::steady_clock::now();
   const auto ids = gemma3().encode(run);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(gemma3().decode(ids), run);
-  EXPECT_LT(s, 2.0);  // quadratic merging would take minutes
   const std::string spaces(100000, ' ');
   EXPECT_EQ(gemma3().decode(gemma3().encode(spaces)), spaces);
 }
