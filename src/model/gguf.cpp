@@ -65,6 +65,15 @@ struct Cursor {
   }
 };
 
+// A float metadata value as an integer: truncated toward zero, saturated at the int64 range,
+// NaN -> 0 (a plain cast of an out-of-range float is undefined behaviour; found by fuzz/gguf_fuzz).
+int64_t saturating_int(double v) {
+  if (!(v == v)) return 0;
+  if (v >= 9223372036854775808.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return int64_t(v);
+}
+
 int64_t scalar_int(GgufType t, const std::byte* p) {
   switch (t) {
     case GgufType::U8: case GgufType::BOOL: { uint8_t v; std::memcpy(&v, p, 1); return v; }
@@ -75,8 +84,8 @@ int64_t scalar_int(GgufType t, const std::byte* p) {
     case GgufType::I32: { int32_t v; std::memcpy(&v, p, 4); return v; }
     case GgufType::U64: { uint64_t v; std::memcpy(&v, p, 8); return v > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(v); }
     case GgufType::I64: { int64_t v; std::memcpy(&v, p, 8); return v; }
-    case GgufType::F32: { float v; std::memcpy(&v, p, 4); return int64_t(v); }
-    case GgufType::F64: { double v; std::memcpy(&v, p, 8); return int64_t(v); }
+    case GgufType::F32: { float v; std::memcpy(&v, p, 4); return saturating_int(v); }
+    case GgufType::F64: { double v; std::memcpy(&v, p, 8); return saturating_int(v); }
     default: return 0;
   }
 }
