@@ -568,7 +568,12 @@ TEST(ServerE2EAlone, LoadConcurrentStreams) {
   EXPECT_EQ(other.load(), 0) << first_problem;
   EXPECT_GE(complete.load(), streams);
   // Flat: after warm-up the peak grows by at most 10% + 16 MiB (allocator noise), never steadily.
+  // Not under AddressSanitizer: its quarantine keeps freed memory resident (up to 256 MiB) by design.
+#if defined(__SANITIZE_ADDRESS__)
+  std::printf("[load] RSS flatness not asserted under AddressSanitizer (quarantine holds freed memory)\n");
+#else
   EXPECT_LE(late_peak, warm + warm / 10 + 16 * 1024) << "resident memory grew after warm-up";
+#endif
   auto c = srv.client();
   const std::string met = c.Get("/metrics")->body;
   EXPECT_EQ(metric(met, "g4_running_sequences"), 0);
