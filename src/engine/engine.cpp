@@ -29,6 +29,9 @@ struct Engine::Sequence {
 
 Engine::Engine(const Model& model, EngineOptions o, TextStreamFactory text)
     : model_(model), opts_(o), text_(std::move(text)), kv_(model.config, o.kv) {
+  // A checkpoint truncated after load_model validated it is refused here, before any weight is
+  // read (a read past the end of a shrunken mapping is SIGBUS, not an error).
+  model.check_unchanged();
   if (opts_.max_seqs < 1) throw Error("engine: max_seqs must be >= 1");
   if (opts_.threads < 0) throw Error("engine: threads must be >= 0");
   if (opts_.threads > 0) {
@@ -228,9 +231,28 @@ bool Engine::step() {
         s.has_first_token = true;
         s.first_token = Clock::now();
       }
-      const std::string piece = s.text ? s.text->push(res.token) : std::string();
-      StopUpdate up = s.stops->on_token(res.token, piece);
-      const bool is_stop_token = up.finished && up.matched_token >= 0;
+      // The detokenizer may hold an unfinished byte-fallback run; it must reach the output when
+      // the sequence ends here, whether on a stop token (whose own text is never shown) or on
+      // the last allowed token, and it must still pass through the stop-string matcher.
+      const auto& stop_ids = s.req.sampling.stop_token_ids;
+      const bool stop_id = std::find(stop_ids.begin(), stop_ids.end(), res.token) != stop_ids.end();
+      const bool last_allowed = s.stops->tokens_seen() + 1 >= s.req.sampling.max_tokens;
+      std::string piece;
+      if (s.text) piece = stop_id ? s.text->flush() : s.text->push(res.token);
+      if (s.text && last_allowed && !stop_id) piece += s.text->flush();
+      StopUpdate up;
+      if (stop_id) {
+        StopUpdate held = s.stops->on_text(piece);
+        if (held.finished) {
+          up = std::move(held);  // a stop string completed inside the released text
+        } else {
+          up = s.stops->on_token(res.token, "");
+          up.text = held.text + up.text;
+        }
+      } else {
+        up = s.stops->on_token(res.token, piece);
+      }
+      const bool is_stop_token = stop_id && up.finished;
       if (!is_stop_token) s.guard->observe(res.token, piece);
       ev.text = up.text;
       if (up.finished) {

@@ -225,3 +225,53 @@ TEST(Engine, FastKernelsMatchTheReferencePath) {
 
 }  // namespace
 }  // namespace g4
+
+namespace g4 {
+namespace {
+
+// A detokenizer that holds token `held` (as a byte-fallback run would) until the next token or
+// a flush. Whatever it holds must still reach the output when the sequence ends.
+class HoldingText : public TokenTextStream {
+ public:
+  explicit HoldingText(int held) : held_(held) {}
+  std::string push(int t) override {
+    std::string out = std::move(pending_);
+    pending_.clear();
+    if (t == held_) pending_ = "<h>";
+    else out += "[" + std::to_string(t) + "]";
+    return out;
+  }
+  std::string flush() override { return std::exchange(pending_, std::string()); }
+
+ private:
+  int held_;
+  std::string pending_;
+};
+
+TEST(Engine, HeldTextIsFlushedAtTheEnd) {
+  auto m = fixture_model("tiny-e");
+  auto exp = fixture_expected("tiny-e");
+  const auto prompt = exp["sequences"][0]["tokens"].get<std::vector<int>>();
+  const auto want = exp["sequences"][0]["greedy_tokens_llamacpp"].get<std::vector<int>>();  // 493 140 167 449
+  const int held = want[2];
+  Engine eng(*m, {}, [held] { return std::make_unique<HoldingText>(held); });
+  Collected at_length, at_stop_token, at_stop_string;
+  eng.submit({prompt, greedy(3)}, collect(at_length));  // ends on the held token
+  SamplingParams p = greedy(10);
+  p.stop_token_ids = {want[3]};
+  eng.submit({prompt, p}, collect(at_stop_token));  // the stop token follows the held one
+  SamplingParams q = greedy(10);
+  q.stop_strings = {"0]<h"};  // spans the held text
+  eng.submit({prompt, q}, collect(at_stop_string));
+  eng.run_until_idle();
+  const std::string head = "[" + std::to_string(want[0]) + "][" + std::to_string(want[1]) + "]";
+  EXPECT_EQ(at_length.text, head + "<h>");
+  EXPECT_EQ(at_length.final_event.finish_reason, "length");
+  EXPECT_EQ(at_stop_token.text, head + "<h>");
+  EXPECT_EQ(at_stop_token.final_event.finish_reason, "stop");
+  EXPECT_EQ(at_stop_string.text, "[" + std::to_string(want[0]) + "][14");
+  EXPECT_EQ(at_stop_string.final_event.finish_reason, "stop");
+}
+
+}  // namespace
+}  // namespace g4
