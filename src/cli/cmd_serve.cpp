@@ -11,6 +11,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "ops/dot_kernels.h"
 #include "platform/device.h"
 #include "platform/dtype_policy.h"
 #include "platform/error.h"
@@ -42,7 +43,7 @@ const char* kUsage =
     "  --drain-timeout S    on SIGTERM/SIGINT, how long in-flight requests may finish (default 30)\n"
     "  --max-body BYTES     largest request body (default 8388608); larger gets 413\n"
     "  --ready-interval S   re-run the readiness self-check this often (default 300; 0 = startup only)\n"
-    "  --threads N          0: the f32 reference forward (default); N: the SIMD kernels on N threads\n"
+    "  --threads N          SIMD kernels on N threads (default: all cores); 0: the f32 reference loops\n"
     "  --stop-on-degenerate end a sequence early when the degeneracy guard is certain it loops";
 
 sigset_t shutdown_signals() {
@@ -75,8 +76,11 @@ int run(const std::vector<std::string>& argv) {
   so.engine.max_context = std::min<int64_t>(ctx, model.model->config.max_position_embeddings);
   so.engine.prefill_chunk = a.get_int("--chunk", 256);
   so.engine.max_batch_tokens = std::max<int64_t>(so.engine.prefill_chunk, so.engine.max_seqs) + so.engine.max_seqs;
-  so.engine.threads = int(a.get_int("--threads", 0));
+  so.engine.threads = int(a.get_int("--threads", int(std::max(1u, std::thread::hardware_concurrency()))));
   if (so.engine.threads < 0) throw Error("--threads must be >= 0");
+  model.forward = so.engine.threads == 0 ? "f32 reference loops (--threads 0)"
+                                         : "SIMD kernels (" + std::string(ops::dot_kernel_target()) + ") on " +
+                                               std::to_string(so.engine.threads) + " threads, f32 accumulate";
   so.engine.kv.dtype = kv_dtype_from_name(a.get_or("--kv", "f32"));
   so.engine.kv.max_total_tokens =
       (so.engine.max_context * so.engine.max_seqs + so.engine.kv.block_tokens) / so.engine.kv.block_tokens * so.engine.kv.block_tokens;

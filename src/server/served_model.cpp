@@ -2,6 +2,8 @@
 
 #include <fstream>
 
+#include "engine/gguf_tokenizer.h"
+#include "engine/model_text.h"
 #include "platform/device.h"
 #include "platform/error.h"
 
@@ -32,12 +34,17 @@ ServedModel ServedModel::load(const std::filesystem::path& dir, const std::files
   if (!tokenizer_file.empty()) {
     m.tokenizer_path = tokenizer_file;
     m.tokenizer = std::make_unique<text::Tokenizer>(text::Tokenizer::from_file(tokenizer_file));
-  } else if (std::filesystem::exists(dir / "tokenizer.json")) {
+  } else if (std::filesystem::is_directory(dir) && std::filesystem::exists(dir / "tokenizer.json")) {
     m.tokenizer_path = dir / "tokenizer.json";
     m.tokenizer = std::make_unique<text::Tokenizer>(text::Tokenizer::from_dir(dir));
-  } else {
-    throw Error(dir.string() + ": no tokenizer.json; the server needs one (pass --tokenizer FILE)");
+  } else if (m.model->gguf) {
+    if (auto t = tokenizer_from_gguf(*m.model->gguf)) {  // tokenizer.ggml.* metadata
+      m.tokenizer_path = dir;
+      m.tokenizer = std::make_unique<text::Tokenizer>(std::move(*t));
+    }
   }
+  if (!m.tokenizer)
+    throw Error(dir.string() + ": no tokenizer.json beside the checkpoint and none in its metadata; pass --tokenizer FILE");
   const int64_t tok_vocab = m.tokenizer->vocab().size();
   const int64_t model_vocab = m.model->config.vocab_size;
   if (tok_vocab > model_vocab) {
@@ -54,7 +61,7 @@ ServedModel ServedModel::load(const std::filesystem::path& dir, const std::files
     m.notes.push_back("the tokenizer has " + std::to_string(tok_vocab) + " tokens, the model " +
                       std::to_string(m.model->config.vocab_size) + "; ids past the tokenizer decode to nothing");
 
-  m.stops = text::resolve_stop_tokens(m.tokenizer->vocab(), text::read_config_eos_ids(dir));
+  m.stops = model_stop_tokens(*m.model, &m.tokenizer->vocab());
   for (const auto& p : m.stops.problems) m.notes.push_back(p);
   if (m.stops.ids.empty()) m.notes.push_back("no stop token resolved: generation ends only at max_tokens or a stop string");
   m.missing_template_tokens = text::missing_template_tokens(m.tokenizer->vocab());
@@ -86,7 +93,7 @@ json ServedModel::describe() const {
             {"max_position_embeddings", c.max_position_embeddings},
             {"dtype_policy", policy_to_json(policy)},
             {"device", host_cpu().name},
-            {"forward", "f32 reference (the policy is what the fast path will use)"},
+            {"forward", forward},
             {"tokenizer", {{"path", tokenizer_path.string()}, {"size", tokenizer->vocab().size()}}},
             {"stop_token_ids", stops.ids},
             {"stop_token_problems", stops.problems},

@@ -21,6 +21,7 @@ namespace g4::server {
 struct ServedModel {
   std::string id;  // the name requests use ('model'); default: the directory's base name
   std::filesystem::path dir;
+  std::string forward = "f32 reference loops";  // what runs the model; set by the frontend
   std::unique_ptr<Model> model;
   std::unique_ptr<text::Tokenizer> tokenizer;
   std::filesystem::path tokenizer_path;
