@@ -80,6 +80,10 @@ std::variant<std::vector<int>, ApiError> GenerationService::encode_prompt(const 
   try {
     if (spec.endpoint == Endpoint::chat) {
       for (int32_t id : encode_chat_prompt(model_, spec.messages, spec.tools, spec.enable_thinking)) ids.push_back(id);
+      // tool_choice required / named: the model continues inside a call we have started.
+      const std::string forced = model_.missing_template_tokens.empty() ? forced_tool_call_prefix(spec) : "";
+      if (!forced.empty())
+        for (int32_t id : model_.tokenizer->encode(forced)) ids.push_back(id);
     } else if (spec.prompt_is_tokens) {
       ids = spec.prompt_tokens;
     } else {

@@ -348,6 +348,7 @@ void HttpServer::routes() {
     ctx.include_usage = spec.include_usage;
     ctx.tokenizer = service_.model().tokenizer.get();
     ctx.stop_token_ids = service_.stop_token_ids();
+    if (service_.model().missing_template_tokens.empty()) ctx.forced_prefix = forced_tool_call_prefix(spec);
     t_record.fields["request_id"] = ctx.id;
     t_record.fields["model"] = ctx.model;
     auto builder = std::make_shared<ResponseBuilder>(ctx);

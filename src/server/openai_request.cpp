@@ -236,7 +236,7 @@ std::variant<json, ApiError> parse_json_object(std::string_view body) {
     try {
       const json again = json::parse(body);
       (void)again;
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, or out_of_range.406 for a number too large (was a 500)
       return bad_request(std::string("malformed JSON: ") + e.what(), "", "invalid_json");
     }
     return bad_request("malformed JSON", "", "invalid_json");
@@ -310,6 +310,7 @@ std::variant<GenerationSpec, ApiError> parse_chat_request(const json& body, cons
       if (only.empty()) return bad_request("'tool_choice' names the function '" + name + "', which is not in 'tools'", "tool_choice");
       s.tools = only;  // the model is shown only the chosen function
       s.tool_choice = "function";
+      s.forced_function = name;
     } else {
       return wrong_type("tool_choice", "a string or an object", *tc);
     }
@@ -409,6 +410,13 @@ std::variant<std::monostate, ApiError> check_prompt_length(size_t n, const Gener
                            std::to_string(limits.max_context) + " tokens (prompt + completion)",
                        field, "context_length_exceeded");
   return std::monostate{};
+}
+
+std::string forced_tool_call_prefix(const GenerationSpec& spec) {
+  if (spec.endpoint != Endpoint::chat || !spec.tools.is_array()) return "";
+  if (spec.tool_choice == "required") return "<|tool_call>call:";
+  if (spec.tool_choice == "function") return "<|tool_call>call:" + spec.forced_function + "{";
+  return "";
 }
 
 }  // namespace g4::server

@@ -33,6 +33,7 @@ struct GenerationSpec {
   nlohmann::json messages;                       // array, validated by the chat template
   nlohmann::json tools;                          // null or the tools passed to the template
   std::string tool_choice = "auto";              // "none" | "auto" | "required" | "function"
+  std::string forced_function;                   // tool_choice "function": its name
   bool enable_thinking = false;                  // chat_template_kwargs.enable_thinking / reasoning_effort
   // completion
   std::string prompt;
@@ -54,6 +55,11 @@ size_t invalid_utf8_offset(std::string_view s);
 
 std::variant<GenerationSpec, ApiError> parse_chat_request(const nlohmann::json& body, const RequestLimits& limits);
 std::variant<GenerationSpec, ApiError> parse_completion_request(const nlohmann::json& body, const RequestLimits& limits);
+
+// tool_choice "required" / a named function is enforced by writing the start of the call into
+// the generation prompt (the model continues inside it): "<|tool_call>call:" or
+// "<|tool_call>call:NAME{". Empty for "auto" and "none".
+std::string forced_tool_call_prefix(const GenerationSpec& spec);
 
 // The checks a prompt can only get once it is encoded: empty, or too long for the context.
 std::variant<std::monostate, ApiError> check_prompt_length(size_t prompt_tokens, const GenerationSpec& spec,

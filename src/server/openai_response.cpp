@@ -24,6 +24,8 @@ std::string make_id(const std::string& prefix) {
 }
 
 ResponseBuilder::ResponseBuilder(ResponseContext ctx) : ctx_(std::move(ctx)) {
+  // A forced tool-call start is part of the answer: the splitter sees it before any token.
+  if (!ctx_.forced_prefix.empty()) (void)splitter_.push(ctx_.forced_prefix);
   if (ctx_.endpoint == Endpoint::completion)
     legacy_logprobs_ = {{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()},
                         {"text_offset", json::array()}};

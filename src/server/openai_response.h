@@ -30,6 +30,7 @@ struct ResponseContext {
   bool include_usage = false;
   const text::Tokenizer* tokenizer = nullptr;  // token strings for logprobs (may be null)
   std::vector<int> stop_token_ids;             // excluded from logprobs (they are never shown)
+  std::string forced_prefix;                   // text written into the prompt that the output continues
 };
 
 // "data: {json}\n\n"

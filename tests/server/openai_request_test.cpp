@@ -196,5 +196,28 @@ TEST(OpenAiRequest, ErrorBodyShape) {
   EXPECT_TRUE(error_body(ApiError{500, "x", "server_error", "", ""})["error"]["param"].is_null());
 }
 
+// tool_choice is enforced through the prompt: required starts a call, a named function starts
+// that call; auto and none start nothing.
+TEST(OpenAiRequest, ToolChoiceForcesTheCallPrefix) {
+  RequestLimits lim;
+  lim.model_name = "tiny";
+  lim.vocab_size = 512;
+  const json tools = json::parse(R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}},
+                                     {"type":"function","function":{"name":"get_time"}}])");
+  json body = {{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"tools", tools}};
+  auto prefix_for = [&](const json& choice) {
+    json b = body;
+    if (!choice.is_null()) b["tool_choice"] = choice;
+    auto r = parse_chat_request(b, lim);
+    EXPECT_TRUE(std::holds_alternative<GenerationSpec>(r));
+    return forced_tool_call_prefix(std::get<GenerationSpec>(r));
+  };
+  EXPECT_EQ(prefix_for(nullptr), "");
+  EXPECT_EQ(prefix_for("auto"), "");
+  EXPECT_EQ(prefix_for("none"), "");
+  EXPECT_EQ(prefix_for("required"), "<|tool_call>call:");
+  EXPECT_EQ(prefix_for({{"type", "function"}, {"function", {{"name", "get_time"}}}}), "<|tool_call>call:get_time{");
+}
+
 }  // namespace
 }  // namespace g4::server

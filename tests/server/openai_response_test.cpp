@@ -72,6 +72,21 @@ TEST(OpenAiResponse, ToolCallsSetFinishReason) {
   EXPECT_EQ(r["choices"][0]["message"]["tool_calls"][0]["id"], tc["id"]);
 }
 
+// tool_choice naming a function: the prompt ends with "<|tool_call>call:get_weather{" and the
+// model's output continues inside the call; the builder parses prefix + output as one call.
+TEST(OpenAiResponse, ForcedToolCallPrefixIsPartOfTheCall) {
+  ResponseContext c = chat_ctx();
+  c.forced_prefix = "<|tool_call>call:get_weather{";
+  ResponseBuilder b(c);
+  b.on_event(text_event("city:<|\"|>Paris<|\"|>}<tool_call|>"));
+  b.on_event(finish_event("stop", 3, 6));
+  const json r = b.final_response();
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
+  const json& tc = r["choices"][0]["message"]["tool_calls"][0];
+  EXPECT_EQ(tc["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(tc["function"]["arguments"].get<std::string>())["city"], "Paris");
+}
+
 TEST(OpenAiResponse, MalformedToolCallIsReportedNotHidden) {
   ResponseBuilder b(chat_ctx());
   b.on_event(text_event("<|tool_call>nonsense<tool_call|>"));

@@ -319,6 +319,23 @@ TEST_F(ServerE2E, BadInputGetsTheRight4xx) {
   EXPECT_NE(log.find("\"degeneracy\":{\"kind\""), std::string::npos);
 }
 
+// tool_choice naming a function is enforced: the answer starts inside that call. Random weights
+// rarely close it, so the call is either parsed or reported as unterminated, never skipped.
+TEST_F(ServerE2E, ToolChoiceNamedFunctionIsEnforced) {
+  auto c = server_->client();
+  const json tools = json::parse(R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}])");
+  Reply r = post(c, "/v1/chat/completions",
+                 chat_body({{"tools", tools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}}}));
+  ASSERT_EQ(r.status, 200) << r.raw;
+  const json& msg = r.body["choices"][0]["message"];
+  if (msg.contains("tool_calls") && msg["tool_calls"].is_array() && !msg["tool_calls"].empty()) {
+    EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "get_weather");
+  } else {
+    ASSERT_TRUE(r.body["g4"].contains("tool_call_errors")) << r.raw;
+    EXPECT_NE(r.body["g4"]["tool_call_errors"][0].dump().find("call:get_weather{"), std::string::npos) << r.raw;
+  }
+}
+
 TEST_F(ServerE2E, DeadlineEndsTheRequest) {
   auto c = server_->client();
   Reply r = post(c, "/v1/chat/completions", chat_body({{"max_tokens", 480}, {"g4", {{"deadline_ms", 1}}}}));
