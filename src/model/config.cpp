@@ -106,6 +106,10 @@ const char* layer_type_name(LayerType t) { return t == LayerType::Full ? "full_a
 
 ModelConfig parse_config(const json& root, const std::string& source) {
   if (!root.is_object()) throw Error(source + ": config is not a JSON object");
+  // (json::value() throws a type_error when the field has another type: found by fuzz/config_fuzz.)
+  if (root.contains("model_type") && !root["model_type"].is_string())
+    throw Error(source + ": field 'model_type' = " + root["model_type"].dump(-1, ' ', false, json::error_handler_t::replace) +
+                ": must be a string");
   std::string top_type = root.value("model_type", std::string());
   const json* text = &root;
   std::string where = source;
@@ -154,6 +158,8 @@ ModelConfig parse_config(const json& root, const std::string& source) {
     } else r.fail("eos_token_id", "must be an integer or a list of integers");
   }
   // tie_word_embeddings may sit at the top level of a multimodal config.
+  if (root.contains("tie_word_embeddings") && !root["tie_word_embeddings"].is_boolean())
+    throw Error(source + ": field 'tie_word_embeddings' must be true or false");
   c.tie_word_embeddings = r.get_bool("tie_word_embeddings", root.value("tie_word_embeddings", true));
   if (r.present("attention_bias") && r.get_bool("attention_bias", false)) r.fail("attention_bias", "Gemma 4 has no attention bias");
   if (r.present("attn_logit_softcapping")) r.fail("attn_logit_softcapping", "Gemma 4 has no attention-logit softcap");
@@ -295,6 +301,8 @@ ModelConfig load_config(const std::filesystem::path& path) {
     j = json::parse(f);
   } catch (const json::parse_error& e) {
     throw Error(path.string() + ": malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+  } catch (const json::exception& e) {  // out_of_range.406: a number too large
+    throw Error(path.string() + ": malformed JSON: " + e.what());
   }
   return parse_config(j, path.string());
 }

@@ -45,6 +45,8 @@ void index_file(const MappedFile& file, std::map<std::string, TensorView>& out,
     header = json::parse(hbeg, hbeg + header_len);
   } catch (const json::parse_error& e) {
     throw Error(fname + ": header JSON is malformed at byte " + std::to_string(8 + e.byte) + ": " + e.what());
+  } catch (const json::exception& e) {  // out_of_range.406: a number too large (found by fuzz/safetensors_fuzz)
+    throw Error(fname + ": header JSON is malformed: " + e.what());
   }
   if (!header.is_object()) throw Error(fname + ": header JSON is not an object");
 
@@ -135,6 +137,8 @@ SafetensorsArchive SafetensorsArchive::open(const std::filesystem::path& path) {
         j = json::parse(f);
       } catch (const json::parse_error& e) {
         throw Error(index.string() + ": malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+      } catch (const json::exception& e) {  // out_of_range.406: a number too large (found by fuzz/safetensors_fuzz)
+        throw Error(index.string() + ": malformed JSON: " + e.what());
       }
       if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
         throw Error(index.string() + ": missing object field 'weight_map'");

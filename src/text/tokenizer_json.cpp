@@ -361,7 +361,7 @@ void apply_tokenizer_config(std::string_view text, const std::string& src, Vocab
   json c;
   try {
     c = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range.406 for a number too large
     throw Error(src + ": invalid JSON: " + e.what());
   }
   if (!c.is_object()) throw Error(src + ": not a JSON object");
