@@ -2,8 +2,10 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <thread>
 
 #include "platform/error.h"
 #include "server/openai_response.h"
@@ -131,6 +133,12 @@ void HttpServer::begin_shutdown() {
     shutting_down_ = true;
   }
   ready_cv_.notify_all();
+  // httplib's stop() does nothing until listen has started (it checks is_running()), so a SIGTERM
+  // that arrives between bind() and run() was lost and the server listened forever (found by
+  // tests/cli/fault_test.cpp, SIGTERM during start-up). Wait, bounded, for the listen loop first.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!svr_->is_running() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   svr_->stop();
 }
 
