@@ -87,7 +87,8 @@ int run(const std::vector<std::string>& argv) {
   // What this build actually runs, so the policy above is never mistaken for it.
   std::printf("executed   weight products: f32 FMA on %s weights widened in registers (Highway %s), f32 accumulate;\n"
               "           bf16 dot instructions and AMX tiles are not used by this build yet; KV dtype per\n"
-              "           command (--kv, default f32); block-quantized GGUF weights use the reference loops\n",
+              "           command (--kv, default f32); Q8_0/Q4_0 blocks (GGUF or --weights q8|q4) use SIMD kernels,\n"
+              "           the other GGUF block types the reference loops\n",
               std::string(dtype_name(w.dtype)).c_str(), ops::dot_kernel_target());
   for (const auto& n : c.notes) std::printf("note       %s\n", n.c_str());
   for (const auto& n : w.notes) std::printf("note       %s\n", n.c_str());
