@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "model/model.h"
 #include "model/requantize.h"
+#include "model/weight_placement.h"
 #include "platform/error.h"
 #include "text/chat_template.h"
 #include "text/detokenizer_stream.h"
@@ -25,7 +26,7 @@ const char* kUsage =
     "usage: g4 generate --model DIR|FILE.gguf (--prompt TEXT | --tokens LIST) [-n N] [--temperature T]\n"
     "                   [--seed S] [--top-k K] [--top-p P] [--min-p P] [--chat] [--system TEXT]\n"
     "                   [--tokenizer FILE] [--kv f32|f16|bf16|int8] [--chunk N] [--stop-on-degenerate]\n"
-    "                   [--threads N] [--reference] [--weights q8|q4]\n\n"
+    "                   [--threads N] [--reference] [--weights q8|q4] [--weight-memory auto|huge|mapped]\n\n"
     "Generates up to N tokens (default 64), printing text as it streams, then a summary line on\n"
     "stderr: prompt and generated tokens, prefill and decode tok/s, finish reason, degeneracy verdict.\n\n"
     "  --prompt TEXT        encoded with exactly one <bos> in front (needs a tokenizer)\n"
@@ -38,7 +39,9 @@ const char* kUsage =
     "  --stop-on-degenerate end generation once a loop is certain\n"
     "  --threads N          SIMD kernels on N threads (default: all cores)\n"
     "  --reference          run the f32 reference loops instead (the spec; slow)\n"
-    "  --weights q8|q4      re-encode weight matrices as Q8_0 / Q4_0 in memory at load";
+    "  --weights q8|q4      re-encode weight matrices as Q8_0 / Q4_0 in memory at load\n"
+    "  --weight-memory M    auto (default): copy the streamed matrices into 2 MiB huge pages when THP\n"
+    "                       is on and they fit in MemAvailable; huge: always; mapped: read the mapping";
 
 class DetokStream : public TokenTextStream {
  public:
@@ -53,18 +56,24 @@ class DetokStream : public TokenTextStream {
 int run(const std::vector<std::string>& argv) {
   Args a(argv,
          {"--model", "--prompt", "--tokens", "-n", "--temperature", "--seed", "--top-k", "--top-p", "--min-p",
-          "--tokenizer", "--kv", "--chunk", "--system", "--threads", "--weights"},
+          "--tokenizer", "--kv", "--chunk", "--system", "--threads", "--weights", "--weight-memory"},
          {"--chat", "--stop-on-degenerate", "--reference"});
   const std::filesystem::path dir = a.require("--model");
   if (a.has("--prompt") == a.has("--tokens")) throw Error("give exactly one of --prompt or --tokens");
   auto model = load_model(dir);
   const int threads = int(a.get_int("--threads", int(std::max(1u, std::thread::hardware_concurrency()))));
   if (threads < 1) throw Error("--threads must be >= 1");
-  if (auto wf = a.get("--weights")) {
+  {
     ThreadPool pool(threads);
-    const RequantizeReport rq = requantize_weights(*model, weight_format_from_flag(*wf), &pool);
-    std::fprintf(stderr, "[g4] --weights %s: %d matrices re-encoded, %.1f -> %.1f MiB in %.2f s\n", wf->c_str(),
-                 rq.tensors, double(rq.bytes_before) / (1 << 20), double(rq.bytes_after) / (1 << 20), rq.seconds);
+    if (auto wf = a.get("--weights")) {
+      const RequantizeReport rq = requantize_weights(*model, weight_format_from_flag(*wf), &pool);
+      std::fprintf(stderr, "[g4] --weights %s: %d matrices re-encoded, %.1f -> %.1f MiB in %.2f s\n", wf->c_str(),
+                   rq.tensors, double(rq.bytes_before) / (1 << 20), double(rq.bytes_after) / (1 << 20), rq.seconds);
+    }
+    if (!a.has("--reference")) {
+      const PlacementReport pr = place_weights(*model, weight_memory_from_flag(a.get_or("--weight-memory", "auto")), &pool);
+      std::fprintf(stderr, "[g4] weights: %s\n", describe_placement(pr).c_str());
+    }
   }
 
   std::optional<text::Tokenizer> tok;

@@ -8,6 +8,7 @@
 #include "model/model.h"
 #include "ops/dot_kernels.h"
 #include "platform/device.h"
+#include "model/weight_placement.h"
 #include "platform/dtype_policy.h"
 
 namespace g4::cli {
@@ -90,6 +91,10 @@ int run(const std::vector<std::string>& argv) {
               "           command (--kv, default f32); Q8_0/Q4_0 blocks (GGUF or --weights q8|q4) use SIMD kernels,\n"
               "           the other GGUF block types the reference loops\n",
               std::string(dtype_name(w.dtype)).c_str(), ops::dot_kernel_target());
+  const PlacementReport placement = plan_placement(*m, WeightMemory::Auto);
+  std::printf("weights    %s: %d streamed matrices, %.0f MiB (%s); generate/bench/serve --weight-memory\n",
+              placement.placement == "huge" ? "copied into 2 MiB huge pages at load" : "read through the mapping",
+              placement.tensors, double(placement.bytes) / (1 << 20), placement.reason.c_str());
   for (const auto& n : c.notes) std::printf("note       %s\n", n.c_str());
   for (const auto& n : w.notes) std::printf("note       %s\n", n.c_str());
   return 0;

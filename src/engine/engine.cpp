@@ -36,13 +36,9 @@ Engine::Engine(const Model& model, EngineOptions o, TextStreamFactory text)
   if (opts_.threads < 0) throw Error("engine: threads must be >= 0");
   if (opts_.threads > 0) {
     pool_ = std::make_unique<ThreadPool>(opts_.threads);
-    // The widest input dimension of any weight matrix: H, nH·hd (o_proj), MLP widths (down_proj).
-    const ModelConfig& c = model.config;
-    int64_t max_in = c.hidden_size;
-    for (const LayerPlan& p : c.layers)
-      max_in = std::max({max_in, int64_t(c.num_attention_heads) * p.head_dim, int64_t(p.mlp_width)});
     matmul_.pool = pool_.get();
-    matmul_.rows_per_group = ops::plan_matmul(host_cpu(), max_in).tile.m;  // refuses with the arithmetic
+    // Refuses with the arithmetic when no tiling fits this CPU's caches.
+    matmul_.rows_per_group = ops::plan_matmul(host_cpu(), model.config.widest_matmul_input()).tile.m;
   }
   if (opts_.prefill_chunk < 1) throw Error("engine: prefill_chunk must be >= 1");
   if (opts_.max_batch_tokens < opts_.max_seqs)

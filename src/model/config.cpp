@@ -1,5 +1,6 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -354,6 +355,12 @@ json config_to_json(const ModelConfig& c) {
           {"vision_config", nullptr},
           {"audio_config", nullptr},
           {"tie_word_embeddings", c.tie_word_embeddings}};
+}
+
+int64_t ModelConfig::widest_matmul_input() const {
+  int64_t w = std::max<int64_t>(hidden_size, moe_intermediate_size);
+  for (const LayerPlan& p : layers) w = std::max({w, int64_t(num_attention_heads) * p.head_dim, int64_t(p.mlp_width)});
+  return w;
 }
 
 }  // namespace g4

@@ -73,6 +73,9 @@ struct ModelConfig {
   std::vector<std::string> notes;  // non-fatal observations (ignored keys, forced values)
 
   bool has_ple() const { return hidden_size_per_layer_input > 0; }
+  // The widest input dimension of any weight matrix (H, nH·hd for o_proj, MLP widths for
+  // down_proj, the MoE expert width): what kernel tiling must plan for.
+  int64_t widest_matmul_input() const;
   // Validates cross-field consistency and computes the layer plan. Throws g4::Error naming the
   // field and the value. Called by the parsers; call again after editing fields by hand.
   void finalize();

@@ -11,6 +11,7 @@
 #include "model/gguf.h"
 #include "model/safetensors.h"
 #include "model/weights.h"
+#include "platform/huge_pages.h"
 
 namespace g4 {
 
@@ -24,9 +25,10 @@ struct Model {
   std::unique_ptr<GgufFile> gguf;
   std::map<std::string, TensorView> gguf_views;
   ModelWeights weights;
-  // Weights re-encoded in memory at load (`--weights q8|q4`): their bytes and views. A deque
-  // keeps view addresses stable for the pointers in `weights`.
-  std::vector<std::unique_ptr<std::byte[]>> owned_data;
+  // Weights held in memory rather than read through the mapping: re-encoded at load
+  // (`--weights q8|q4`) or copied into huge pages (weight_placement.h). Their bytes and views;
+  // a deque keeps view addresses stable for the pointers in `weights`.
+  std::vector<HugePageBuffer> owned_data;
   std::deque<TensorView> owned_views;
 
   std::vector<std::filesystem::path> files() const;

@@ -19,49 +19,63 @@ RequantizeReport requantize_weights(Model& m, DType target, ThreadPool* pool) {
     throw Error("requantize: target must be Q8_0 or Q4_0, got " + std::string(dtype_name(target)));
   const auto t0 = std::chrono::steady_clock::now();
   RequantizeReport rep;
-  auto convert = [&](const TensorView*& slot) {
-    if (!slot || slot->shape.size() < 2 || slot->dtype == target) return;
-    const TensorView& src = *slot;
-    const int64_t in = src.shape.back();
+  // Which matrices to convert (rows must be whole blocks), then one huge-page arena for all.
+  struct Job {
+    const TensorView** slot;
+    int64_t in, rows;
+    uint64_t offset;
+  };
+  std::vector<Job> jobs;
+  uint64_t total = 0;
+  auto consider = [&](const TensorView** slot) {
+    const TensorView* t = *slot;
+    if (!t || t->shape.size() < 2 || t->dtype == target) return;
+    const int64_t in = t->shape.back();
     if (in % dtype_block_size(target)) return;
-    const int64_t rows = src.numel() / in;
-    const uint64_t rb = row_bytes(target, in);
-    auto buf = std::make_unique<std::byte[]>(size_t(rows) * rb);
-    std::byte* dst = buf.get();
+    const int64_t rows = t->numel() / in;
+    jobs.push_back({slot, in, rows, total});
+    total += (uint64_t(rows) * row_bytes(target, in) + 63) / 64 * 64;
+  };
+  ModelWeights& w = m.weights;
+  const bool tied = w.lm_head == w.embed_tokens;
+  consider(&w.embed_tokens);
+  if (!tied) consider(&w.lm_head);
+  consider(&w.per_layer_model_projection);
+  for (LayerWeights& lw : w.layers) {
+    for (const TensorView** t : {&lw.q_proj, &lw.k_proj, &lw.v_proj, &lw.o_proj, &lw.gate_proj, &lw.up_proj,
+                                 &lw.down_proj, &lw.ple_input_gate, &lw.ple_projection, &lw.experts_gate_up,
+                                 &lw.experts_down})
+      consider(t);
+  }
+  if (jobs.empty()) return rep;
+  HugePageBuffer arena(total);
+  for (const Job& j : jobs) {
+    const TensorView& src = **j.slot;
+    const uint64_t rb = row_bytes(target, j.in);
+    std::byte* dst = arena.data() + j.offset;
     auto work = [&](int64_t b, int64_t e, int) {
-      std::vector<float> row(static_cast<size_t>(in));
+      std::vector<float> row(static_cast<size_t>(j.in));
       for (int64_t r = b; r < e; ++r) {
         src.row_to_f32(r, row.data());
-        ops::quantize_row(target, row.data(), dst + uint64_t(r) * rb, in);
+        ops::quantize_row(target, row.data(), dst + uint64_t(r) * rb, j.in);
       }
     };
-    if (pool) pool->parallel_for(rows, work);
-    else work(0, rows, 0);
+    if (pool) pool->parallel_for(j.rows, work);
+    else work(0, j.rows, 0);
     TensorView v = src;
     v.dtype = target;
     v.data = dst;
-    v.nbytes = uint64_t(rows) * rb;
+    v.nbytes = uint64_t(j.rows) * rb;
     v.file = "(in memory, requantized from " + src.file + ")";
     v.file_offset = 0;
     rep.bytes_before += src.nbytes;
     rep.bytes_after += v.nbytes;
     rep.tensors += 1;
-    m.owned_data.push_back(std::move(buf));
     m.owned_views.push_back(std::move(v));
-    slot = &m.owned_views.back();
-  };
-  ModelWeights& w = m.weights;
-  const bool tied = w.lm_head == w.embed_tokens;
-  convert(w.embed_tokens);
-  if (tied) w.lm_head = w.embed_tokens;
-  else convert(w.lm_head);
-  convert(w.per_layer_model_projection);
-  for (LayerWeights& lw : w.layers) {
-    for (const TensorView** t : {&lw.q_proj, &lw.k_proj, &lw.v_proj, &lw.o_proj, &lw.gate_proj, &lw.up_proj,
-                                 &lw.down_proj, &lw.ple_input_gate, &lw.ple_projection, &lw.experts_gate_up,
-                                 &lw.experts_down})
-      convert(*t);
+    *j.slot = &m.owned_views.back();
   }
+  if (tied) w.lm_head = w.embed_tokens;
+  m.owned_data.push_back(std::move(arena));
   // Keep the byte accounting truthful for bench and info.
   w.bound_bytes = w.bound_bytes - rep.bytes_before + rep.bytes_after;
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

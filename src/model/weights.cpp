@@ -190,4 +190,17 @@ ModelWeights bind_weights(const ModelConfig& c, const std::map<std::string, Tens
   return w;
 }
 
+std::vector<const TensorView**> streamed_matrices(ModelWeights& w) {
+  std::vector<const TensorView**> out;
+  out.push_back(&w.lm_head);
+  out.push_back(&w.per_layer_model_projection);
+  for (LayerWeights& lw : w.layers)
+    for (const TensorView** t : {&lw.q_proj, &lw.k_proj, &lw.v_proj, &lw.o_proj, &lw.gate_proj, &lw.up_proj, &lw.down_proj,
+                                 &lw.ple_input_gate, &lw.ple_projection, &lw.router_proj, &lw.experts_gate_up,
+                                 &lw.experts_down})
+      out.push_back(t);
+  std::erase_if(out, [](const TensorView** t) { return *t == nullptr; });
+  return out;
+}
+
 }  // namespace g4

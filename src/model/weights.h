@@ -67,4 +67,11 @@ struct ModelWeights {
 ModelWeights bind_weights(const ModelConfig& c, const std::map<std::string, TensorView>& tensors,
                           const std::string& source);
 
+// The slots of every weight matrix the forward pass streams through a matrix product (each row
+// read once per token): projections, MLP/expert matrices, the PLE gate/projection, the
+// per-layer model projection and the LM head. A tied head appears once, as lm_head (the caller
+// keeps embed_tokens in step). Gathered tables (embed_per_layer, an untied embed_tokens) and
+// vectors are not listed.
+std::vector<const TensorView**> streamed_matrices(ModelWeights& w);
+
 }  // namespace g4

@@ -1,7 +1,5 @@
 #include "platform/bandwidth.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -11,6 +9,7 @@
 
 #include "platform/device.h"
 #include "platform/error.h"
+#include "platform/huge_pages.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -55,25 +54,6 @@ __attribute__((target("avx2"))) uint64_t read_slice_avx2(const uint64_t* words, 
 }
 #endif
 
-// Page faults dominate the first touch (more so in a VM): huge pages cut their number 512-fold.
-class AnonymousMapping {
- public:
-  explicit AnonymousMapping(uint64_t bytes) : bytes_(bytes) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw Error("bandwidth: cannot map a " + format_bytes(bytes) + " buffer");
-    madvise(p, bytes, MADV_HUGEPAGE);  // advice only: fine if refused
-    data_ = static_cast<uint64_t*>(p);
-  }
-  ~AnonymousMapping() { munmap(data_, bytes_); }
-  AnonymousMapping(const AnonymousMapping&) = delete;
-  AnonymousMapping& operator=(const AnonymousMapping&) = delete;
-  uint64_t* get() const { return data_; }
-
- private:
-  uint64_t bytes_;
-  uint64_t* data_ = nullptr;
-};
-
 }  // namespace
 
 BandwidthResult measure_read_bandwidth(const BandwidthOptions& options) {
@@ -87,8 +67,11 @@ BandwidthResult measure_read_bandwidth(const BandwidthOptions& options) {
   if (bytes == 0) bytes = kDefaultBufferBytes;
   bytes = std::max<uint64_t>(bytes / (kAlignment * options.threads) * (kAlignment * options.threads),
                              kAlignment * uint64_t(options.threads));
-  AnonymousMapping buffer(bytes);
-  std::memset(buffer.get(), 0x5a, bytes);  // first touch outside the timed passes
+  // Huge pages: page faults dominate the first touch (more so in a VM), and the weights the
+  // roofline is compared with live in huge pages too (weight_placement.h).
+  HugePageBuffer mapping(bytes);
+  uint64_t* const words = reinterpret_cast<uint64_t*>(mapping.data());
+  std::memset(words, 0x5a, bytes);  // first touch outside the timed passes
 
   bool wide = false;
 #if defined(__x86_64__)
@@ -96,7 +79,7 @@ BandwidthResult measure_read_bandwidth(const BandwidthOptions& options) {
 #endif
   const size_t words_per_thread = bytes / 8 / size_t(options.threads);
   auto read_slice = [&](int t) {
-    const uint64_t* slice = buffer.get() + size_t(t) * words_per_thread;
+    const uint64_t* slice = words + size_t(t) * words_per_thread;
 #if defined(__x86_64__)
     if (wide) return read_slice_avx2(slice, words_per_thread);
 #endif

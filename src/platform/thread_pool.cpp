@@ -1,6 +1,12 @@
 #include "platform/thread_pool.h"
 
+#include <chrono>
+
 #include "platform/error.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace g4 {
 
@@ -9,6 +15,23 @@ void range_of(int64_t n, int parts, int index, int64_t* begin, int64_t* end) {
   const int64_t base = n / parts, extra = n % parts;
   *begin = index * base + std::min<int64_t>(index, extra);
   *end = *begin + base + (index < extra ? 1 : 0);
+}
+
+void cpu_relax() {
+#if defined(__x86_64__)
+  _mm_pause();
+#endif
+}
+
+// Spins until done() or kSpinMicros pass; returns done().
+template <class Done>
+bool spin_until(Done done) {
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::microseconds(ThreadPool::kSpinMicros);
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    cpu_relax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > limit) return done();
+  }
 }
 }  // namespace
 
@@ -31,20 +54,25 @@ void ThreadPool::worker(int index) {
   for (;;) {
     const std::function<void(int64_t, int64_t, int)>* job;
     int64_t n;
-    {
+    if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
       std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      start_cv_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
       if (stop_) return;
-      seen = generation_;
+    }
+    {
+      // job_ and n_ were written under the lock before generation_ moved; take them under it too.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+      seen = generation_.load(std::memory_order_acquire);
       job = job_;
       n = n_;
     }
     int64_t b, e;
     range_of(n, size(), index, &b, &e);
     if (b < e) (*job)(b, e, index);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mu_);  // the caller may be about to sleep: wake it under the lock
+      done_cv_.notify_one();
     }
   }
 }
@@ -59,15 +87,16 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     std::lock_guard<std::mutex> lock(mu_);
     job_ = &fn;
     n_ = n;
-    pending_ = int(workers_.size());
-    ++generation_;
+    pending_.store(int(workers_.size()), std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
   }
   start_cv_.notify_all();
   int64_t b, e;
   range_of(n, size(), 0, &b, &e);
   if (b < e) fn(b, e, 0);
+  if (spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) return;
   std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return pending_ == 0; });
+  done_cv_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
 }
 
 }  // namespace g4

@@ -1,7 +1,13 @@
 // A persistent pool of worker threads for data-parallel loops (one per core by default).
 // parallel_for splits [0, n) into one contiguous range per thread; the caller's thread takes
 // the first range, so a pool of 1 runs inline with no synchronisation.
+//
+// Hand-off: decode issues a few hundred small parallel loops per token, separated by tens of
+// microseconds of serial work. Waking a thread through a condition variable costs about as much
+// (more in a VM), so workers and the caller first spin on an atomic for a short, bounded time
+// (kSpinMicros) and only then sleep on the condition variable.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -13,6 +19,8 @@ namespace g4 {
 
 class ThreadPool {
  public:
+  static constexpr int kSpinMicros = 200;
+
   explicit ThreadPool(int threads);  // threads >= 1 (including the caller)
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -28,10 +36,10 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;
-  const std::function<void(int64_t, int64_t, int)>* job_ = nullptr;
+  const std::function<void(int64_t, int64_t, int)>* job_ = nullptr;  // written before generation_ moves
   int64_t n_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
   bool stop_ = false;
 };
 
