@@ -26,7 +26,8 @@ const char* kUsage =
     "usage: g4 serve --model DIR [--tokenizer FILE] [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
     "                [--max-seqs N] [--ctx N] [--queue N] [--name ID] [--kv f32|f16|bf16|int8]\n"
     "                [--max-tokens-default N] [--request-timeout S] [--drain-timeout S] [--max-body BYTES]\n"
-    "                [--ready-interval S] [--ready-tokens N] [--threads N] [--stop-on-degenerate]\n\n"
+    "                [--ready-interval S] [--ready-tokens N] [--threads N] [--stop-on-degenerate]\n"
+    "                [--listen-backlog N]\n\n"
     "Serves the model over HTTP in the OpenAI wire format (see README, \"Serving\"):\n"
     "  POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize; GET /v1/models,\n"
     "  /health (liveness), /ready (200 once a real generation through the whole path passed its\n"
@@ -44,7 +45,9 @@ const char* kUsage =
     "  --max-body BYTES     largest request body (default 8388608); larger gets 413\n"
     "  --ready-interval S   re-run the readiness self-check this often (default 300; 0 = startup only)\n"
     "  --threads N          SIMD kernels on N threads (default: all cores); 0: the f32 reference loops\n"
-    "  --stop-on-degenerate end a sequence early when the degeneracy guard is certain it loops";
+    "  --stop-on-degenerate end a sequence early when the degeneracy guard is certain it loops\n"
+    "  --listen-backlog N   connections the kernel queues before the server accepts them (default 4096,\n"
+    "                       capped by net.core.somaxconn)";
 
 sigset_t shutdown_signals() {
   sigset_t set;
@@ -58,7 +61,7 @@ int run(const std::vector<std::string>& argv) {
   Args a(argv,
          {"--model", "--tokenizer", "--host", "--port", "--api-key", "--max-seqs", "--ctx", "--queue", "--name", "--kv",
           "--max-tokens-default", "--request-timeout", "--drain-timeout", "--max-body", "--ready-interval",
-          "--ready-tokens", "--chunk", "--threads"},
+          "--ready-tokens", "--chunk", "--threads", "--listen-backlog"},
          {"--stop-on-degenerate"});
   // Shutdown signals go to one thread (sigwait); every thread started from here inherits the mask.
   sigset_t sigs = shutdown_signals();
@@ -99,6 +102,8 @@ int run(const std::vector<std::string>& argv) {
   ho.max_body_bytes = size_t(a.get_int("--max-body", 8 << 20));
   ho.ready_interval_s = a.get_double("--ready-interval", 300);
   ho.ready_max_tokens = int(a.get_int("--ready-tokens", 32));
+  ho.listen_backlog = int(a.get_int("--listen-backlog", ho.listen_backlog));
+  if (ho.listen_backlog < 1 || ho.listen_backlog > 65535) throw Error("--listen-backlog must be in 1..65535");
   const double drain_s = a.get_double("--drain-timeout", 30);
 
   server::Metrics metrics;
@@ -115,6 +120,7 @@ int run(const std::vector<std::string>& argv) {
                             {"max_seqs", so.engine.max_seqs},
                             {"ctx", so.engine.max_context},
                             {"queue", so.queue_limit},
+                            {"listen_backlog", ho.listen_backlog},
                             {"dtype_policy", policy_to_json(model.policy)},
                             {"device", host_cpu().name},
                             {"synthetic", model.synthetic},

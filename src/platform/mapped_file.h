@@ -7,6 +7,20 @@
 
 namespace g4 {
 
+// Exit status of a process killed by a read of a mapped file that shrank (or whose storage
+// failed) while it was in use; see install_mapped_file_fault_handler().
+inline constexpr int kMappedFileLostExitCode = 75;
+
+// A file truncated while mapped makes the next read of a page past its new end raise SIGBUS,
+// which would end the process anonymously. Every live MappedFile registers its range [base,
+// base + size) and path in a fixed-size, lock-free table; this SIGBUS handler (SA_SIGINFO) looks
+// the fault address up there and, when it is inside a mapping, writes with write(2)
+//   g4: fatal: <path> was truncated (or its storage failed) while in use (access at byte offset N
+//   of a mapping of M bytes); exiting
+// and calls _exit(kMappedFileLostExitCode). Any other SIGBUS goes to the handler that was there
+// before (the default action: killed by SIGBUS). Idempotent; the first MappedFile installs it.
+void install_mapped_file_fault_handler();
+
 class MappedFile {
  public:
   MappedFile() = default;

@@ -28,6 +28,7 @@ struct HttpOptions {
   std::string api_key;
   size_t max_body_bytes = 8u << 20;
   int threads = 0;                 // 0: max_seqs + queue + 16
+  int listen_backlog = 4096;       // accept queue length (the kernel caps it at net.core.somaxconn)
   double ready_interval_s = 300;   // re-check period; 0 = only at startup
   int ready_max_tokens = 32;
   double ready_timeout_s = 600;
@@ -58,6 +59,16 @@ class HttpServer {
   std::condition_variable ready_cv_;
   bool shutting_down_ = false;
 };
+
+// Binds svr to host:port (port 0: any free port) and returns the bound port, listening with
+// `backlog` pending connections. cpp-httplib 0.11 listens with a backlog of 5, so a burst of
+// connects overflows the accept queue while its accept thread is busy (the kernel drops the SYNs
+// and the clients stall for a 1 s retransmission, or are reset); this listens a second time on
+// the same socket, which on Linux only sets the new backlog. The socket gets SO_REUSEADDR only:
+// httplib's default also sets SO_REUSEPORT, with which a second server binds the same port and
+// silently shares its connections. Throws g4::Error "cannot listen on HOST:PORT: REASON", with
+// the OS reason (e.g. "Address already in use").
+int bind_and_listen(httplib::Server& svr, const std::string& host, int port, int backlog);
 
 // One structured log line (JSON) on stderr.
 void log_line(const nlohmann::json& fields);

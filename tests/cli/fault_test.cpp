@@ -6,7 +6,10 @@
 //     never leaves a file that loads;
 //   * SIGTERM while `g4 serve` loads the model ends the process promptly and cleanly (exit 0 or
 //     killed by SIGTERM; never a hang, a crash signal or a core);
-//   * a second `g4 serve` on a busy port fails fast with a message naming the address.
+//   * a second `g4 serve` on a busy port fails fast with a message naming the address and the OS
+//     reason, even when the port's owner allows SO_REUSEPORT sharing (as httplib's default does);
+//   * a checkpoint truncated while `g4 serve` runs on it ends the server with a named fatal error
+//     and exit status 75, not an anonymous SIGBUS.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -23,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "platform/mapped_file.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "model/safetensors.h"
@@ -206,6 +210,11 @@ TEST(Fault, SecondServeOnBusyPortFailsWithClearMessage) {
   synth(dir);
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);
+  // The owner allows port sharing, as any cpp-httplib server with its default socket options
+  // (an older g4 serve among them) does: a second server that also asked for SO_REUSEPORT would
+  // bind beside it and silently receive part of its connections.
+  const int yes = 1;
+  ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof yes), 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -224,8 +233,92 @@ TEST(Fault, SecondServeOnBusyPortFailsWithClearMessage) {
   EXPECT_NE(WEXITSTATUS(r.status), 0);
   EXPECT_NE(WEXITSTATUS(r.status), 124) << "g4 serve hung on a busy port";
   EXPECT_LT(secs, 30);
-  EXPECT_NE(r.output.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("listen"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("cannot listen on 127.0.0.1:" + std::to_string(port) + ": Address already in use"),
+            std::string::npos)
+      << r.output;
+}
+
+// Sends one HTTP request to 127.0.0.1:port and returns whatever came back before the connection
+// closed (empty when the server died first).
+std::string http_exchange(int port, const std::string& request) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  timeval tv{30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(uint16_t(port));
+  std::string got;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      send(fd, request.data(), request.size(), MSG_NOSIGNAL) == ssize_t(request.size())) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof buf, 0)) > 0) got.append(buf, size_t(n));
+  }
+  close(fd);
+  return got;
+}
+
+TEST(Fault, CheckpointTruncatedWhileServingIsANamedFatalError) {
+  // After the load-time checks (and the engine's re-check) pass, the weights file is truncated
+  // under the running server. The next request reads a page of the mapping past the new end:
+  // SIGBUS, which the MappedFile handler turns into a message naming the file and exit 75.
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "m";
+  synth(dir);
+  const fs::path log = tmp.path() / "serve.log";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::freopen(log.c_str(), "w", stdout);
+    std::freopen(log.c_str(), "a", stderr);
+    execl(test::g4_binary().c_str(), "g4", "serve", "--model", dir.c_str(), "--port", "0", "--ready-interval", "0",
+          (char*)nullptr);
+    _exit(127);
+  }
+  // Serving: listening, and the start-up readiness check (a real generation) has run.
+  int port = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < until) {
+    const std::string text = test::read_file(log);
+    const size_t at = text.find("\"event\":\"listening\"");
+    if (at != std::string::npos && text.find("\"event\":\"readiness_check\"") != std::string::npos) {
+      const size_t p = text.find("\"port\":", text.rfind('{', at));
+      if (p != std::string::npos) port = std::atoi(text.c_str() + p + 7);
+      break;
+    }
+    if (waitpid(pid, nullptr, WNOHANG) == pid) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (port <= 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    FAIL() << "g4 serve did not start serving:\n" << test::read_file(log);
+  }
+  const fs::path weights = dir / "model.safetensors";
+  fs::resize_file(weights, 0);
+
+  const std::string body = R"({"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":4})";
+  const std::string reply = http_exchange(port, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                                "Content-Type: application/json\r\nContent-Length: " +
+                                                    std::to_string(body.size()) + "\r\n\r\n" + body);
+  int status = 0;
+  pid_t done = 0;
+  const auto exit_until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((done = waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < exit_until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (done == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "g4 serve kept running on a truncated checkpoint; reply:\n" << reply << "\nlog:\n" << test::read_file(log);
+  }
+  const std::string text = test::read_file(log);
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status
+                                 << (WIFSIGNALED(status) ? " killed by signal " + std::to_string(WTERMSIG(status)) : "") << "\n"
+                                 << text;
+  EXPECT_EQ(WEXITSTATUS(status), kMappedFileLostExitCode) << text;
+  EXPECT_NE(text.find("g4: fatal: " + weights.string() + " was truncated"), std::string::npos) << text;
+  EXPECT_EQ(reply.find("200 OK"), std::string::npos) << "answered from a truncated checkpoint:\n" << reply;
 }
 
 }  // namespace

@@ -1,10 +1,18 @@
 // End-to-end: the real `g4 serve` on a loopback port with `g4 synth` tiny models, driven with raw
 // HTTP (every endpoint, every error case), the official OpenAI npm client, and a bounded load test.
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -347,6 +355,59 @@ TEST_F(ServerE2E, DeadlineEndsTheRequest) {
   EXPECT_EQ(s.payloads.back(), "[DONE]");
   EXPECT_EQ(json::parse(s.payloads[s.payloads.size() - 2])["error"]["code"], "deadline_exceeded");
   EXPECT_EQ(post(c, "/v1/chat/completions", chat_body()).status, 200);
+}
+
+TEST_F(ServerE2E, ConnectBurstWhileNotAcceptingIsServed) {
+  // 64 clients connect at once while the server accepts nothing (stopped with SIGSTOP): every
+  // handshake must still complete in the kernel's accept queue (httplib alone listens with a
+  // backlog of 5), and every request must be answered once the server runs again.
+  constexpr int kClients = 64;
+  struct Resume {
+    pid_t pid;
+    ~Resume() { kill(pid, SIGCONT); }
+  } resume{server_->pid()};
+  ASSERT_EQ(kill(server_->pid(), SIGSTOP), 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(uint16_t(server_->port()));
+  std::vector<int> fds;
+  for (int i = 0; i < kClients; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+    const int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ASSERT_TRUE(rc == 0 || errno == EINPROGRESS) << std::strerror(errno);
+  }
+  std::vector<int> connected;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (int fd : fds) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLOUT, 0};
+    int err = -1;
+    socklen_t len = sizeof err;
+    if (poll(&p, 1, int(std::max<int64_t>(0, left.count()))) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
+        err == 0)
+      connected.push_back(fd);
+  }
+  EXPECT_EQ(int(connected.size()), kClients) << "handshakes completed while the server was stopped";
+  const std::string request = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  for (int fd : connected) send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  kill(server_->pid(), SIGCONT);
+  int answered = 0;
+  for (int fd : connected) {
+    fcntl(fd, F_SETFL, 0);  // blocking, with a timeout
+    timeval tv{30, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string got;
+    char buf[1024];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof buf, 0)) > 0) got.append(buf, size_t(n));
+    if (got.rfind("HTTP/1.1 200", 0) == 0) ++answered;
+  }
+  for (int fd : fds) close(fd);
+  EXPECT_EQ(answered, kClients);
+  EXPECT_NE(server_->log_text().find("\"listen_backlog\":4096"), std::string::npos);
 }
 
 TEST(ServerE2EAlone, ApiKey) {
