@@ -13,6 +13,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/compute_choice.h"
 #include "engine/kv_cache.h"
 #include "model/forward_cached.h"
 #include "model/model.h"
@@ -32,7 +33,7 @@ namespace {
 const char* kUsage =
     "usage: g4 bench --model DIR [--prompt-len 512] [--gen 128] [--depth 4096] [--threads N]\n"
     "                [--repeat 5] [--kv f32|f16|bf16|int8] [--weights q8|q4] [--weight-memory auto|huge|mapped]\n"
-    "                [--reference] [--json FILE]\n\n"
+    "                [--compute f32|bf16] [--reference] [--json FILE]\n\n"
     "Measures, in one run: cold load time; cold and warm prefill tok/s (--prompt-len tokens);\n"
     "time to first token; decode tok/s at depth 0 and at --depth (the cache is filled with\n"
     "synthetic K/V to that length: attention cost depends on length, not content); peak RSS;\n"
@@ -41,6 +42,7 @@ const char* kUsage =
     "--weights q8|q4 re-encodes the weight matrices in memory at load (time reported).\n"
     "--weight-memory: where the streamed matrices live (default auto: copied into 2 MiB huge pages\n"
     "when THP is on and they fit in MemAvailable; mapped: read through the checkpoint's mapping).\n"
+    "--compute f32|bf16: compute dtype (default: the device policy, see `g4 info`).\n"
     "--reference runs the f32 reference loops instead of the SIMD kernels.";
 
 using Clock = std::chrono::steady_clock;
@@ -75,16 +77,8 @@ uint64_t weight_bytes_per_token(const Model& m) {
   return b;
 }
 
-NumFormat checkpoint_format(DType t) {
-  switch (t) {
-    case DType::BF16: return NumFormat::BF16;
-    case DType::F16: return NumFormat::F16;
-    default: return NumFormat::F32;
-  }
-}
-
 int run(const std::vector<std::string>& argv) {
-  Args a(argv, {"--model", "--prompt-len", "--gen", "--depth", "--threads", "--repeat", "--json", "--kv", "--weights", "--weight-memory"}, {"--reference"});
+  Args a(argv, {"--model", "--prompt-len", "--gen", "--depth", "--threads", "--repeat", "--json", "--kv", "--weights", "--weight-memory", "--compute"}, {"--reference"});
   const int64_t prompt_len = a.get_int("--prompt-len", 512), gen = a.get_int("--gen", 128),
                 depth = a.get_int("--depth", 4096), repeat = a.get_int("--repeat", 5);
   const int threads = int(a.get_int("--threads", int(std::max(1u, std::thread::hardware_concurrency()))));
@@ -109,7 +103,8 @@ int run(const std::vector<std::string>& argv) {
   const PlacementReport placed =
       place_weights(*model, weight_memory_from_flag(a.get_or("--weight-memory", "auto")), &pool);
   std::fprintf(stderr, "[bench] weights: %s\n", describe_placement(placed).c_str());
-  ops::MatmulContext mm{&pool, ops::plan_matmul(host_cpu(), c.widest_matmul_input()).tile.m};
+  const ComputeChoice compute = resolve_compute(a, *model);
+  ops::MatmulContext mm{&pool, ops::plan_matmul(host_cpu(), c.widest_matmul_input()).tile.m, compute.bf16};
   blocks::Exec ex;
   if (!reference) ex.matmul = &mm;
 
@@ -178,11 +173,13 @@ int run(const std::vector<std::string>& argv) {
   const double roofline = bw.best_gb_per_s * 1e9 / double(bytes_tok);
   const double d0 = median(dec0), dd = decd.empty() ? 0 : median(decd);
   const double warm_tps = double(prompt_len) / median(warm);
-  const DevicePolicy policy = resolve_policy(host_cpu(), checkpoint_format(model->weights.dtype));
+  const DevicePolicy& policy = compute.policy;
+  const std::string executed = reference ? std::string("f32 reference loops")
+                                         : ops::describe_matmul(mm, model->weights.layers[0].q_proj->dtype);
 
-  std::printf("g4 bench: %s (%s weights, %s KV), %d threads, kernels %s\n", model->path.string().c_str(),
+  std::printf("g4 bench: %s (%s weights, %s KV), %d threads\n  %-34s %s\n", model->path.string().c_str(),
               std::string(dtype_name(model->weights.layers[0].q_proj->dtype)).c_str(), kv_dtype_name(ko.dtype), threads,
-              reference ? "f32 reference loops" : ops::dot_kernel_target());
+              "weight products", executed.c_str());
   std::printf("  %-34s %10.2f s\n", "cold load (mmap + validate)", load_s);
   std::printf("  %-34s %10.2f s  (%s)\n", "weights into memory", placed.seconds, describe_placement(placed).c_str());
   if (requant_s > 0) std::printf("  %-34s %10.2f s  (--weights %s)\n", "quantize at load", requant_s, a.get_or("--weights", "").c_str());
@@ -208,6 +205,7 @@ int run(const std::vector<std::string>& argv) {
         {"kv_dtype", kv_dtype_name(ko.dtype)},
         {"threads", threads},
         {"kernels", reference ? "reference" : ops::dot_kernel_target()},
+        {"weight_products", executed},
         {"prompt_len", prompt_len},
         {"gen", gen},
         {"depth", depth},

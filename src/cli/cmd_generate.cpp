@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/compute_choice.h"
 #include "engine/model_text.h"
 #include "engine/engine.h"
 #include "model/model.h"
@@ -26,7 +27,8 @@ const char* kUsage =
     "usage: g4 generate --model DIR|FILE.gguf (--prompt TEXT | --tokens LIST) [-n N] [--temperature T]\n"
     "                   [--seed S] [--top-k K] [--top-p P] [--min-p P] [--chat] [--system TEXT]\n"
     "                   [--tokenizer FILE] [--kv f32|f16|bf16|int8] [--chunk N] [--stop-on-degenerate]\n"
-    "                   [--threads N] [--reference] [--weights q8|q4] [--weight-memory auto|huge|mapped]\n\n"
+    "                   [--threads N] [--reference] [--weights q8|q4] [--weight-memory auto|huge|mapped]\n"
+    "                   [--compute f32|bf16]\n\n"
     "Generates up to N tokens (default 64), printing text as it streams, then a summary line on\n"
     "stderr: prompt and generated tokens, prefill and decode tok/s, finish reason, degeneracy verdict.\n\n"
     "  --prompt TEXT        encoded with exactly one <bos> in front (needs a tokenizer)\n"
@@ -40,6 +42,8 @@ const char* kUsage =
     "  --threads N          SIMD kernels on N threads (default: all cores)\n"
     "  --reference          run the f32 reference loops instead (the spec; slow)\n"
     "  --weights q8|q4      re-encode weight matrices as Q8_0 / Q4_0 in memory at load\n"
+    "  --compute f32|bf16   compute dtype (default: the device policy; bf16 where the CPU has\n"
+    "                       confirmed AVX512_BF16 and the weights are bf16; see `g4 info`)\n"
     "  --weight-memory M    auto (default): copy the streamed matrices into 2 MiB huge pages when THP\n"
     "                       is on and they fit in MemAvailable; huge: always; mapped: read the mapping";
 
@@ -56,7 +60,7 @@ class DetokStream : public TokenTextStream {
 int run(const std::vector<std::string>& argv) {
   Args a(argv,
          {"--model", "--prompt", "--tokens", "-n", "--temperature", "--seed", "--top-k", "--top-p", "--min-p",
-          "--tokenizer", "--kv", "--chunk", "--system", "--threads", "--weights", "--weight-memory"},
+          "--tokenizer", "--kv", "--chunk", "--system", "--threads", "--weights", "--weight-memory", "--compute"},
          {"--chat", "--stop-on-degenerate", "--reference"});
   const std::filesystem::path dir = a.require("--model");
   if (a.has("--prompt") == a.has("--tokens")) throw Error("give exactly one of --prompt or --tokens");
@@ -121,6 +125,7 @@ int run(const std::vector<std::string>& argv) {
   eo.max_context = model->config.max_position_embeddings;
   eo.kv.dtype = kv_dtype_from_name(a.get_or("--kv", "f32"));
   eo.threads = a.has("--reference") ? 0 : threads;
+  eo.bf16_compute = !a.has("--reference") && resolve_compute(a, *model).bf16;
   eo.kv.max_total_tokens = (int64_t(req.prompt.size()) + sp.max_tokens + eo.kv.block_tokens) / eo.kv.block_tokens * eo.kv.block_tokens;
   TextStreamFactory text_factory;
   if (tok) text_factory = [&] { return std::make_unique<DetokStream>(*tok); };

@@ -7,6 +7,7 @@
 #include "engine/kv_cache.h"
 #include "model/model.h"
 #include "ops/dot_kernels.h"
+#include "ops/matmul.h"
 #include "platform/device.h"
 #include "model/weight_placement.h"
 #include "platform/dtype_policy.h"
@@ -77,20 +78,18 @@ int run(const std::vector<std::string>& argv) {
   }
   // The device and the dtype policy resolved from it, with the reasons (lessons.md section 1).
   const DeviceInfo& dev = host_cpu();
-  NumFormat fmt = NumFormat::F32;
-  if (w.dtype == DType::BF16) fmt = NumFormat::BF16;
-  else if (w.dtype == DType::F16) fmt = NumFormat::F16;
-  else if (w.dtype != DType::F32) fmt = NumFormat::Q8;  // block-quantized GGUF weights
+  const NumFormat fmt = checkpoint_format(w.dtype);
   std::printf("\ndevice\n%s", describe_device(dev).c_str());
   std::printf("kernels    matmul SIMD target %s (runtime dispatch)\n", ops::dot_kernel_target());
   std::printf("\npolicy for %s weights\n%s", std::string(dtype_name(w.dtype)).c_str(),
               describe_policy(resolve_policy(dev, fmt)).c_str());
   // What this build actually runs, so the policy above is never mistaken for it.
-  std::printf("executed   weight products: f32 FMA on %s weights widened in registers (Highway %s), f32 accumulate;\n"
-              "           bf16 dot instructions and AMX tiles are not used by this build yet; KV dtype per\n"
-              "           command (--kv, default f32); Q8_0/Q4_0 blocks (GGUF or --weights q8|q4) use SIMD kernels,\n"
-              "           the other GGUF block types the reference loops\n",
-              std::string(dtype_name(w.dtype)).c_str(), ops::dot_kernel_target());
+  const DevicePolicy policy = resolve_policy(dev, fmt);
+  ops::MatmulContext mm;
+  mm.bf16_compute = policy.compute == NumFormat::BF16;
+  std::printf("executed   weight products: %s;\n"
+              "           KV dtype per command (--kv, default f32); AMX tiles are not used by this build\n",
+              ops::describe_matmul(mm, w.dtype).c_str());
   const PlacementReport placement = plan_placement(*m, WeightMemory::Auto);
   std::printf("weights    %s: %d streamed matrices, %.0f MiB (%s); generate/bench/serve --weight-memory\n",
               placement.placement == "huge" ? "copied into 2 MiB huge pages at load" : "read through the mapping",

@@ -37,6 +37,7 @@ Engine::Engine(const Model& model, EngineOptions o, TextStreamFactory text)
   if (opts_.threads > 0) {
     pool_ = std::make_unique<ThreadPool>(opts_.threads);
     matmul_.pool = pool_.get();
+    matmul_.bf16_compute = opts_.bf16_compute;
     // Refuses with the arithmetic when no tiling fits this CPU's caches.
     matmul_.rows_per_group = ops::plan_matmul(host_cpu(), model.config.widest_matmul_input()).tile.m;
   }

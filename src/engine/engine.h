@@ -39,6 +39,9 @@ struct EngineOptions {
   KvCacheOptions kv;
   // 0: the f32 reference loops (the spec). N >= 1: the SIMD kernels on a pool of N threads.
   int threads = 0;
+  // With threads >= 1: BF16 weights on the bf16 dot-product kernel (policy compute = bf16);
+  // see ops::MatmulContext::bf16_compute.
+  bool bf16_compute = false;
 };
 
 struct GenerationRequest {

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "model/forward_reference.h"
+#include "ops/activation_kernels.h"
 #include "ops/reference_ops.h"
 #include "platform/error.h"
 
@@ -29,7 +30,9 @@ void add_in_place(Vec& a, const Vec& b) {
 // down(gelu(gate(x)) * up(x))
 Vec gated_mlp(const Vec& x, int64_t T, const TensorView& gate, const TensorView& up, const TensorView& down, const Exec& ex) {
   Vec g = linear(x, T, gate, ex), u = linear(x, T, up, ex);
-  for (size_t i = 0; i < g.size(); ++i) g[i] = ref::gelu_tanh(g[i]) * u[i];
+  if (ex.matmul) ops::gelu_tanh_mul(g.data(), u.data(), g.size());  // SIMD path
+  else
+    for (size_t i = 0; i < g.size(); ++i) g[i] = ref::gelu_tanh(g[i]) * u[i];
   return linear(g, T, down, ex);
 }
 
@@ -61,7 +64,12 @@ Vec moe_block(const ModelConfig& c, const LayerWeights& lw, const Vec& r, const 
       const TensorView gate_up = slice_leading(*lw.experts_gate_up, e);  // [2·Ie, H], gate rows first
       const TensorView down = slice_leading(*lw.experts_down, e);        // [H, Ie]
       matmul_into(&x[size_t(t * H)], 1, gate_up, gu.data(), ex);
-      for (int64_t i = 0; i < Ie; ++i) act[size_t(i)] = ref::gelu_tanh(gu[size_t(i)]) * gu[size_t(Ie + i)];
+      if (ex.matmul) {
+        std::copy(gu.begin(), gu.begin() + Ie, act.begin());
+        ops::gelu_tanh_mul(act.data(), &gu[size_t(Ie)], size_t(Ie));
+      } else {
+        for (int64_t i = 0; i < Ie; ++i) act[size_t(i)] = ref::gelu_tanh(gu[size_t(i)]) * gu[size_t(Ie + i)];
+      }
       matmul_into(act.data(), 1, down, y.data(), ex);
       for (int64_t i = 0; i < H; ++i) out[size_t(t * H + i)] += w * y[size_t(i)];
     }
@@ -200,11 +208,17 @@ void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple, const Exe
   const int64_t H = c.hidden_size, T = int64_t(x.size()) / H, L = c.num_hidden_layers, P = c.hidden_size_per_layer_input;
   if (P > 0) {
     Vec g = linear(x, T, *lw.ple_input_gate, ex);  // [T, P]
-    for (int64_t t = 0; t < T; ++t)
+    for (int64_t t = 0; t < T; ++t) {
+      const float* pl = &ple[size_t((t * L + layer) * P)];
+      if (ex.matmul) {
+        ops::gelu_tanh_mul(&g[size_t(t * P)], pl, size_t(P));
+        continue;
+      }
       for (int64_t j = 0; j < P; ++j) {
         float& gv = g[size_t(t * P + j)];
-        gv = ref::gelu_tanh(gv) * ple[size_t((t * L + layer) * P + j)];
+        gv = ref::gelu_tanh(gv) * pl[j];
       }
+    }
     Vec y = linear(g, T, *lw.ple_projection, ex);  // [T, H]
     ref::rms_norm(y.data(), T, H, lw.ple_post_norm, float(c.rms_norm_eps));
     add_in_place(x, y);
@@ -220,7 +234,9 @@ Vec logits(const Model& m, Vec x, const Exec& ex) {
   Vec out = linear(x, T, *m.weights.lm_head, ex);  // tied head, no sqrt(H)
   if (c.final_logit_softcapping) {
     const float cap = float(*c.final_logit_softcapping);
-    for (float& v : out) v = cap * std::tanh(v / cap);
+    if (ex.matmul) ops::softcap(out.data(), out.size(), cap);
+    else
+      for (float& v : out) v = cap * std::tanh(v / cap);
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "ops/dot_kernels.h"
+#include "ops/gemm_bf16.h"
 #include "ops/reference_ops.h"
 
 namespace g4::ops {
@@ -76,7 +77,50 @@ void matmul_rows(const float* x, int64_t T, const TensorView& w, float* y, int64
 
 }  // namespace
 
+bool uses_bf16_kernel(const MatmulContext& ctx) { return ctx.bf16_compute && gemm_bf16_available(); }
+
+std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
+  const std::string target = dot_kernel_target();
+  const std::string name(dtype_name(dtype));
+  if (dtype == DType::BF16 && uses_bf16_kernel(ctx))
+    return "BF16 weights x bf16-rounded activations on VDPBF16PS (AVX512_BF16), f32 accumulate";
+  std::string s;
+  if (simd_dtype(dtype)) s = "f32 FMA on " + name + " weights widened in registers (Highway " + target + "), f32 accumulate";
+  else if (simd_blocks(dtype)) s = name + " blocks read directly by SIMD kernels (Highway " + target + "), f32 accumulate";
+  else s = name + " weights on the reference loops (dequantized per row), f32 accumulate";
+  if (ctx.bf16_compute && dtype == DType::BF16)
+    s += " (the policy asked for bf16 compute, but this CPU has no confirmed AVX512_BF16)";
+  return s;
+}
+
+namespace {
+
+// BF16 weights on VDPBF16PS: the activations are rounded to bf16 once, then rows are split
+// across the pool in groups of 4 (the kernel's tile height).
+void matmul_bf16(const float* x, int64_t T, const TensorView& w, float* y, const MatmulContext& ctx) {
+  const int64_t out = w.shape[0], in = w.shape[1];
+  thread_local std::vector<uint16_t> xb;
+  xb.resize(size_t(T * in));
+  round_rows_to_bf16(x, T * in, xb.data());
+  const uint16_t* wb = reinterpret_cast<const uint16_t*>(w.data);
+  if (!ctx.pool || ctx.pool->size() == 1 || out < 64) {
+    gemm_bf16_rows(xb.data(), T, in, wb, 0, out, y, out);
+    return;
+  }
+  const int64_t units = (out + 3) / 4;
+  const uint16_t* xp = xb.data();
+  ctx.pool->parallel_for(units, [&](int64_t ub, int64_t ue, int) {
+    gemm_bf16_rows(xp, T, in, wb, ub * 4, std::min(out, ue * 4), y, out);
+  });
+}
+
+}  // namespace
+
 void matmul(const float* x, int64_t T, const TensorView& w, float* y, const MatmulContext& ctx) {
+  if (w.dtype == DType::BF16 && w.shape.size() == 2 && uses_bf16_kernel(ctx)) {
+    matmul_bf16(x, T, w, y, ctx);
+    return;
+  }
   const bool blocks = simd_blocks(w.dtype) && w.shape[1] % 32 == 0;
   if (!simd_dtype(w.dtype) && !blocks) {
     ref::matmul(x, T, w, y);

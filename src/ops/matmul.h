@@ -3,6 +3,7 @@
 // f32 accumulation. Tested against ref::matmul. Other dtypes fall back to the reference loop.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "platform/device.h"
 #include "platform/tensor_view.h"
@@ -19,7 +20,17 @@ TilePlan plan_matmul(const DeviceInfo& device, int64_t max_in);
 struct MatmulContext {
   ThreadPool* pool = nullptr;  // null: run on the calling thread
   int rows_per_group = 4;      // from plan_matmul
+  // Policy compute = bf16: BF16 weights multiply bf16-rounded activations with VDPBF16PS
+  // (gemm_bf16.h) when the CPU has it; otherwise, and for other weight dtypes, f32 FMA.
+  bool bf16_compute = false;
 };
+
+// True when matmul with this context runs BF16 weights on the bf16 dot-product kernel.
+bool uses_bf16_kernel(const MatmulContext& ctx);
+
+// What matmul executes for weights of `dtype` with this context, in words (for g4 info, bench,
+// the server's /v1/models): never the policy's wish, always the code path taken.
+std::string describe_matmul(const MatmulContext& ctx, DType dtype);
 
 void matmul(const float* x, int64_t T, const TensorView& w, float* y, const MatmulContext& ctx);
 

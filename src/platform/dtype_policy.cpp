@@ -39,6 +39,16 @@ NumFormat parse_num_format(std::string_view name, std::string_view what) {
               "' (accepted: f32, f16, bf16, fp8, q8, q4)");
 }
 
+NumFormat checkpoint_format(DType d) {
+  switch (d) {
+    case DType::F32: return NumFormat::F32;
+    case DType::F16: return NumFormat::F16;
+    case DType::BF16: return NumFormat::BF16;
+    case DType::Q8_0: return NumFormat::Q8;
+    default: return NumFormat::Q4;
+  }
+}
+
 bool has_native_bf16(const DeviceInfo& d) {
   if (d.kind == DeviceKind::Cuda) return d.gpu.compute_capability() >= 80;
   return d.amx_bf16_usable() || d.avx512_bf16_usable();

@@ -11,6 +11,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "platform/device.h"
+#include "platform/dtype.h"
 
 namespace g4 {
 
@@ -47,6 +48,10 @@ struct DevicePolicy {
     return {compute_reason, weights_reason, kv_reason, kernel_reason};
   }
 };
+
+// The policy's name for a checkpoint's weight dtype: F32/F16/BF16 as themselves, Q8_0 as q8,
+// the 4- to 6-bit block types as q4.
+NumFormat checkpoint_format(DType d);
 
 // What the device executes natively (used by the policy and by tests).
 bool has_native_bf16(const DeviceInfo& device);  // CPU: confirmed AMX-BF16 or AVX512_BF16; GPU: sm_80+

@@ -11,19 +11,6 @@ namespace g4::server {
 
 using nlohmann::json;
 
-namespace {
-
-NumFormat checkpoint_format(DType d) {
-  // Quantized block types (present in newer DType lists) map by name, so this compiles either way.
-  if (d == DType::F16) return NumFormat::F16;
-  if (d == DType::BF16) return NumFormat::BF16;
-  if (d == DType::F32) return NumFormat::F32;
-  const std::string name(dtype_name(d));
-  return name.find('8') != std::string::npos ? NumFormat::Q8 : NumFormat::Q4;
-}
-
-}  // namespace
-
 ServedModel ServedModel::load(const std::filesystem::path& dir, const std::filesystem::path& tokenizer_file,
                               const std::string& name) {
   ServedModel m;

@@ -1,0 +1,19 @@
+#include "cli/compute_choice.h"
+
+#include <cstdio>
+
+#include "platform/device.h"
+
+namespace g4::cli {
+
+ComputeChoice resolve_compute(const Args& a, const Model& m) {
+  UserRequest request;
+  if (auto v = a.get("--compute")) request.compute = parse_num_format(*v, "--compute");
+  ComputeChoice c;
+  c.policy = resolve_policy(host_cpu(), checkpoint_format(m.weights.dtype), request);
+  for (const auto& w : c.policy.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  c.bf16 = c.policy.compute == NumFormat::BF16;
+  return c;
+}
+
+}  // namespace g4::cli

@@ -1,0 +1,20 @@
+// `--compute f32|bf16` for the commands that run the model (bench, generate, serve): the dtype
+// policy resolved for this device and checkpoint with the user's request, and whether the
+// weight products take the bf16 kernel. Default: what the policy picks (bf16 where the CPU
+// confirmed AVX512_BF16 and the checkpoint is bf16).
+#pragma once
+#include "cli/args.h"
+#include "model/model.h"
+#include "platform/dtype_policy.h"
+
+namespace g4::cli {
+
+struct ComputeChoice {
+  DevicePolicy policy;
+  bool bf16 = false;  // MatmulContext::bf16_compute / EngineOptions::bf16_compute
+};
+
+// Throws g4::Error naming --compute for a value the policy refuses.
+ComputeChoice resolve_compute(const Args& a, const Model& m);
+
+}  // namespace g4::cli

@@ -1,0 +1,25 @@
+// Weight products in bf16 on AVX512_BF16 (VDPBF16PS): y[T, out] = bf16(x)[T, in] · W[out, in]ᵀ
+// for BF16 weights, f32 accumulation. Used when the dtype policy resolves compute = bf16 (the
+// CPU executes bf16 dot products natively and its self-test passed).
+//
+// Numerics: the activations are rounded to bf16 (round to nearest even) once per product; each
+// output element is then summed in exactly the same order whatever the number of tokens, the
+// tile it falls in or the thread that computes it, so batching and chunking cannot change a
+// result. Tested against ref::matmul on the same bf16-rounded activations.
+#pragma once
+#include <cstdint>
+
+namespace g4::ops {
+
+// True when this build has the kernel and the CPU confirmed AVX512_BF16 (probe + self-test).
+bool gemm_bf16_available();
+
+// xb[t * in + i] = bf16(x[t * in + i]), round to nearest even. Requires gemm_bf16_available().
+void round_rows_to_bf16(const float* x, int64_t count, uint16_t* xb);
+
+// y[t * ldy + o] for o in [o_begin, o_end), t in [0, T): Σ_i xb[t, i] · w[o, i] (w: [out, in] bf16).
+// Requires gemm_bf16_available().
+void gemm_bf16_rows(const uint16_t* xb, int64_t T, int64_t in, const uint16_t* w, int64_t o_begin, int64_t o_end,
+                    float* y, int64_t ldy);
+
+}  // namespace g4::ops

@@ -1,0 +1,142 @@
+// Policy compute = bf16 (VDPBF16PS weight products) through the cached forward pass:
+//  - against the f32 reference loops on the same bf16 checkpoint, within a measured bound;
+//  - batching, chunking and joining/leaving change nothing, bit for bit: each sequence's
+//    logits inside a mixed batch equal the same sequence run alone one token at a time.
+// The same exactness is checked for the f32 SIMD path, which must hold it just as well.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "engine/kv_cache.h"
+#include "model/forward_cached.h"
+#include "model/forward_reference.h"
+#include "model/presets.h"
+#include "model/synth.h"
+#include "ops/gemm_bf16.h"
+#include "test_util.h"
+
+namespace g4 {
+namespace {
+
+std::vector<int> random_tokens(size_t n, int vocab, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<int> t(n);
+  for (auto& v : t) v = int(rng() % unsigned(vocab - 4)) + 4;
+  return t;
+}
+
+class Bf16Compute : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::TempDir();
+    for (const char* p : {"tiny-e", "tiny-moe"}) {
+      ModelConfig c = preset_config(p);
+      c.sliding_window = 4;
+      c.finalize();
+      SynthOptions o;
+      o.dtype = DType::BF16;
+      write_synth_checkpoint(c, o, *dir_ / p);
+    }
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::unique_ptr<Model> model(const std::string& p) { return load_model(*dir_ / p); }
+  static test::TempDir* dir_;
+};
+test::TempDir* Bf16Compute::dir_ = nullptr;
+
+// One sequence alone, one token per step.
+std::vector<float> alone(const Model& m, const std::vector<int>& tokens, const blocks::Exec& ex) {
+  KvCache kv(m.config, {KvDType::F32, 4, 4096});
+  const int seq = kv.add_sequence();
+  std::vector<float> out;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    auto l = forward_cached(m, {{seq, int64_t(t), tokens[t], true}}, kv, ex);
+    out.insert(out.end(), l.begin(), l.end());
+  }
+  return out;
+}
+
+// Four sequences joining at different steps, prefilling 5 tokens at a time, then decoding
+// together; logits per sequence in position order.
+std::vector<std::vector<float>> batched(const Model& m, const std::vector<std::vector<int>>& streams, const blocks::Exec& ex) {
+  const int64_t V = m.config.vocab_size;
+  KvCache kv(m.config, {KvDType::F32, 4, 4096});
+  std::vector<int> id(streams.size(), -1);
+  std::vector<size_t> fed(streams.size(), 0);
+  std::vector<std::vector<float>> out(streams.size());
+  for (int step = 0; step < 200; ++step) {
+    std::vector<BatchRow> rows;
+    std::vector<size_t> owner;
+    for (size_t i = 0; i < streams.size(); ++i) {
+      if (step < int(2 * i) || fed[i] == streams[i].size()) continue;
+      if (id[i] < 0) id[i] = kv.add_sequence();
+      const size_t n = fed[i] == 0 ? std::min<size_t>(5, streams[i].size()) : 1;
+      for (size_t k = 0; k < n; ++k) {
+        rows.push_back({id[i], int64_t(fed[i] + k), streams[i][fed[i] + k], true});
+        owner.push_back(i);
+      }
+      fed[i] += n;
+    }
+    if (rows.empty()) break;
+    auto l = forward_cached(m, rows, kv, ex);
+    for (size_t r = 0; r < rows.size(); ++r)
+      out[owner[r]].insert(out[owner[r]].end(), l.begin() + ptrdiff_t(r * V), l.begin() + ptrdiff_t((r + 1) * V));
+  }
+  return out;
+}
+
+void expect_batching_is_exact(const Model& m, bool bf16) {
+  ThreadPool pool(2);
+  ops::MatmulContext mm{&pool, 4, bf16};
+  blocks::Exec ex{&mm};
+  std::vector<std::vector<int>> streams;
+  for (size_t i = 0; i < 4; ++i) streams.push_back(random_tokens(9 + 6 * i, m.config.vocab_size, unsigned(40 + i)));
+  const auto together = batched(m, streams, ex);
+  for (size_t i = 0; i < streams.size(); ++i) {
+    const auto one = alone(m, streams[i], ex);
+    ASSERT_EQ(one.size(), together[i].size());
+    EXPECT_EQ(0, std::memcmp(one.data(), together[i].data(), one.size() * sizeof(float)))
+        << "sequence " << i << (bf16 ? " (bf16 compute)" : " (f32 SIMD)") << ": batched logits differ from alone";
+  }
+}
+
+TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheF32SimdPath) {
+  for (const char* p : {"tiny-e", "tiny-moe"}) expect_batching_is_exact(*model(p), false);
+}
+
+TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheBf16Kernel) {
+  if (!ops::gemm_bf16_available()) GTEST_SKIP() << "no confirmed AVX512_BF16 on this CPU";
+  for (const char* p : {"tiny-e", "tiny-moe"}) expect_batching_is_exact(*model(p), true);
+}
+
+// Rounding activations to bf16 moves logits; bounded against the f32 reference loops on the
+// same bf16 weights (bounds from measurement, printed).
+TEST_F(Bf16Compute, StaysNearTheF32Reference) {
+  if (!ops::gemm_bf16_available()) GTEST_SKIP() << "no confirmed AVX512_BF16 on this CPU";
+  ThreadPool pool(2);
+  ops::MatmulContext mm{&pool, 4, true};
+  blocks::Exec ex{&mm};
+  for (const char* p : {"tiny-e", "tiny-moe"}) {
+    auto m = model(p);
+    const auto tokens = random_tokens(24, m->config.vocab_size, 7);
+    const auto got = alone(*m, tokens, ex);
+    const auto ref = forward_reference(*m, tokens);
+    double worst = 0, mean = 0, scale = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      worst = std::max(worst, double(std::fabs(got[i] - ref[i])));
+      mean += std::fabs(got[i] - ref[i]);
+      scale += std::fabs(ref[i]);
+    }
+    mean /= double(ref.size());
+    scale /= double(ref.size());
+    std::printf("[ bf16    ] %s: max |delta logit| %.4f, mean %.5f (mean |logit| %.3f)\n", p, worst, mean, scale);
+    EXPECT_GT(worst, 0.0);  // it really ran the bf16 kernel
+    EXPECT_LT(mean, 0.02 * scale) << p;
+    EXPECT_LT(worst, 0.5) << p;
+  }
+}
+
+}  // namespace
+}  // namespace g4

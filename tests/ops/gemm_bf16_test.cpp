@@ -1,0 +1,120 @@
+// The AVX512_BF16 product (VDPBF16PS) against the reference loop on the same bf16-rounded
+// activations, and its invariance: a token's outputs are bit-identical whatever the batch,
+// the token offset, the row range or the thread count (so batching/chunking cannot change them).
+#include "ops/gemm_bf16.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "ops/matmul.h"
+#include "ops/reference_ops.h"
+#include "platform/dtype.h"
+#include "platform/tensor_view.h"
+#include "platform/thread_pool.h"
+
+namespace g4 {
+namespace {
+
+struct Bf16Weights {
+  std::vector<uint16_t> bits;
+  TensorView view;
+};
+
+Bf16Weights make_weights(int64_t out, int64_t in, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  Bf16Weights w;
+  w.bits.resize(size_t(out * in));
+  for (auto& b : w.bits) b = f32_to_bf16(u(rng));
+  w.view.name = "w";
+  w.view.dtype = DType::BF16;
+  w.view.shape = {out, in};
+  w.view.data = reinterpret_cast<const std::byte*>(w.bits.data());
+  w.view.nbytes = w.bits.size() * 2;
+  return w;
+}
+
+std::vector<float> random_x(int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.0f, 2.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (auto& v : x) v = g(rng);
+  return x;
+}
+
+class GemmBf16 : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!ops::gemm_bf16_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_BF16 (probe + self-test)";
+  }
+};
+
+TEST_F(GemmBf16, RoundingMatchesScalarRoundToNearestEven) {
+  std::vector<float> x = random_x(1000, 1);
+  x[3] = 1.00390625f;  // exactly halfway between two bf16 values: ties to even
+  x[4] = -0.0f;
+  x[5] = 3.0e38f;
+  for (int64_t n : {1, 15, 16, 17, 1000}) {
+    std::vector<uint16_t> got(static_cast<size_t>(n), 0xdead);
+    ops::round_rows_to_bf16(x.data(), n, got.data());
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[size_t(i)], f32_to_bf16(x[size_t(i)])) << "n " << n << " i " << i;
+  }
+}
+
+TEST_F(GemmBf16, MatchesReferenceOnRoundedActivations) {
+  ThreadPool pool2(2), pool3(3);
+  for (auto [out, in] : {std::pair<int64_t, int64_t>{1, 1}, {7, 45}, {67, 33}, {130, 256}, {64, 1000}, {9, 64}}) {
+    Bf16Weights w = make_weights(out, in, unsigned(out * 7 + in));
+    for (int64_t T : {1, 3, 4, 5, 70}) {
+      std::vector<float> x = random_x(T * in, unsigned(T + in));
+      std::vector<float> xr(x.size()), want(size_t(T * out)), got(size_t(T * out));
+      for (size_t i = 0; i < x.size(); ++i) xr[i] = round_to_bf16(x[i]);
+      ref::matmul(xr.data(), T, w.view, want.data());
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+        ops::MatmulContext ctx{p, 4, true};
+        ASSERT_TRUE(ops::uses_bf16_kernel(ctx));
+        std::fill(got.begin(), got.end(), NAN);
+        ops::matmul(x.data(), T, w.view, got.data(), ctx);
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t o = 0; o < out; ++o) {
+            // Exact products of bf16 pairs summed in f32 in another order: bound by Σ|x·w|.
+            double mag = 0;
+            for (int64_t i = 0; i < in; ++i) mag += std::fabs(double(xr[size_t(t * in + i)]) * w.view.at(o * in + i));
+            const size_t k = size_t(t * out + o);
+            ASSERT_NEAR(got[k], want[k], 1e-6 * mag + 1e-30) << "out " << out << " in " << in << " T " << T << " t " << t
+                                                            << " o " << o;
+          }
+      }
+    }
+  }
+}
+
+TEST_F(GemmBf16, TokenResultsDoNotDependOnBatchOffsetRowsOrThreads) {
+  const int64_t out = 37, in = 300, T = 70;
+  Bf16Weights w = make_weights(out, in, 5);
+  std::vector<float> x = random_x(T * in, 9);
+  std::vector<float> all(size_t(T * out));
+  ops::matmul(x.data(), T, w.view, all.data(), ops::MatmulContext{nullptr, 4, true});
+  ThreadPool pool(2);
+  for (int64_t t : {0, 1, 3, 63, 64, 69}) {
+    // Alone (T = 1), on 2 threads.
+    std::vector<float> one(static_cast<size_t>(out));
+    ops::matmul(&x[size_t(t * in)], 1, w.view, one.data(), ops::MatmulContext{&pool, 4, true});
+    EXPECT_EQ(0, std::memcmp(one.data(), &all[size_t(t * out)], size_t(out) * 4)) << "token " << t << " alone";
+    // In a chunk of 3 starting at t (a different tile position), rows from an odd offset.
+    if (t + 3 <= T) {
+      std::vector<uint16_t> xb(size_t(3 * in));
+      ops::round_rows_to_bf16(&x[size_t(t * in)], 3 * in, xb.data());
+      std::vector<float> part(size_t(3 * out), NAN);
+      ops::gemm_bf16_rows(xb.data(), 3, in, w.bits.data(), 5, out, part.data(), out);
+      ops::gemm_bf16_rows(xb.data(), 3, in, w.bits.data(), 0, 5, part.data(), out);
+      EXPECT_EQ(0, std::memcmp(part.data(), &all[size_t(t * out)], size_t(3 * out) * 4)) << "chunk at " << t;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace g4
