@@ -17,6 +17,10 @@
 #include "platform/error.h"
 #include "server/generation_service.h"
 #include "server/http_server.h"
+#include "cli/compute_choice.h"
+#include "model/weight_placement.h"
+#include "ops/matmul.h"
+#include "platform/thread_pool.h"
 #include "server/served_model.h"
 
 namespace g4::cli {
@@ -27,7 +31,7 @@ const char* kUsage =
     "                [--max-seqs N] [--ctx N] [--queue N] [--name ID] [--kv f32|f16|bf16|int8]\n"
     "                [--max-tokens-default N] [--request-timeout S] [--drain-timeout S] [--max-body BYTES]\n"
     "                [--ready-interval S] [--ready-tokens N] [--threads N] [--stop-on-degenerate]\n"
-    "                [--listen-backlog N]\n\n"
+    "                [--listen-backlog N] [--weight-memory auto|huge|mapped] [--compute f32|bf16]\n\n"
     "Serves the model over HTTP in the OpenAI wire format (see README, \"Serving\"):\n"
     "  POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize; GET /v1/models,\n"
     "  /health (liveness), /ready (200 once a real generation through the whole path passed its\n"
@@ -47,7 +51,11 @@ const char* kUsage =
     "  --threads N          SIMD kernels on N threads (default: all cores); 0: the f32 reference loops\n"
     "  --stop-on-degenerate end a sequence early when the degeneracy guard is certain it loops\n"
     "  --listen-backlog N   connections the kernel queues before the server accepts them (default 4096,\n"
-    "                       capped by net.core.somaxconn)";
+    "                       capped by net.core.somaxconn)\n"
+    "  --weight-memory M    auto (default): copy the streamed weight matrices into 2 MiB huge pages\n"
+    "                       when THP is on and they fit in MemAvailable; huge: always; mapped: never\n"
+    "  --compute f32|bf16   compute dtype (default: the device policy; bf16 where the CPU has\n"
+    "                       confirmed AVX512_BF16 and the weights are bf16; see `g4 info`)";
 
 sigset_t shutdown_signals() {
   sigset_t set;
@@ -61,7 +69,7 @@ int run(const std::vector<std::string>& argv) {
   Args a(argv,
          {"--model", "--tokenizer", "--host", "--port", "--api-key", "--max-seqs", "--ctx", "--queue", "--name", "--kv",
           "--max-tokens-default", "--request-timeout", "--drain-timeout", "--max-body", "--ready-interval",
-          "--ready-tokens", "--chunk", "--threads", "--listen-backlog"},
+          "--ready-tokens", "--chunk", "--threads", "--listen-backlog", "--weight-memory", "--compute"},
          {"--stop-on-degenerate"});
   // Shutdown signals go to one thread (sigwait); every thread started from here inherits the mask.
   sigset_t sigs = shutdown_signals();
@@ -81,9 +89,23 @@ int run(const std::vector<std::string>& argv) {
   so.engine.max_batch_tokens = std::max<int64_t>(so.engine.prefill_chunk, so.engine.max_seqs) + so.engine.max_seqs;
   so.engine.threads = int(a.get_int("--threads", int(std::max(1u, std::thread::hardware_concurrency()))));
   if (so.engine.threads < 0) throw Error("--threads must be >= 0");
-  model.forward = so.engine.threads == 0 ? "f32 reference loops (--threads 0)"
-                                         : "SIMD kernels (" + std::string(ops::dot_kernel_target()) + ") on " +
-                                               std::to_string(so.engine.threads) + " threads, f32 accumulate";
+  const ComputeChoice compute = resolve_compute(a, *model.model);
+  model.policy = compute.policy;
+  so.engine.bf16_compute = compute.bf16;
+  {
+    ops::MatmulContext described;
+    described.bf16_compute = compute.bf16;
+    model.forward = so.engine.threads == 0
+                        ? "f32 reference loops (--threads 0)"
+                        : ops::describe_matmul(described, model.model->weights.layers[0].q_proj->dtype) + " on " +
+                              std::to_string(so.engine.threads) + " threads";
+  }
+  if (so.engine.threads > 0) {
+    ThreadPool pool(so.engine.threads);
+    const PlacementReport placed =
+        place_weights(*model.model, weight_memory_from_flag(a.get_or("--weight-memory", "auto")), &pool);
+    model.notes.push_back("weights: " + describe_placement(placed));
+  }
   so.engine.kv.dtype = kv_dtype_from_name(a.get_or("--kv", "f32"));
   so.engine.kv.max_total_tokens =
       (so.engine.max_context * so.engine.max_seqs + so.engine.kv.block_tokens) / so.engine.kv.block_tokens * so.engine.kv.block_tokens;
