@@ -53,6 +53,14 @@ inline std::vector<float> read_f32(const std::filesystem::path& p) {
   return v;
 }
 
+// n token ids drawn uniformly from [4, vocab) (clear of the usual special ids 0..3).
+inline std::vector<int> random_tokens(size_t n, int vocab, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<int> t(n);
+  for (auto& v : t) v = int(rng() % unsigned(vocab - 4)) + 4;
+  return t;
+}
+
 // Runs a shell command, returns exit code; stdout+stderr captured into *out if given.
 int run_command(const std::string& cmd, std::string* out = nullptr);
 

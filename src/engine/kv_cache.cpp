@@ -112,22 +112,31 @@ void KvCache::ensure_blocks(Sequence& s, int layer, int64_t positions) {
   }
 }
 
+void KvCache::check_read_range(const Sequence& s, int seq, int64_t begin, int64_t end) const {
+  if (begin < 0 || end > s.length || begin > end)
+    throw Error("KV cache: read of positions [" + std::to_string(begin) + ", " + std::to_string(end) + ") of sequence " +
+                std::to_string(seq) + " which holds " + std::to_string(s.length));
+}
+
+void KvCache::check_slot(const Ring& r, int layer, int64_t pos) const {
+  const int64_t slot = pos % cfg_.sliding_window;
+  // The slot must hold exactly this absolute position; anything else is a window bug.
+  if (r.slot_pos[size_t(slot)] != pos)
+    throw Error("KV ring invariant: layer " + std::to_string(layer) + " slot " + std::to_string(slot) + " holds position " +
+                std::to_string(r.slot_pos[size_t(slot)]) + ", asked for " + std::to_string(pos));
+}
+
 void KvCache::read(int layer, int seq, int64_t begin, int64_t end, float* k, float* v) const {
   const Sequence& s = seq_or_throw(seq);
   const LayerPlan& p = cfg_.layers[size_t(layer)];
   const int64_t row_w = int64_t(p.kv_heads) * p.head_dim;
-  if (begin < 0 || end > s.length || begin > end)
-    throw Error("KV cache: read of positions [" + std::to_string(begin) + ", " + std::to_string(end) + ") of sequence " +
-                std::to_string(seq) + " which holds " + std::to_string(s.length));
+  check_read_range(s, seq, begin, end);
   if (p.type == LayerType::Sliding) {
     const Ring& r = *s.rings.at(layer);
     const int64_t W = cfg_.sliding_window;
     for (int64_t pos = begin; pos < end; ++pos) {
       const int64_t slot = pos % W;
-      // The slot must hold exactly this absolute position; anything else is a window bug.
-      if (r.slot_pos[size_t(slot)] != pos)
-        throw Error("KV ring invariant: layer " + std::to_string(layer) + " slot " + std::to_string(slot) + " holds position " +
-                    std::to_string(r.slot_pos[size_t(slot)]) + ", asked for " + std::to_string(pos));
+      check_slot(r, layer, pos);
       r.k.read(slot, k + (pos - begin) * row_w);
       r.v.read(slot, v + (pos - begin) * row_w);
     }
@@ -140,6 +149,52 @@ void KvCache::read(int layer, int seq, int64_t begin, int64_t end, float* k, flo
     b.k.read(pos % opts_.block_tokens, k + (pos - begin) * row_w);
     b.v.read(pos % opts_.block_tokens, v + (pos - begin) * row_w);
   }
+}
+
+namespace {
+
+ops::KvElem kv_elem(KvDType t) {
+  switch (t) {
+    case KvDType::F32: return ops::KvElem::F32;
+    case KvDType::F16: return ops::KvElem::F16;
+    case KvDType::BF16: return ops::KvElem::BF16;
+    case KvDType::Int8: return ops::KvElem::I8;
+  }
+  return ops::KvElem::F32;
+}
+
+// Rows [row, row + n) of a ring or block, which KvRows stores contiguously.
+ops::KvSpan span_of(const KvRows& k, const KvRows& v, int64_t row, int64_t n) {
+  return {kv_elem(k.dtype()), n, k.row_data(row), v.row_data(row), k.row_scales(row), v.row_scales(row)};
+}
+
+}  // namespace
+
+bool KvCache::view(int layer, int seq, int64_t begin, int64_t end, std::vector<ops::KvSpan>& out) const {
+  const Sequence& s = seq_or_throw(seq);
+  const LayerPlan& p = cfg_.layers[size_t(layer)];
+  check_read_range(s, seq, begin, end);
+  if (p.type == LayerType::Sliding) {
+    const Ring& r = *s.rings.at(layer);
+    const int64_t W = cfg_.sliding_window;
+    for (int64_t pos = begin; pos < end;) {
+      const int64_t slot = pos % W, run = std::min(end - pos, W - slot);  // up to where the slots wrap
+      for (int64_t q = pos; q < pos + run; ++q) check_slot(r, layer, q);
+      out.push_back(span_of(r.k, r.v, slot, run));
+      pos += run;
+    }
+    return true;
+  }
+  const auto& table = s.block_table.at(layer);
+  const auto& pool = blocks_.at(layer);
+  const int64_t bt = opts_.block_tokens;
+  for (int64_t pos = begin; pos < end;) {
+    const int64_t off = pos % bt, run = std::min(end - pos, bt - off);
+    const Block& b = *pool[size_t(table.at(size_t(pos / bt)))];
+    out.push_back(span_of(b.k, b.v, off, run));
+    pos += run;
+  }
+  return true;
 }
 
 void KvCache::write(int layer, int seq, int64_t begin, int64_t n, const float* k, const float* v) {

@@ -57,6 +57,9 @@ class KvCache : public KvStore {
 
   int64_t length(int seq) const override;
   void read(int layer, int seq, int64_t begin, int64_t end, float* k, float* v) const override;
+  // Spans: a ring gives at most two per call (split where the slots wrap), full layers one per
+  // block touched. Every position's ring slot is checked, as in read().
+  bool view(int layer, int seq, int64_t begin, int64_t end, std::vector<ops::KvSpan>& out) const override;
   void write(int layer, int seq, int64_t begin, int64_t n, const float* k, const float* v) override;
   void commit(int seq, int64_t new_length) override;
 
@@ -74,6 +77,8 @@ class KvCache : public KvStore {
     std::map<int, std::vector<int32_t>> block_table;  // full owning layer -> block ids
   };
   const Sequence& seq_or_throw(int seq) const;
+  void check_read_range(const Sequence& s, int seq, int64_t begin, int64_t end) const;
+  void check_slot(const Ring& r, int layer, int64_t pos) const;
   void ensure_blocks(Sequence& s, int layer, int64_t positions);
   int32_t take_block(int layer);
 

@@ -56,6 +56,21 @@ uint64_t KvRows::bytes() const {
   return f32_.size() * 4 + half_.size() * 2 + q_.size() + scales_.size() * 4;
 }
 
+const void* KvRows::row_data(int64_t row) const {
+  const size_t base = size_t(row * kv_heads_ * head_dim_);
+  switch (dtype_) {
+    case KvDType::F32: return f32_.data() + base;
+    case KvDType::F16:
+    case KvDType::BF16: return half_.data() + base;
+    case KvDType::Int8: return q_.data() + base;
+  }
+  return nullptr;
+}
+
+const float* KvRows::row_scales(int64_t row) const {
+  return dtype_ == KvDType::Int8 ? scales_.data() + size_t(row * kv_heads_) : nullptr;
+}
+
 void KvRows::write(int64_t row, const float* src) {
   const int64_t w = kv_heads_ * head_dim_;
   const size_t base = size_t(row * w);

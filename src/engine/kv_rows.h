@@ -20,6 +20,12 @@ class KvRows {
   void write(int64_t row, const float* src);  // src: [kv_heads, head_dim]
   void read(int64_t row, float* dst) const;   // dst: [kv_heads, head_dim]
   uint64_t bytes() const;
+  KvDType dtype() const { return dtype_; }
+  // The stored elements of `row` ([kv_heads, head_dim] of the stored type: float, uint16_t f16/bf16
+  // bits or int8; rows are contiguous, so row r + 1 follows row r) and, for int8, its [kv_heads]
+  // scales (nullptr for the other types). Valid while this object lives; never reallocated.
+  const void* row_data(int64_t row) const;
+  const float* row_scales(int64_t row) const;
 
  private:
   KvDType dtype_;

@@ -18,6 +18,14 @@ using Vec = std::vector<float>;
 // thread pool. Everything else is the same code either way.
 struct Exec {
   const ops::MatmulContext* matmul = nullptr;
+  // The SIMD attention of the cached pass (forward_cached, when matmul is set): a layer's
+  // attention runs on matmul->pool only with at least this many multiply-adds (below that,
+  // waking the threads costs more than it saves); each row's keys are cut into slices of
+  // attention_slice keys (work items for the pool, softmax states merged in order). The slice
+  // length is part of the arithmetic (f32 rounding), never chosen from the batch or the pool.
+  // Tests lower both to exercise those paths on tiny models.
+  int64_t attention_parallel_min_fmas = int64_t(1) << 17;
+  int64_t attention_slice = 256;
 };
 
 // RoPE inverse-frequency tables for both layer types, computed once per model.

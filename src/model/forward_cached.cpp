@@ -4,7 +4,9 @@
 #include <set>
 
 #include "model/decoder_blocks.h"
+#include "ops/attention_kernels.h"
 #include "platform/error.h"
+#include "platform/thread_pool.h"
 
 namespace g4 {
 
@@ -41,6 +43,137 @@ std::vector<Group> group_rows(const std::vector<BatchRow>& rows, const KvStore& 
   return groups;
 }
 
+// The reference path: gathers every key to f32 (KvStore::read) and runs blocks::attend_row.
+void attend_layer_reference(const KvStore& kv, int src, bool sliding, int64_t W, int64_t nH, int64_t kvh, int64_t hd,
+                            const std::vector<Group>& groups, const std::vector<int64_t>& positions, const blocks::Vec& q,
+                            const blocks::Vec& sk, const blocks::Vec& sv, blocks::Vec& a) {
+  const int64_t row_w = kvh * hd;
+  blocks::Vec keys, values;
+  for (const Group& g : groups) {
+    const int64_t n_step = int64_t(g.row_end - g.row_begin);
+    // Keys: cached positions [first_cached, pos_begin) then this step's rows.
+    const int64_t first_cached = sliding ? std::max<int64_t>(0, g.pos_begin - W + 1) : 0;
+    const int64_t n_cached = g.pos_begin - first_cached;
+    keys.resize(size_t((n_cached + n_step) * row_w));
+    values.resize(keys.size());
+    if (n_cached > 0) kv.read(src, g.seq, first_cached, g.pos_begin, keys.data(), values.data());
+    std::copy(sk.begin() + ptrdiff_t(g.row_begin * row_w), sk.begin() + ptrdiff_t(g.row_end * row_w),
+              keys.begin() + ptrdiff_t(n_cached * row_w));
+    std::copy(sv.begin() + ptrdiff_t(g.row_begin * row_w), sv.begin() + ptrdiff_t(g.row_end * row_w),
+              values.begin() + ptrdiff_t(n_cached * row_w));
+    for (size_t r = g.row_begin; r < g.row_end; ++r) {
+      const int64_t pos = positions[r];
+      const int64_t first = sliding ? std::max<int64_t>(first_cached, pos - W + 1) : 0;  // q - k < W
+      const int64_t off = first - first_cached;
+      blocks::attend_row(&q[r * size_t(nH * hd)], &keys[size_t(off * row_w)], &values[size_t(off * row_w)],
+                         pos - first + 1, nH, kvh, hd, &a[r * size_t(nH * hd)]);
+    }
+  }
+}
+
+// Attention of one layer for every row of the step on the SIMD kernel (ex.matmul set), over the
+// cache's K/V in their stored element type (KvStore::view; a store without views is gathered
+// with read() instead) followed by this step's rows. Same keys per row as the reference path:
+// cached positions [first, pos_begin) then the step's rows up to the row itself. Work items are
+// (row, kv head, slice of ex.attention_slice keys from the row's first key), so decode (one row,
+// often one kv head) still spreads over the pool; the slices' softmax states are merged in order
+// afterwards. Neither the slices nor the kernel's tiles depend on the batch, the chunking, the
+// spans or the thread count, so a row's result is bit-identical however it was scheduled.
+struct AttnItem {
+  size_t row;
+  int64_t kh, begin, end;
+  size_t group;  // index into groups (its spans)
+  int n_split;   // slices of this (row, kv head); the first one carries the merged result
+};
+
+void attend_layer_simd(const KvStore& kv, int src, bool sliding, int64_t W, int64_t nH, int64_t kvh, int64_t hd,
+                       const std::vector<Group>& groups, const std::vector<int64_t>& positions, const blocks::Vec& q,
+                       const blocks::Vec& sk, const blocks::Vec& sv, blocks::Vec& a, const blocks::Exec& ex) {
+  const int64_t row_w = kvh * hd, G = nH / kvh;
+  // Spans per group: the cached positions, then the step's rows of that group (f32).
+  std::vector<ops::KvSpan> spans;
+  std::vector<size_t> span_begin(groups.size() + 1);
+  std::vector<blocks::Vec> gathered;  // only for a store without views
+  gathered.reserve(2 * groups.size());  // no reallocation: spans point into these
+  std::vector<int64_t> first_cached(groups.size());
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const Group& g = groups[gi];
+    span_begin[gi] = spans.size();
+    first_cached[gi] = sliding ? std::max<int64_t>(0, g.pos_begin - W + 1) : 0;
+    const int64_t n_cached = g.pos_begin - first_cached[gi];
+    if (n_cached > 0 && !kv.view(src, g.seq, first_cached[gi], g.pos_begin, spans)) {
+      blocks::Vec& k = gathered.emplace_back(size_t(n_cached * row_w));
+      blocks::Vec& v = gathered.emplace_back(size_t(n_cached * row_w));
+      kv.read(src, g.seq, first_cached[gi], g.pos_begin, k.data(), v.data());
+      spans.push_back({ops::KvElem::F32, n_cached, k.data(), v.data(), nullptr, nullptr});
+    }
+    const int64_t n_step = int64_t(g.row_end - g.row_begin);
+    spans.push_back({ops::KvElem::F32, n_step, &sk[g.row_begin * size_t(row_w)], &sv[g.row_begin * size_t(row_w)], nullptr,
+                     nullptr});
+  }
+  span_begin[groups.size()] = spans.size();
+
+  // Each row's keys: [begin, end) of its group's spans (the window applied: q - k < W).
+  const int64_t T = int64_t(positions.size());
+  std::vector<int64_t> key_begin(static_cast<size_t>(T)), key_end(static_cast<size_t>(T));
+  std::vector<size_t> row_group(static_cast<size_t>(T));
+  int64_t fmas = 0;  // q·k and p·v over every row's keys
+  for (size_t gi = 0; gi < groups.size(); ++gi)
+    for (size_t r = groups[gi].row_begin; r < groups[gi].row_end; ++r) {
+      const int64_t pos = positions[r];
+      const int64_t first = sliding ? std::max<int64_t>(first_cached[gi], pos - W + 1) : 0;
+      key_begin[r] = first - first_cached[gi];
+      key_end[r] = pos - first_cached[gi] + 1;
+      row_group[r] = gi;
+      fmas += 2 * (key_end[r] - key_begin[r]) * nH * hd;
+    }
+  ThreadPool* pool = ex.matmul->pool;
+  const bool parallel = pool && pool->size() > 1 && fmas >= ex.attention_parallel_min_fmas;
+  // Slices of a fixed number of keys from each row's first key, merged in order: the same
+  // arithmetic whatever the batch, the chunking or the number of threads.
+  const int64_t slice = std::max<int64_t>(1, ex.attention_slice);
+  std::vector<AttnItem> items;
+  for (size_t r = 0; r < size_t(T); ++r) {
+    const int64_t begin = key_begin[r], end = key_end[r];
+    const int n_slices = int((end - begin + slice - 1) / slice);
+    for (int64_t kh = 0; kh < kvh; ++kh)
+      for (int64_t b = begin; b < end; b += slice)
+        items.push_back({r, kh, b, std::min(end, b + slice), row_group[r], b == begin ? n_slices : 0});
+  }
+  const size_t state = size_t(G * hd + 2 * G);  // o [G, hd], m [G], l [G]
+  std::vector<float> partial(items.size() * state);
+  auto run = [&](size_t i) {
+    const AttnItem& it = items[i];
+    const ops::KvSpans ks{&spans[span_begin[it.group]], span_begin[it.group + 1] - span_begin[it.group], kvh, hd};
+    float* o = &partial[i * state];
+    float *m = o + G * hd, *l = m + G;
+    ops::attend_partial(&q[it.row * size_t(nH * hd) + size_t(it.kh * G * hd)], G, ks, it.kh, it.begin, it.end, o, m, l);
+    if (it.n_split == 1) ops::attend_finish(G, hd, o, l, &a[it.row * size_t(nH * hd) + size_t(it.kh * G * hd)]);
+  };
+  // Item i goes to thread i mod threads: rows of a causal chunk differ in cost, neighbours
+  // alike, so striding balances the threads better than contiguous ranges.
+  if (parallel && items.size() > 1) {
+    const int64_t nt = std::min<int64_t>(pool->size(), int64_t(items.size()));
+    pool->parallel_for(nt, [&](int64_t b, int64_t e, int) {
+      for (int64_t t = b; t < e; ++t)
+        for (size_t i = size_t(t); i < items.size(); i += size_t(nt)) run(i);
+    });
+  } else {
+    for (size_t i = 0; i < items.size(); ++i) run(i);
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    const AttnItem& it = items[i];
+    if (it.n_split <= 1) continue;
+    float* o = &partial[i * state];
+    float *m = o + G * hd, *l = m + G;
+    for (size_t j = i + 1; j < i + size_t(it.n_split); ++j) {
+      const float* o2 = &partial[j * state];
+      ops::attend_merge(G, hd, o, m, l, o2, o2 + G * hd, o2 + G * hd + G);
+    }
+    ops::attend_finish(G, hd, o, l, &a[it.row * size_t(nH * hd) + size_t(it.kh * G * hd)]);
+  }
+}
+
 }  // namespace
 
 std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& kv, const blocks::Exec& ex) {
@@ -65,10 +198,9 @@ std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& r
   // written at the end, so a KV-shared layer sees exactly what its source layer saw, and a chunk
   // longer than the ring never overwrites keys its own earlier rows still need.
   std::vector<Vec> step_k(static_cast<size_t>(L)), step_v(static_cast<size_t>(L));
-  Vec keys, values;
   for (int64_t i = 0; i < L; ++i) {
     const LayerPlan& p = c.layers[size_t(i)];
-    const int64_t hd = p.head_dim, kvh = p.kv_heads, row_w = kvh * hd;
+    const int64_t hd = p.head_dim, kvh = p.kv_heads;
     const bool sliding = p.type == LayerType::Sliding;
     blocks::Qkv qkv = blocks::project_qkv(m, int(i), x, positions, rope, ex);
     if (!p.kv_shared) {
@@ -79,26 +211,10 @@ std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& r
     const Vec& sk = step_k[size_t(src)];
     const Vec& sv = step_v[size_t(src)];
     Vec a(static_cast<size_t>(T * nH * hd));
-    for (const Group& g : groups) {
-      const int64_t n_step = int64_t(g.row_end - g.row_begin);
-      // Keys: cached positions [first_cached, pos_begin) then this step's rows.
-      const int64_t first_cached = sliding ? std::max<int64_t>(0, g.pos_begin - W + 1) : 0;
-      const int64_t n_cached = g.pos_begin - first_cached;
-      keys.resize(size_t((n_cached + n_step) * row_w));
-      values.resize(keys.size());
-      if (n_cached > 0) kv.read(src, g.seq, first_cached, g.pos_begin, keys.data(), values.data());
-      std::copy(sk.begin() + ptrdiff_t(g.row_begin * row_w), sk.begin() + ptrdiff_t(g.row_end * row_w),
-                keys.begin() + ptrdiff_t(n_cached * row_w));
-      std::copy(sv.begin() + ptrdiff_t(g.row_begin * row_w), sv.begin() + ptrdiff_t(g.row_end * row_w),
-                values.begin() + ptrdiff_t(n_cached * row_w));
-      for (size_t r = g.row_begin; r < g.row_end; ++r) {
-        const int64_t pos = positions[r];
-        const int64_t first = sliding ? std::max<int64_t>(first_cached, pos - W + 1) : 0;  // q - k < W
-        const int64_t off = first - first_cached;
-        blocks::attend_row(&qkv.q[r * size_t(nH * hd)], &keys[size_t(off * row_w)], &values[size_t(off * row_w)],
-                           pos - first + 1, nH, kvh, hd, &a[r * size_t(nH * hd)]);
-      }
-    }
+    if (ex.matmul)  // SIMD kernels on the pool
+      attend_layer_simd(kv, src, sliding, W, nH, kvh, hd, groups, positions, qkv.q, sk, sv, a, ex);
+    else  // the reference loops
+      attend_layer_reference(kv, src, sliding, W, nH, kvh, hd, groups, positions, qkv.q, sk, sv, a);
     blocks::attention_output(m, int(i), a, x, ex);
     blocks::feed_forward(m, int(i), x, ex);
     blocks::per_layer_tail(m, int(i), x, ple, ex);

@@ -3,6 +3,9 @@
 // layer only sees positions, never slots, so no cache layout can shift a position.
 #pragma once
 #include <cstdint>
+#include <vector>
+
+#include "ops/attention_kernels.h"
 
 namespace g4 {
 
@@ -15,6 +18,18 @@ class KvStore {
   // ([end - begin, kvh, hd] f32 each). A sliding layer retains only its last `sliding_window`
   // committed positions; asking for older ones is a logic error and throws.
   virtual void read(int layer, int seq, int64_t begin, int64_t end, float* k, float* v) const = 0;
+  // The same positions without copying: appends to `out`, in position order, spans of
+  // consecutive positions whose K and V rows lie contiguously in the store, in its own element
+  // type (ops::KvSpan: f32, f16, bf16, or int8 with a scale per (position, kv head)); together
+  // they cover exactly [begin, end). The same rules and checks as read(): every position is
+  // checked against the absolute position its slot holds, and older positions of a sliding layer
+  // throw. The spans point into the store and stay valid until the next write, commit or
+  // sequence change. Returns false (appending nothing) when the store has no such form; callers
+  // then use read(). The SIMD forward pass attends over these spans directly.
+  virtual bool view(int layer, int seq, int64_t begin, int64_t end, std::vector<ops::KvSpan>& out) const {
+    (void)layer, (void)seq, (void)begin, (void)end, (void)out;
+    return false;
+  }
   // Stores K and V rows for positions [begin, begin + n) of `seq` at owning layer `layer`
   // (k, v: [n, kvh, hd] f32). Called after the whole forward step has read what it needs.
   virtual void write(int layer, int seq, int64_t begin, int64_t n, const float* k, const float* v) = 0;

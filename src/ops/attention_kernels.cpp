@@ -1,0 +1,306 @@
+// Highway multi-target compilation: this file is re-included once per target.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/attention_kernels.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "ops/attention_kernels.h"
+#include "platform/dtype.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace g4::ops {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Positions per softmax tile; a multiple of every x86 vector width in floats.
+constexpr int64_t kTile = 128;
+
+template <class D, typename T>
+HWY_INLINE hn::Vec<D> LoadF(D d, const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return hn::LoadU(d, p);
+  } else if constexpr (std::is_same_v<T, int8_t>) {
+    const hn::Rebind<int32_t, D> di;
+    const hn::Rebind<int8_t, D> d8;
+    return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, p)));
+  } else {
+    const hn::Rebind<T, D> dh;
+    return hn::PromoteTo(d, hn::LoadU(dh, p));
+  }
+}
+
+template <typename T>
+HWY_INLINE float ToF(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    return x;
+  } else if constexpr (std::is_same_v<T, int8_t>) {
+    return float(x);
+  } else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
+    return hwy::F32FromBF16(x);
+  } else {
+    uint16_t bits;
+    std::memcpy(&bits, &x, 2);
+    return g4::f16_to_f32(bits);
+  }
+}
+
+// sc[r * kTile + s + p] = scale_{s+p} · (q_r · k_{s+p}) for ROWS query rows and NPOS positions:
+// each k load serves ROWS rows, each q load NPOS positions (ROWS · NPOS independent sums).
+template <int ROWS, int NPOS, typename T>
+HWY_INLINE void ScoreBlock(const float* q, int64_t hd, const T* k, int64_t stride, float* sc) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  hn::Vec<decltype(d)> acc[ROWS * NPOS];
+  for (int j = 0; j < ROWS * NPOS; ++j) acc[j] = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + N <= hd; i += N) {
+    hn::Vec<decltype(d)> kv[NPOS];
+    for (int p = 0; p < NPOS; ++p) kv[p] = LoadF(d, k + p * stride + i);
+    for (int r = 0; r < ROWS; ++r) {
+      const auto qv = hn::LoadU(d, q + r * hd + i);
+      for (int p = 0; p < NPOS; ++p) acc[r * NPOS + p] = hn::MulAdd(qv, kv[p], acc[r * NPOS + p]);
+    }
+  }
+  for (int r = 0; r < ROWS; ++r)
+    for (int p = 0; p < NPOS; ++p) {
+      float s = hn::GetLane(hn::SumOfLanes(d, acc[r * NPOS + p]));
+      for (int64_t t = i; t < hd; ++t) s += q[r * hd + t] * ToF(k[p * stride + t]);
+      sc[r * kTile + p] = s;
+    }
+}
+
+template <int NPOS, typename T>
+HWY_INLINE void ScoreRows(const float* q, int64_t G, int64_t hd, const T* k, int64_t stride, float* sc) {
+  int64_t g = 0;
+  for (; g + 4 <= G; g += 4) ScoreBlock<4, NPOS>(q + g * hd, hd, k, stride, sc + g * kTile);
+  switch (G - g) {
+    case 3: ScoreBlock<3, NPOS>(q + g * hd, hd, k, stride, sc + g * kTile); break;
+    case 2: ScoreBlock<2, NPOS>(q + g * hd, hd, k, stride, sc + g * kTile); break;
+    case 1: ScoreBlock<1, NPOS>(q + g * hd, hd, k, stride, sc + g * kTile); break;
+    default: break;
+  }
+}
+
+// Scores of G query rows against n (<= kTile) keys k_s = k + s·stride, times ks[s·ks_stride]
+// when ks is set (int8).
+template <typename T>
+void Scores(const float* q, int64_t G, int64_t hd, const T* k, int64_t stride, const float* ks, int64_t ks_stride,
+            int64_t n, float* sc) {
+  int64_t s = 0;
+  for (; s + 2 <= n; s += 2) ScoreRows<2>(q, G, hd, k + s * stride, stride, sc + s);
+  if (s < n) ScoreRows<1>(q, G, hd, k + s * stride, stride, sc + s);
+  if (ks)
+    for (int64_t g = 0; g < G; ++g)
+      for (int64_t j = 0; j < n; ++j) sc[g * kTile + j] *= ks[j * ks_stride];
+}
+
+// Online softmax step for one tile: turns sc[g] into e^(s - m_new) (padded to whole vectors
+// with zeros), rescales the running o, l by e^(m_old - m_new), adds the tile's sum to l.
+void SoftmaxTile(float* sc, int64_t G, int64_t n, int64_t hd, float* o, float* m, float* l) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  const int64_t n_pad = (n + N - 1) / N * N;
+  for (int64_t g = 0; g < G; ++g) {
+    float* sg = sc + g * kTile;
+    float mt = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < n; ++j) mt = std::max(mt, sg[j]);
+    if (mt > m[g]) {
+      const float corr = std::exp(m[g] - mt);  // 0 for the first tile (m = -inf)
+      l[g] *= corr;
+      float* og = o + g * hd;
+      for (int64_t t = 0; t < hd; ++t) og[t] *= corr;
+      m[g] = mt;
+    }
+    for (int64_t j = n; j < n_pad; ++j) sg[j] = -std::numeric_limits<float>::infinity();  // Exp gives 0
+    const auto vm = hn::Set(d, m[g]);
+    auto sum = hn::Zero(d);
+    for (int64_t j = 0; j < n_pad; j += N) {
+      const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, sg + j), vm));
+      hn::StoreU(e, d, sg + j);
+      sum = hn::Add(sum, e);
+    }
+    l[g] += hn::GetLane(hn::SumOfLanes(d, sum));
+  }
+}
+
+// o[g] += Σ_s p[g][s] · vs_s · v_s for n (<= kTile) values v_s = v + s·stride; four positions
+// per pass over o so each load and store of o serves four FMAs.
+template <typename T>
+void Accumulate(const float* p, int64_t G, int64_t hd, const T* v, int64_t stride, const float* vs, int64_t vs_stride,
+                int64_t n, float* o, float* w) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  int64_t s = 0;
+  for (; s + 4 <= n; s += 4) {
+    for (int64_t g = 0; g < G; ++g)
+      for (int t = 0; t < 4; ++t) w[g * 4 + t] = p[g * kTile + s + t] * (vs ? vs[(s + t) * vs_stride] : 1.0f);
+    const T* v0 = v + s * stride;
+    int64_t i = 0;
+    for (; i + N <= hd; i += N) {
+      const auto x0 = LoadF(d, v0 + i), x1 = LoadF(d, v0 + stride + i);
+      const auto x2 = LoadF(d, v0 + 2 * stride + i), x3 = LoadF(d, v0 + 3 * stride + i);
+      for (int64_t g = 0; g < G; ++g) {
+        float* og = o + g * hd + i;
+        const float* wg = w + g * 4;
+        auto acc = hn::LoadU(d, og);
+        acc = hn::MulAdd(hn::Set(d, wg[0]), x0, acc);
+        acc = hn::MulAdd(hn::Set(d, wg[1]), x1, acc);
+        acc = hn::MulAdd(hn::Set(d, wg[2]), x2, acc);
+        acc = hn::MulAdd(hn::Set(d, wg[3]), x3, acc);
+        hn::StoreU(acc, d, og);
+      }
+    }
+    for (; i < hd; ++i)
+      for (int64_t g = 0; g < G; ++g)
+        for (int t = 0; t < 4; ++t) o[g * hd + i] += w[g * 4 + t] * ToF(v0[t * stride + i]);
+  }
+  for (; s < n; ++s) {
+    const T* vr = v + s * stride;
+    for (int64_t g = 0; g < G; ++g) w[g] = p[g * kTile + s] * (vs ? vs[s * vs_stride] : 1.0f);
+    int64_t i = 0;
+    for (; i + N <= hd; i += N) {
+      const auto x = LoadF(d, vr + i);
+      for (int64_t g = 0; g < G; ++g) {
+        float* og = o + g * hd + i;
+        hn::StoreU(hn::MulAdd(hn::Set(d, w[g]), x, hn::LoadU(d, og)), d, og);
+      }
+    }
+    for (; i < hd; ++i)
+      for (int64_t g = 0; g < G; ++g) o[g * hd + i] += w[g] * ToF(vr[i]);
+  }
+}
+
+// A piece of a tile: n positions of one span starting at position `off` of the span, landing
+// at column `col` of the tile's scores.
+struct Piece {
+  const KvSpan* sp;
+  int64_t off, n, col;
+};
+
+template <typename T>
+void ScorePiece(const float* q, int64_t G, int64_t hd, int64_t kvh, int64_t kv_head, const Piece& pc, float* sc) {
+  const T* k = static_cast<const T*>(pc.sp->k) + (pc.off * kvh + kv_head) * hd;
+  const float* ks = std::is_same_v<T, int8_t> ? pc.sp->k_scale + pc.off * kvh + kv_head : nullptr;
+  Scores(q, G, hd, k, kvh * hd, ks, kvh, pc.n, sc + pc.col);
+}
+
+template <typename T>
+void AccumulatePiece(const float* sc, int64_t G, int64_t hd, int64_t kvh, int64_t kv_head, const Piece& pc, float* o,
+                     float* w) {
+  const T* v = static_cast<const T*>(pc.sp->v) + (pc.off * kvh + kv_head) * hd;
+  const float* vs = std::is_same_v<T, int8_t> ? pc.sp->v_scale + pc.off * kvh + kv_head : nullptr;
+  Accumulate(sc + pc.col, G, hd, v, kvh * hd, vs, kvh, pc.n, o, w);
+}
+
+// Tiles of kTile positions from `begin` (whatever the spans): the result depends only on the
+// keys of [begin, end), never on how a cache or a batch laid them out in spans.
+void AttendPartial(const float* q, int64_t G, const KvSpan* spans, size_t count, int64_t kvh, int64_t hd, int64_t kv_head,
+                   int64_t begin, int64_t end, float* o, float* m, float* l, float* scratch) {
+  std::fill(o, o + G * hd, 0.0f);
+  std::fill(m, m + G, -std::numeric_limits<float>::infinity());
+  std::fill(l, l + G, 0.0f);
+  float* sc = scratch;             // [G, kTile]
+  float* w = scratch + G * kTile;  // [G, 4]
+  Piece pieces[kTile];
+  size_t si = 0;      // span holding the tile's first position
+  int64_t base = 0;   // its first position
+  for (int64_t t0 = begin; t0 < end; t0 += kTile) {
+    const int64_t t1 = std::min(end, t0 + kTile);
+    while (base + spans[si].n <= t0) base += spans[si++].n;
+    size_t np = 0, sj = si;
+    int64_t bj = base;
+    for (int64_t p = t0; p < t1;) {
+      while (bj + spans[sj].n <= p) bj += spans[sj++].n;
+      const int64_t n = std::min(t1, bj + spans[sj].n) - p;
+      pieces[np++] = {&spans[sj], p - bj, n, p - t0};
+      p += n;
+    }
+    for (size_t i = 0; i < np; ++i) switch (pieces[i].sp->elem) {
+        case KvElem::F32: ScorePiece<float>(q, G, hd, kvh, kv_head, pieces[i], sc); break;
+        case KvElem::BF16: ScorePiece<hwy::bfloat16_t>(q, G, hd, kvh, kv_head, pieces[i], sc); break;
+        case KvElem::F16: ScorePiece<hwy::float16_t>(q, G, hd, kvh, kv_head, pieces[i], sc); break;
+        case KvElem::I8: ScorePiece<int8_t>(q, G, hd, kvh, kv_head, pieces[i], sc); break;
+      }
+    SoftmaxTile(sc, G, t1 - t0, hd, o, m, l);
+    for (size_t i = 0; i < np; ++i) switch (pieces[i].sp->elem) {
+        case KvElem::F32: AccumulatePiece<float>(sc, G, hd, kvh, kv_head, pieces[i], o, w); break;
+        case KvElem::BF16: AccumulatePiece<hwy::bfloat16_t>(sc, G, hd, kvh, kv_head, pieces[i], o, w); break;
+        case KvElem::F16: AccumulatePiece<hwy::float16_t>(sc, G, hd, kvh, kv_head, pieces[i], o, w); break;
+        case KvElem::I8: AccumulatePiece<int8_t>(sc, G, hd, kvh, kv_head, pieces[i], o, w); break;
+      }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace g4::ops
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "platform/error.h"
+
+namespace g4::ops {
+HWY_EXPORT(AttendPartial);
+
+namespace {
+constexpr int64_t kTileOnce = 128;  // = kTile in every target
+}
+
+void attend_partial(const float* q, int64_t group, const KvSpans& kv, int64_t kv_head, int64_t begin, int64_t end,
+                    float* o, float* m, float* l) {
+  if (group < 1 || kv.hd < 1 || kv.kvh < 1 || kv_head < 0 || kv_head >= kv.kvh || begin < 0 || end <= begin)
+    throw Error("attention: bad arguments (group " + std::to_string(group) + ", kv head " + std::to_string(kv_head) +
+                " of " + std::to_string(kv.kvh) + ", positions [" + std::to_string(begin) + ", " + std::to_string(end) +
+                "))");
+  int64_t total = 0;
+  for (size_t i = 0; i < kv.count; ++i) total += kv.spans[i].n;
+  if (end > total)
+    throw Error("attention: positions up to " + std::to_string(end) + " asked of " + std::to_string(total) + " keys");
+  thread_local std::vector<float> scratch;
+  scratch.resize(size_t(group * (kTileOnce + 4)));
+  HWY_DYNAMIC_DISPATCH(AttendPartial)(q, group, kv.spans, kv.count, kv.kvh, kv.hd, kv_head, begin, end, o, m, l,
+                                      scratch.data());
+}
+
+void attend_merge(int64_t group, int64_t hd, float* o, float* m, float* l, const float* o2, const float* m2,
+                  const float* l2) {
+  for (int64_t g = 0; g < group; ++g) {
+    if (l2[g] == 0.0f) continue;  // empty range
+    const float mn = std::max(m[g], m2[g]);
+    const float a = std::exp(m[g] - mn), b = std::exp(m2[g] - mn);  // exp(-inf) = 0 for an empty state
+    float* og = o + g * hd;
+    const float* o2g = o2 + g * hd;
+    for (int64_t t = 0; t < hd; ++t) og[t] = og[t] * a + o2g[t] * b;
+    l[g] = l[g] * a + l2[g] * b;
+    m[g] = mn;
+  }
+}
+
+void attend_finish(int64_t group, int64_t hd, const float* o, const float* l, float* out) {
+  for (int64_t g = 0; g < group; ++g) {
+    const float inv = 1.0f / l[g];
+    for (int64_t t = 0; t < hd; ++t) out[g * hd + t] = o[g * hd + t] * inv;
+  }
+}
+
+void attend_row(const float* q, int64_t nH, const KvSpans& kv, int64_t begin, int64_t end, float* out) {
+  if (kv.kvh < 1 || nH % kv.kvh != 0)
+    throw Error("attention: " + std::to_string(nH) + " query heads is not a multiple of " + std::to_string(kv.kvh) +
+                " kv heads");
+  const int64_t G = nH / kv.kvh, hd = kv.hd;
+  std::vector<float> o(static_cast<size_t>(G * hd)), m(static_cast<size_t>(G)), l(static_cast<size_t>(G));
+  for (int64_t kh = 0; kh < kv.kvh; ++kh) {
+    attend_partial(q + kh * G * hd, G, kv, kh, begin, end, o.data(), m.data(), l.data());
+    attend_finish(G, hd, o.data(), l.data(), out + kh * G * hd);
+  }
+}
+
+}  // namespace g4::ops
+#endif

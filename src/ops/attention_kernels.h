@@ -1,0 +1,59 @@
+// SIMD attention for one query row against cached keys and values kept in their stored element
+// type (f32, f16, bf16, or int8 with one f32 scale per (position, kv head)), compiled for several
+// x86 targets with Highway and dispatched at run time like dot_kernels.
+//
+// Numerics (the same as blocks::attend_row, the reference): scores = q·k with scaling 1.0,
+// softmax in f32 with the maximum subtracted, out = Σ p·v, f32 accumulation throughout. Query
+// head h reads kv head h / (nH / kvh) (GQA). The softmax runs online over tiles of positions
+// (running maximum and sum, earlier partial sums rescaled), so a position range can be split
+// between threads and the partial results merged afterwards (attend_merge) with the same result
+// up to f32 rounding. exp is Highway's vector Exp (max error 1 ulp on the range used here).
+// Tested against the reference loops in tests/ops/attention_test.cpp.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace g4::ops {
+
+// Element type of cached K/V rows.
+enum class KvElem : uint8_t { F32, F16, BF16, I8 };
+
+// `n` consecutive key positions stored contiguously: K and V are [n, kvh, hd] elements of
+// `elem`; for I8, k_scale and v_scale are [n, kvh] (value = scale · q), otherwise unused.
+struct KvSpan {
+  KvElem elem = KvElem::F32;
+  int64_t n = 0;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+};
+
+// Where keys live: the spans in position order; position j of the attention is the j-th
+// position counted across all spans.
+struct KvSpans {
+  const KvSpan* spans = nullptr;
+  size_t count = 0;
+  int64_t kvh = 0, hd = 0;
+};
+
+// The softmax state of `group` query heads that share kv head `kv_head`, over key positions
+// [begin, end) (end > begin): o [group, hd] = Σ_j e^(s_j - m) · v_j (unnormalised), m [group]
+// the running maximum, l [group] = Σ_j e^(s_j - m). q: [group, hd], those heads' query rows.
+// Tiles start at `begin`, so the result (to the bit) depends only on the keys and values of
+// [begin, end), not on how they are cut into spans.
+void attend_partial(const float* q, int64_t group, const KvSpans& kv, int64_t kv_head, int64_t begin, int64_t end,
+                    float* o, float* m, float* l);
+
+// Folds the state (o2, m2, l2) of a disjoint position range into (o, m, l).
+void attend_merge(int64_t group, int64_t hd, float* o, float* m, float* l, const float* o2, const float* m2,
+                  const float* l2);
+
+// out [group, hd] = o / l.
+void attend_finish(int64_t group, int64_t hd, const float* o, const float* l, float* out);
+
+// One query row q [nH, hd] against positions [begin, end) of kv, all heads, on the calling
+// thread: out [nH, hd]. nH must be a multiple of kv.kvh.
+void attend_row(const float* q, int64_t nH, const KvSpans& kv, int64_t begin, int64_t end, float* out);
+
+}  // namespace g4::ops
