@@ -4,8 +4,13 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "ops/dot_kernels.h"
 
@@ -179,6 +184,72 @@ float DotQ4_0(const float* x, const std::byte* row, size_t n) {
   return hn::GetLane(hn::SumOfLanes(d, acc)) + tail;
 }
 
+// A block's f16 scale: F16C on x86 targets that have it (inline), the portable routine otherwise.
+HWY_INLINE float BlockScale(const std::byte* blk) {
+  uint16_t h;
+  std::memcpy(&h, blk, 2);
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  return _cvtsh_ss(h);
+#else
+  return g4::f16_to_f32(h);
+#endif
+}
+
+// Up to 4 rows of Q8_0 / Q4_0 blocks against one x: the 32 x values of a block are loaded once
+// for all rows; each row sums x·q over the block in f32, then adds scale · that sum.
+template <bool kQ4, int R>
+void DotRowsBlocksT(const float* x, const std::byte* w, size_t rb, size_t n, float* out) {
+  const hn::ScalableTag<float> d;
+  const hn::Rebind<int32_t, decltype(d)> di;
+  constexpr size_t kMaxChunks = 8;  // 32 / 4 lanes (SSE4); AVX-512 uses 2
+  const size_t N = hn::Lanes(d);
+  const size_t chunks = std::min<size_t>(32 / N, kMaxChunks);  // N >= 4: DotRowsBlocks checks
+  const size_t bb = kQ4 ? 18 : 34;  // bytes per block
+  decltype(hn::Zero(d)) acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = hn::Zero(d);
+  for (size_t b = 0; b < n / 32; ++b) {
+    decltype(hn::Zero(d)) xv[kMaxChunks];
+    for (size_t j = 0; j < chunks; ++j) xv[j] = hn::LoadU(d, x + b * 32 + j * N);
+    for (int r = 0; r < R; ++r) {
+      const std::byte* blk = w + size_t(r) * rb + b * bb;
+      auto sum = hn::Zero(d);
+      if constexpr (kQ4) {
+        const hn::Rebind<uint8_t, decltype(d)> d8;
+        const uint8_t* q = reinterpret_cast<const uint8_t*>(blk + 2);
+        const size_t half = chunks / 2;  // byte j holds value j (low nibble) and value j + 16 (high)
+        for (size_t c = 0; c < half; ++c) {
+          const auto bytes = hn::BitCast(di, hn::PromoteTo(hn::RebindToUnsigned<decltype(di)>(), hn::LoadU(d8, q + c * N)));
+          const auto lo = hn::ConvertTo(d, hn::Sub(hn::And(bytes, hn::Set(di, 15)), hn::Set(di, 8)));
+          const auto hi = hn::ConvertTo(d, hn::Sub(hn::ShiftRight<4>(bytes), hn::Set(di, 8)));
+          sum = hn::MulAdd(xv[c], lo, sum);
+          sum = hn::MulAdd(xv[half + c], hi, sum);
+        }
+      } else {
+        const hn::Rebind<int8_t, decltype(d)> d8;
+        const int8_t* q = reinterpret_cast<const int8_t*>(blk + 2);
+        for (size_t j = 0; j < chunks; ++j)
+          sum = hn::MulAdd(xv[j], hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, q + j * N))), sum);
+      }
+      acc[r] = hn::MulAdd(hn::Set(d, BlockScale(blk)), sum, acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = hn::GetLane(hn::SumOfLanes(d, acc[r]));
+}
+
+bool DotRowsBlocks(const float* x, const std::byte* w, size_t rb, DType dtype, size_t n, int rows, float* out) {
+  const hn::ScalableTag<float> d;
+  if (n % 32 || hn::Lanes(d) > 16 || hn::Lanes(d) < 4 || (dtype != DType::Q8_0 && dtype != DType::Q4_0)) return false;
+  const bool q4 = dtype == DType::Q4_0;
+  switch (rows) {
+    case 1: q4 ? DotRowsBlocksT<true, 1>(x, w, rb, n, out) : DotRowsBlocksT<false, 1>(x, w, rb, n, out); break;
+    case 2: q4 ? DotRowsBlocksT<true, 2>(x, w, rb, n, out) : DotRowsBlocksT<false, 2>(x, w, rb, n, out); break;
+    case 3: q4 ? DotRowsBlocksT<true, 3>(x, w, rb, n, out) : DotRowsBlocksT<false, 3>(x, w, rb, n, out); break;
+    case 4: q4 ? DotRowsBlocksT<true, 4>(x, w, rb, n, out) : DotRowsBlocksT<false, 4>(x, w, rb, n, out); break;
+    default: return false;
+  }
+  return true;
+}
+
 bool DotRowBlocks(const float* x, const std::byte* row, DType dtype, size_t n, float* out) {
   if (n % 32) return false;
   if (dtype == DType::Q8_0) *out = DotQ8_0(x, row, n);
@@ -199,6 +270,11 @@ HWY_EXPORT(DotRows);
 HWY_EXPORT(WidenRow);
 HWY_EXPORT(TargetName);
 HWY_EXPORT(DotRowBlocks);
+HWY_EXPORT(DotRowsBlocks);
+
+bool dot_rows_blocks(const float* x, const std::byte* w, size_t row_bytes, DType dtype, size_t n, int rows, float* out) {
+  return HWY_DYNAMIC_DISPATCH(DotRowsBlocks)(x, w, row_bytes, dtype, n, rows, out);
+}
 
 bool dot_row_blocks(const float* x, const std::byte* row, DType dtype, size_t n, float* out) {
   return HWY_DYNAMIC_DISPATCH(DotRowBlocks)(x, row, dtype, n, out);

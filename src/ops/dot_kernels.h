@@ -16,6 +16,10 @@ void dot_rows(const float* x, const void* w, DType dtype, size_t n, size_t row_s
 // materialising the dequantized row. Returns false for other dtypes (caller falls back).
 bool dot_row_blocks(const float* x, const std::byte* row, DType dtype, size_t n, float* out);
 
+// out[r] for r < rows (<= 4): the same product for consecutive rows w + r * row_bytes, sharing
+// each load of x. Returns false for other dtypes or n % 32 != 0 (caller falls back).
+bool dot_rows_blocks(const float* x, const std::byte* w, size_t row_bytes, DType dtype, size_t n, int rows, float* out);
+
 // dst[i] = f32(src[i]) for a row stored as `dtype`.
 void widen_row(const void* src, DType dtype, size_t n, float* dst);
 

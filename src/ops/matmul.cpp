@@ -35,9 +35,13 @@ void matmul_rows_blocks(const float* x, int64_t T, const TensorView& w, float* y
   for (int64_t o = o_begin; o < o_end; o += group) {
     const int rows = int(std::min<int64_t>(group, o_end - o));
     if (T <= 2) {
-      for (int r = 0; r < rows; ++r)
-        for (int64_t t = 0; t < T; ++t)
-          dot_row_blocks(x + t * in, w.data + uint64_t(o + r) * rb, w.dtype, size_t(in), &y[t * out + o + r]);
+      for (int64_t t = 0; t < T; ++t) {
+        if (dot_rows_blocks(x + t * in, w.data + uint64_t(o) * rb, rb, w.dtype, size_t(in), rows, tmp))
+          for (int r = 0; r < rows; ++r) y[t * out + o + r] = tmp[r];
+        else
+          for (int r = 0; r < rows; ++r)
+            dot_row_blocks(x + t * in, w.data + uint64_t(o + r) * rb, w.dtype, size_t(in), &y[t * out + o + r]);
+      }
       continue;
     }
     scratch.resize(size_t(rows * in));
