@@ -178,7 +178,7 @@ std::string describe_placement(const PlacementReport& r) {
   if (r.placement != "huge") return "mapped (" + r.reason + ")";
   if (r.tensors == 0) return "huge pages: nothing to copy (every streamed matrix already lives in memory g4 owns, e.g. re-encoded by --weights)";
   char buf[256];
-  std::snprintf(buf, sizeof buf, "huge pages: %d matrices, %s copied in %.2f s, %s of it on 2 MiB pages (%s)", r.tensors,
+  std::snprintf(buf, sizeof buf, "huge pages: %d matrices, %s copied in %.2f s into %s of 2 MiB pages (%s)", r.tensors,
                 mib(r.bytes).c_str(), r.seconds, mib(r.huge_bytes).c_str(), r.reason.c_str());
   return buf;
 }

@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -99,7 +100,9 @@ uint64_t HugePageBuffer::huge_bytes() const {
       total += kb * 1024;
     }
   }
-  return total;
+  // smaps counts whole VMAs, which include the alignment slack around the buffer: cap at the
+  // buffer's own huge pages.
+  return std::min<uint64_t>(total, (size_ + kHugePage - 1) / kHugePage * kHugePage);
 }
 
 }  // namespace g4
