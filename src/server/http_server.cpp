@@ -451,7 +451,7 @@ void HttpServer::routes() {
     res.set_header("X-Accel-Buffering", "no");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [active, builder, service, expire, deadline_error](size_t, httplib::DataSink& sink) {
+        [active, builder, expire, deadline_error](size_t, httplib::DataSink& sink) {
           auto write = [&](const std::string& data) { return sink.write(data.data(), data.size()); };
           for (const json& c : builder->opening_chunks())
             if (!write(sse_event(c))) return false;
