@@ -1,5 +1,7 @@
 // Helpers shared by tests: where the shared fixtures are, temp dirs, reading raw files.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -59,6 +61,13 @@ inline std::vector<int> random_tokens(size_t n, int vocab, unsigned seed) {
   std::vector<int> t(n);
   for (auto& v : t) v = int(rng() % unsigned(vocab - 4)) + 4;
   return t;
+}
+
+// max_i |a[i] - b[i]| over n floats.
+inline float max_abs_diff(const float* a, const float* b, size_t n) {
+  float w = 0;
+  for (size_t i = 0; i < n; ++i) w = std::max(w, std::fabs(a[i] - b[i]));
+  return w;
 }
 
 // Runs a shell command, returns exit code; stdout+stderr captured into *out if given.

@@ -157,24 +157,6 @@ Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64
   return out;
 }
 
-void attend_row(const float* q, const float* k, const float* v, int64_t n, int64_t nH, int64_t kvh, int64_t hd, float* out) {
-  std::vector<float> scores(static_cast<size_t>(n));
-  const int64_t group = nH / kvh;
-  for (int64_t h = 0; h < nH; ++h) {
-    const int64_t kh = h / group;  // GQA: query head h reads kv head h / (nH / kvh)
-    const float* qv = q + h * hd;
-    for (int64_t s = 0; s < n; ++s) scores[size_t(s)] = ref::dot(qv, k + (s * kvh + kh) * hd, hd);  // scaling 1.0
-    ref::softmax(scores.data(), n);
-    float* o = out + h * hd;
-    std::fill(o, o + hd, 0.0f);
-    for (int64_t s = 0; s < n; ++s) {
-      const float pr = scores[size_t(s)];
-      const float* vv = v + (s * kvh + kh) * hd;
-      for (int64_t d = 0; d < hd; ++d) o[d] += pr * vv[d];
-    }
-  }
-}
-
 void attention_output(const Model& m, int layer, const Vec& a, Vec& x, const Exec& ex) {
   const int64_t H = m.config.hidden_size, T = int64_t(x.size()) / H;
   Vec o = linear(a, T, *m.weights.layers[size_t(layer)].o_proj, ex);  // [T, H]

@@ -52,10 +52,6 @@ struct Qkv {
 Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64_t>& positions, const RopeTables& rope,
                 const Exec& ex);
 
-// One query row against n keys/values ([n, kvh, hd]) for all heads, causal window already applied
-// by the caller's choice of keys. out: [nH, hd]. Scaling 1.0, softmax in f32.
-void attend_row(const float* q, const float* k, const float* v, int64_t n, int64_t nH, int64_t kvh, int64_t hd, float* out);
-
 // x += post_attention_norm(o_proj(a))
 void attention_output(const Model& m, int layer, const Vec& a, Vec& x, const Exec& ex);
 

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "model/decoder_blocks.h"
+#include "ops/reference_ops.h"
 #include "ops/attention_kernels.h"
 #include "platform/error.h"
 #include "platform/thread_pool.h"
@@ -43,7 +44,7 @@ std::vector<Group> group_rows(const std::vector<BatchRow>& rows, const KvStore& 
   return groups;
 }
 
-// The reference path: gathers every key to f32 (KvStore::read) and runs blocks::attend_row.
+// The reference path: gathers every key to f32 (KvStore::read) and runs ref::attend_row.
 void attend_layer_reference(const KvStore& kv, int src, bool sliding, int64_t W, int64_t nH, int64_t kvh, int64_t hd,
                             const std::vector<Group>& groups, const std::vector<int64_t>& positions, const blocks::Vec& q,
                             const blocks::Vec& sk, const blocks::Vec& sv, blocks::Vec& a) {
@@ -65,7 +66,7 @@ void attend_layer_reference(const KvStore& kv, int src, bool sliding, int64_t W,
       const int64_t pos = positions[r];
       const int64_t first = sliding ? std::max<int64_t>(first_cached, pos - W + 1) : 0;  // q - k < W
       const int64_t off = first - first_cached;
-      blocks::attend_row(&q[r * size_t(nH * hd)], &keys[size_t(off * row_w)], &values[size_t(off * row_w)],
+      ref::attend_row(&q[r * size_t(nH * hd)], &keys[size_t(off * row_w)], &values[size_t(off * row_w)],
                          pos - first + 1, nH, kvh, hd, &a[r * size_t(nH * hd)]);
     }
   }

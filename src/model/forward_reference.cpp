@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "model/decoder_blocks.h"
+#include "ops/reference_ops.h"
 #include "platform/error.h"
 
 namespace g4 {
@@ -49,7 +50,7 @@ std::vector<float> forward_reference(const Model& m, const std::vector<int>& tok
     Vec a(static_cast<size_t>(T * nH * hd));
     for (int64_t t = 0; t < T; ++t) {
       const int64_t first = p.type == LayerType::Sliding ? std::max<int64_t>(0, t - c.sliding_window + 1) : 0;
-      blocks::attend_row(&qkv.q[size_t(t * nH * hd)], &K[size_t(first * kvh * hd)], &V[size_t(first * kvh * hd)],
+      ref::attend_row(&qkv.q[size_t(t * nH * hd)], &K[size_t(first * kvh * hd)], &V[size_t(first * kvh * hd)],
                          t - first + 1, nH, kvh, hd, &a[size_t(t * nH * hd)]);
     }
     blocks::attention_output(m, int(i), a, x, ex);

@@ -2,7 +2,7 @@
 // type (f32, f16, bf16, or int8 with one f32 scale per (position, kv head)), compiled for several
 // x86 targets with Highway and dispatched at run time like dot_kernels.
 //
-// Numerics (the same as blocks::attend_row, the reference): scores = q·k with scaling 1.0,
+// Numerics (the same as ref::attend_row, the reference): scores = q·k with scaling 1.0,
 // softmax in f32 with the maximum subtracted, out = Σ p·v, f32 accumulation throughout. Query
 // head h reads kv head h / (nH / kvh) (GQA). The softmax runs online over tiles of positions
 // (running maximum and sum, earlier partial sums rescaled), so a position range can be split

@@ -98,4 +98,22 @@ std::vector<float> rope_inv_freq_proportional(int64_t hd, double theta, double p
   return f;
 }
 
+void attend_row(const float* q, const float* k, const float* v, int64_t n, int64_t nH, int64_t kvh, int64_t hd, float* out) {
+  std::vector<float> scores(static_cast<size_t>(n));
+  const int64_t group = nH / kvh;
+  for (int64_t h = 0; h < nH; ++h) {
+    const int64_t kh = h / group;  // GQA: query head h reads kv head h / (nH / kvh)
+    const float* qv = q + h * hd;
+    for (int64_t s = 0; s < n; ++s) scores[size_t(s)] = ref::dot(qv, k + (s * kvh + kh) * hd, hd);  // scaling 1.0
+    ref::softmax(scores.data(), n);
+    float* o = out + h * hd;
+    std::fill(o, o + hd, 0.0f);
+    for (int64_t s = 0; s < n; ++s) {
+      const float pr = scores[size_t(s)];
+      const float* vv = v + (s * kvh + kh) * hd;
+      for (int64_t d = 0; d < hd; ++d) o[d] += pr * vv[d];
+    }
+  }
+}
+
 }  // namespace g4::ref

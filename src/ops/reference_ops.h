@@ -36,4 +36,9 @@ void rope(float* x, int64_t n_heads, int64_t hd, const std::vector<float>& inv_f
 std::vector<float> rope_inv_freq_default(int64_t hd, double theta);
 std::vector<float> rope_inv_freq_proportional(int64_t hd, double theta, double partial_rotary_factor);
 
+// One query row against n keys/values ([n, kvh, hd]) for all heads; the caller chose the keys
+// (causal window applied). out: [nH, hd]. Scaling 1.0, softmax in f32; GQA: query head h reads
+// kv head h / (nH / kvh). The spec every attention kernel is tested against.
+void attend_row(const float* q, const float* k, const float* v, int64_t n, int64_t nH, int64_t kvh, int64_t hd, float* out);
+
 }  // namespace g4::ref

@@ -1,6 +1,6 @@
 // The SIMD attention path of the cached forward pass (blocks::Exec with a matmul context: the
 // kernel over KvCache::view spans in the stored K/V type, split across a thread pool) against
-// the reference path (KvCache::read gathered to f32, blocks::attend_row) and the whole-sequence
+// the reference path (KvCache::read gathered to f32, ref::attend_row) and the whole-sequence
 // reference, deep into sequences whose sliding window ring wraps many times.
 #include <gtest/gtest.h>
 
@@ -15,6 +15,7 @@
 #include "model/forward_reference.h"
 #include "model/presets.h"
 #include "model/synth.h"
+#include "ops/reference_ops.h"
 #include "platform/error.h"
 #include "platform/thread_pool.h"
 #include "test_util.h"
@@ -22,12 +23,7 @@
 namespace g4 {
 namespace {
 
-float max_abs_diff(const float* a, const float* b, size_t n) {
-  float w = 0;
-  for (size_t i = 0; i < n; ++i) w = std::max(w, std::fabs(a[i] - b[i]));
-  return w;
-}
-
+using test::max_abs_diff;
 using test::random_tokens;
 
 // Feeds tokens in chunks through the cache; logits for every position.
@@ -96,7 +92,7 @@ TEST_F(SimdAttention, LongDepthWithWrappingRingEqualsReference) {
 }
 
 // With 16-bit and int8 K/V the kernel reads the stored elements straight from the cache's
-// spans; blocks::attend_row (the reference) reads the same elements widened by read(). Same
+// spans; ref::attend_row (the reference) reads the same elements widened by read(). Same
 // keys, so the two agree to f32 rounding: sliding layers (ring wrapped, two spans) and full
 // layers (one span per block), GQA, every stored type.
 TEST(SimdAttentionOnCache, KernelOverViewsEqualsReferenceOverRead) {
@@ -118,7 +114,7 @@ TEST(SimdAttentionOnCache, KernelOverViewsEqualsReferenceOverRead) {
       std::vector<float> q(size_t(nH * hd)), k(size_t(n * kvh * hd)), v(k.size()), want(q.size()), got(q.size());
       for (float& x : q) x = u(rng);
       kv.read(int(layer), seq, begin, 203, k.data(), v.data());
-      blocks::attend_row(q.data(), k.data(), v.data(), n, nH, kvh, hd, want.data());
+      ref::attend_row(q.data(), k.data(), v.data(), n, nH, kvh, hd, want.data());
       std::vector<ops::KvSpan> spans;
       ASSERT_TRUE(kv.view(int(layer), seq, begin, 203, spans));
       ops::attend_row(q.data(), nH, ops::KvSpans{spans.data(), spans.size(), kvh, hd}, 0, n, got.data());

@@ -20,12 +20,7 @@
 namespace g4 {
 namespace {
 
-std::vector<int> random_tokens(size_t n, int vocab, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<int> t(n);
-  for (auto& v : t) v = int(rng() % unsigned(vocab - 4)) + 4;
-  return t;
-}
+using test::random_tokens;
 
 class Bf16Compute : public ::testing::Test {
  protected:

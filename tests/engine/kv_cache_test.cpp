@@ -21,11 +21,8 @@
 namespace g4 {
 namespace {
 
-float max_abs_diff(const float* a, const float* b, size_t n) {
-  float w = 0;
-  for (size_t i = 0; i < n; ++i) w = std::max(w, std::fabs(a[i] - b[i]));
-  return w;
-}
+using test::max_abs_diff;
+using test::random_tokens;
 
 // Feeds `tokens` in chunks of `chunk` through the cache; returns logits for every position.
 std::vector<float> run_chunked(const Model& m, KvCache& kv, int seq, const std::vector<int>& tokens, size_t chunk) {
@@ -38,13 +35,6 @@ std::vector<float> run_chunked(const Model& m, KvCache& kv, int seq, const std::
     out.insert(out.end(), l.begin(), l.end());
   }
   return out;
-}
-
-std::vector<int> random_tokens(size_t n, int vocab, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<int> t(n);
-  for (auto& v : t) v = int(rng() % unsigned(vocab - 4)) + 4;
-  return t;
 }
 
 struct Fixture {

@@ -1,4 +1,4 @@
-// The SIMD attention kernel against the reference loops (the same code as blocks::attend_row:
+// The SIMD attention kernel against the reference loops (ref::attend_row, the reference the cached forward pass uses:
 // ref::dot with scaling 1.0, ref::softmax, Σ p·v in f32), for every stored K/V element type,
 // head sizes that are not a multiple of any vector width, GQA groups, a single key, long
 // ranges, keys spread over many spans, sub-ranges, and split ranges merged afterwards.
@@ -87,26 +87,6 @@ Stored make_rows(KvElem e, int64_t n, int64_t kvh, int64_t hd, std::mt19937& rng
   return s;
 }
 
-// blocks::attend_row, verbatim in substance: the reference the cached forward pass uses.
-void reference_row(const float* q, const float* k, const float* v, int64_t n, int64_t nH, int64_t kvh, int64_t hd,
-                   float* out) {
-  std::vector<float> scores(static_cast<size_t>(n));
-  const int64_t group = nH / kvh;
-  for (int64_t h = 0; h < nH; ++h) {
-    const int64_t kh = h / group;
-    const float* qv = q + h * hd;
-    for (int64_t s = 0; s < n; ++s) scores[size_t(s)] = ref::dot(qv, k + (s * kvh + kh) * hd, hd);
-    ref::softmax(scores.data(), n);
-    float* o = out + h * hd;
-    std::fill(o, o + hd, 0.0f);
-    for (int64_t s = 0; s < n; ++s) {
-      const float pr = scores[size_t(s)];
-      const float* vv = v + (s * kvh + kh) * hd;
-      for (int64_t d = 0; d < hd; ++d) o[d] += pr * vv[d];
-    }
-  }
-}
-
 struct Case {
   int64_t nH, kvh, hd, n;
 };
@@ -167,7 +147,7 @@ TEST(Attention, RowMatchesReferenceForEveryElementTypeAndShape) {
       const float qs = 40.0f / std::sqrt(float(c.hd));
       for (float& x : q) x = u(rng) * qs;
       std::vector<float> want(q.size()), got(q.size(), -1.0f);
-      reference_row(q.data(), k.f32.data(), v.f32.data(), c.n, c.nH, c.kvh, c.hd, want.data());
+      ref::attend_row(q.data(), k.f32.data(), v.f32.data(), c.n, c.nH, c.kvh, c.hd, want.data());
       std::vector<float> first;
       for (const std::vector<int64_t>& cuts : std::vector<std::vector<int64_t>>{{1 << 30}, {64}, {1, 5, 63, 130}}) {
         const auto spans = cut_spans(e, k, v, c.n, c.kvh, c.hd, cuts);
@@ -200,7 +180,7 @@ TEST(Attention, SubRangesAndMergedSplitsMatchReference) {
     for (float& x : q) x = u(rng) * 5.0f;
     for (auto [b, en] : std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1999, 2000}, {700, 1212}, {63, 65}, {5, 2000}}) {
       std::vector<float> want(q.size()), got(q.size());
-      reference_row(q.data(), &k.f32[size_t(b * kvh * hd)], &v.f32[size_t(b * kvh * hd)], en - b, nH, kvh, hd, want.data());
+      ref::attend_row(q.data(), &k.f32[size_t(b * kvh * hd)], &v.f32[size_t(b * kvh * hd)], en - b, nH, kvh, hd, want.data());
       ops::attend_row(q.data(), nH, kv, b, en, got.data());
       EXPECT_LE(max_abs_diff(got, want), kTol) << elem_name(e) << " [" << b << ", " << en << ")";
       // Split into up to 3 pieces, merged in order and out of order.
