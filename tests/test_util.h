@@ -63,6 +63,15 @@ inline std::vector<int> random_tokens(size_t n, int vocab, unsigned seed) {
   return t;
 }
 
+// n activations drawn from N(0, sigma²): the spread of hidden states in the kernel tests.
+inline std::vector<float> random_activations(int64_t n, unsigned seed, float sigma = 2.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.0f, sigma);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (auto& v : x) v = g(rng);
+  return x;
+}
+
 // max_i |a[i] - b[i]| over n floats.
 inline float max_abs_diff(const float* a, const float* b, size_t n) {
   float w = 0;

@@ -110,7 +110,7 @@ int run(const std::vector<std::string>& argv) {
   bo.repetitions = 5;
   std::fprintf(stderr, "[bench] measuring memory-read bandwidth with %d threads (again after decode) ...\n", threads);
   const BandwidthResult bw_before = measure_read_bandwidth(bo);
-  ops::MatmulContext mm{&pool, ops::plan_matmul(host_cpu(), c.widest_matmul_input()).tile.m, compute.bf16};
+  ops::MatmulContext mm{&pool, ops::plan_matmul(host_cpu(), c.widest_matmul_input()).tile.m, compute.bf16, compute.int8};
   blocks::Exec ex;
   if (!reference) ex.matmul = &mm;
 

@@ -125,7 +125,9 @@ int run(const std::vector<std::string>& argv) {
   eo.max_context = model->config.max_position_embeddings;
   eo.kv.dtype = kv_dtype_from_name(a.get_or("--kv", "f32"));
   eo.threads = a.has("--reference") ? 0 : threads;
-  eo.bf16_compute = !a.has("--reference") && resolve_compute(a, *model).bf16;
+  const ComputeChoice compute = resolve_compute(a, *model);
+  eo.bf16_compute = !a.has("--reference") && compute.bf16;
+  eo.int8_activations = !a.has("--reference") && compute.int8;
   eo.kv.max_total_tokens = (int64_t(req.prompt.size()) + sp.max_tokens + eo.kv.block_tokens) / eo.kv.block_tokens * eo.kv.block_tokens;
   TextStreamFactory text_factory;
   if (tok) text_factory = [&] { return std::make_unique<DetokStream>(*tok); };

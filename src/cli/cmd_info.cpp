@@ -87,6 +87,7 @@ int run(const std::vector<std::string>& argv) {
   const DevicePolicy policy = resolve_policy(dev, fmt);
   ops::MatmulContext mm;
   mm.bf16_compute = policy.compute == NumFormat::BF16;
+  mm.int8_activations = policy.activations == NumFormat::Q8;
   std::printf("executed   weight products: %s;\n"
               "           KV dtype per command (--kv, default f32); AMX tiles are not used by this build\n",
               ops::describe_matmul(mm, w.dtype).c_str());

@@ -92,9 +92,11 @@ int run(const std::vector<std::string>& argv) {
   const ComputeChoice compute = resolve_compute(a, *model.model);
   model.policy = compute.policy;
   so.engine.bf16_compute = compute.bf16;
+  so.engine.int8_activations = compute.int8;
   {
     ops::MatmulContext described;
     described.bf16_compute = compute.bf16;
+    described.int8_activations = compute.int8;
     model.forward = so.engine.threads == 0
                         ? "f32 reference loops (--threads 0)"
                         : ops::describe_matmul(described, model.model->weights.layers[0].q_proj->dtype) + " on " +

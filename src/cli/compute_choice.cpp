@@ -9,10 +9,12 @@ namespace g4::cli {
 ComputeChoice resolve_compute(const Args& a, const Model& m) {
   UserRequest request;
   if (auto v = a.get("--compute")) request.compute = parse_num_format(*v, "--compute");
+  if (auto v = a.get("--weights")) request.weights = parse_num_format(*v, "--weights");
   ComputeChoice c;
   c.policy = resolve_policy(host_cpu(), checkpoint_format(m.weights.dtype), request);
   for (const auto& w : c.policy.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   c.bf16 = c.policy.compute == NumFormat::BF16;
+  c.int8 = c.policy.activations == NumFormat::Q8;
   return c;
 }
 

@@ -1,7 +1,8 @@
 // `--compute f32|bf16` for the commands that run the model (bench, generate, serve): the dtype
 // policy resolved for this device and checkpoint with the user's request, and whether the
 // weight products take the bf16 kernel. Default: what the policy picks (bf16 where the CPU
-// confirmed AVX512_BF16 and the checkpoint is bf16).
+// confirmed AVX512_BF16 and the checkpoint is bf16; int8 activations for q8/q4 weights where it
+// confirmed AVX512_VNNI, unless --compute f32).
 #pragma once
 #include "cli/args.h"
 #include "model/model.h"
@@ -12,6 +13,7 @@ namespace g4::cli {
 struct ComputeChoice {
   DevicePolicy policy;
   bool bf16 = false;  // MatmulContext::bf16_compute / EngineOptions::bf16_compute
+  bool int8 = false;  // MatmulContext::int8_activations / EngineOptions::int8_activations
 };
 
 // Throws g4::Error naming --compute for a value the policy refuses.

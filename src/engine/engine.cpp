@@ -38,6 +38,7 @@ Engine::Engine(const Model& model, EngineOptions o, TextStreamFactory text)
     pool_ = std::make_unique<ThreadPool>(opts_.threads);
     matmul_.pool = pool_.get();
     matmul_.bf16_compute = opts_.bf16_compute;
+    matmul_.int8_activations = opts_.int8_activations;
     // Refuses with the arithmetic when no tiling fits this CPU's caches.
     matmul_.rows_per_group = ops::plan_matmul(host_cpu(), model.config.widest_matmul_input()).tile.m;
   }

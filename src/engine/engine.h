@@ -42,6 +42,9 @@ struct EngineOptions {
   // With threads >= 1: BF16 weights on the bf16 dot-product kernel (policy compute = bf16);
   // see ops::MatmulContext::bf16_compute.
   bool bf16_compute = false;
+  // With threads >= 1: Q8_0/Q4_0 weights on the int8 kernel (policy activations = q8);
+  // see ops::MatmulContext::int8_activations.
+  bool int8_activations = false;
 };
 
 struct GenerationRequest {

@@ -12,6 +12,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include <immintrin.h>
+
+#include "ops/x86_lanes.h"
 #define G4_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #endif
 
@@ -23,15 +25,6 @@ namespace {
 // Tokens per block: the block's activations ([kTokenBlock, in] bf16, 768 KiB at in = 6144)
 // stay in L2 while every row group of this thread streams past them.
 constexpr int64_t kTokenBlock = 64;
-
-// Sum of 16 lanes in a fixed order (GCC 12's _mm512_reduce_add_ps trips -Wuninitialized).
-G4_BF16_TARGET inline float lane_sum(__m512 v) {
-  __m512 s = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
-  s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, _MM_SHUFFLE(2, 3, 0, 1)));
-  s = _mm512_add_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(1, 0, 3, 2)));
-  s = _mm512_add_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm512_cvtss_f32(s);
-}
 
 // R weight rows x C tokens: R·C accumulators of 16 f32 lanes, each fed 32 bf16 products per
 // step. Every variant performs the same per-(row, token) operations in the same order.
@@ -69,7 +62,7 @@ G4_BF16_TARGET void tile(const uint16_t* w, int64_t in, const uint16_t* x, int64
   #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
     #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) y[c * ldy + r] = lane_sum(acc[r][c]);
+    for (int c = 0; c < C; ++c) y[c * ldy + r] = x86::lane_sum(acc[r][c]);
 }
 
 using TileFn = void (*)(const uint16_t*, int64_t, const uint16_t*, int64_t, float*, int64_t);

@@ -5,6 +5,7 @@
 
 #include "ops/dot_kernels.h"
 #include "ops/gemm_bf16.h"
+#include "ops/gemm_q8.h"
 #include "ops/reference_ops.h"
 
 namespace g4::ops {
@@ -82,18 +83,24 @@ void matmul_rows(const float* x, int64_t T, const TensorView& w, float* y, int64
 }  // namespace
 
 bool uses_bf16_kernel(const MatmulContext& ctx) { return ctx.bf16_compute && gemm_bf16_available(); }
+bool uses_int8_kernel(const MatmulContext& ctx) { return ctx.int8_activations && gemm_q8_available(); }
 
 std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
   const std::string target = dot_kernel_target();
   const std::string name(dtype_name(dtype));
   if (dtype == DType::BF16 && uses_bf16_kernel(ctx))
     return "BF16 weights x bf16-rounded activations on VDPBF16PS (AVX512_BF16), f32 accumulate";
+  if (simd_blocks(dtype) && uses_int8_kernel(ctx))
+    return name + " weights x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
+                  "exact int32 block sums, f32 accumulate";
   std::string s;
   if (simd_dtype(dtype)) s = "f32 FMA on " + name + " weights widened in registers (Highway " + target + "), f32 accumulate";
   else if (simd_blocks(dtype)) s = name + " blocks read directly by SIMD kernels (Highway " + target + "), f32 accumulate";
   else s = name + " weights on the reference loops (dequantized per row), f32 accumulate";
   if (ctx.bf16_compute && dtype == DType::BF16)
     s += " (the policy asked for bf16 compute, but this CPU has no confirmed AVX512_BF16)";
+  if (ctx.int8_activations && simd_blocks(dtype))
+    s += " (the policy asked for int8 activations, but this CPU has no confirmed AVX512_VNNI)";
   return s;
 }
 
@@ -118,6 +125,23 @@ void matmul_bf16(const float* x, int64_t T, const TensorView& w, float* y, const
   });
 }
 
+// Q8_0/Q4_0 weights on VPDPBUSD: the activations are quantized once per product, then rows are
+// split across the pool in groups of 4 (the kernel's tile height).
+void matmul_q8(const float* x, int64_t T, const TensorView& w, float* y, const MatmulContext& ctx) {
+  const int64_t out = w.shape[0], in = w.shape[1];
+  thread_local Q8Activations xq;
+  quantize_activations(x, T, in, xq);
+  const Q8Activations& xa = xq;
+  if (!ctx.pool || ctx.pool->size() == 1 || out < 64) {
+    gemm_q8_rows(xa, w.data, w.dtype, 0, out, y, out);
+    return;
+  }
+  const int64_t units = (out + 3) / 4;
+  ctx.pool->parallel_for(units, [&](int64_t ub, int64_t ue, int) {
+    gemm_q8_rows(xa, w.data, w.dtype, ub * 4, std::min(out, ue * 4), y, out);
+  });
+}
+
 }  // namespace
 
 void matmul(const float* x, int64_t T, const TensorView& w, float* y, const MatmulContext& ctx) {
@@ -126,6 +150,10 @@ void matmul(const float* x, int64_t T, const TensorView& w, float* y, const Matm
     return;
   }
   const bool blocks = simd_blocks(w.dtype) && w.shape[1] % 32 == 0;
+  if (blocks && w.shape.size() == 2 && uses_int8_kernel(ctx)) {
+    matmul_q8(x, T, w, y, ctx);
+    return;
+  }
   if (!simd_dtype(w.dtype) && !blocks) {
     ref::matmul(x, T, w, y);
     return;

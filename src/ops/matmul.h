@@ -23,10 +23,15 @@ struct MatmulContext {
   // Policy compute = bf16: BF16 weights multiply bf16-rounded activations with VDPBF16PS
   // (gemm_bf16.h) when the CPU has it; otherwise, and for other weight dtypes, f32 FMA.
   bool bf16_compute = false;
+  // Policy activations = q8: Q8_0/Q4_0 weights multiply int8-quantized activations with VPDPBUSD
+  // (gemm_q8.h) when the CPU has AVX512_VNNI; otherwise f32 activations on the block kernels.
+  bool int8_activations = false;
 };
 
 // True when matmul with this context runs BF16 weights on the bf16 dot-product kernel.
 bool uses_bf16_kernel(const MatmulContext& ctx);
+// True when matmul with this context runs Q8_0/Q4_0 weights on the int8 (VNNI) kernel.
+bool uses_int8_kernel(const MatmulContext& ctx);
 
 // What matmul executes for weights of `dtype` with this context, in words (for g4 info, bench,
 // the server's /v1/models): never the policy's wish, always the code path taken.

@@ -273,7 +273,13 @@ void probe_isa(DeviceInfo& device, const ProbeOptions& options) {
   } else {
     device.avx512_bf16_selftest = options.run_selftests ? check_avx512_bf16_dot() : not_run(no_selftests);
   }
-  for (const SelfTest* t : {&device.amx_bf16_selftest, &device.amx_int8_selftest, &device.avx512_bf16_selftest})
+  if (!usable.avx512_vnni) {
+    device.avx512_vnni_selftest = not_run("no usable AVX512_VNNI (cpuid/XCR0)");
+  } else {
+    device.avx512_vnni_selftest = options.run_selftests ? check_avx512_vnni_dot() : not_run(no_selftests);
+  }
+  for (const SelfTest* t : {&device.amx_bf16_selftest, &device.amx_int8_selftest, &device.avx512_bf16_selftest,
+                            &device.avx512_vnni_selftest})
     if (t->outcome == SelfTestOutcome::Failed) device.probe_notes.push_back("self-test failed: " + t->detail);
 #else
   device.name = "non-x86 CPU";
@@ -371,6 +377,7 @@ std::string describe_device(const DeviceInfo& d) {
   selftest_line("amx-bf16", d.amx_bf16_selftest, d.amx_bf16_usable());
   selftest_line("amx-int8", d.amx_int8_selftest, d.amx_int8_usable());
   selftest_line("avx512-bf16", d.avx512_bf16_selftest, d.avx512_bf16_usable());
+  selftest_line("avx512-vnni", d.avx512_vnni_selftest, d.avx512_vnni_usable());
   for (const auto& note : d.probe_notes) out << "  note: " << note << "\n";
   return out.str();
 }
@@ -398,7 +405,8 @@ nlohmann::json device_to_json(const DeviceInfo& d) {
   };
   j["self_tests"] = {{"amx_bf16", selftest(d.amx_bf16_selftest, d.amx_bf16_usable())},
                      {"amx_int8", selftest(d.amx_int8_selftest, d.amx_int8_usable())},
-                     {"avx512_bf16", selftest(d.avx512_bf16_selftest, d.avx512_bf16_usable())}};
+                     {"avx512_bf16", selftest(d.avx512_bf16_selftest, d.avx512_bf16_usable())},
+                     {"avx512_vnni", selftest(d.avx512_vnni_selftest, d.avx512_vnni_usable())}};
   if (d.kind == DeviceKind::Cuda)
     j["gpu"] = {{"compute_capability", std::to_string(d.gpu.compute_major) + "." + std::to_string(d.gpu.compute_minor)},
                 {"smem_per_block_bytes", d.gpu.smem_per_block_bytes},

@@ -74,6 +74,7 @@ struct DeviceInfo {
   SelfTest amx_bf16_selftest;
   SelfTest amx_int8_selftest;
   SelfTest avx512_bf16_selftest;
+  SelfTest avx512_vnni_selftest;
   GpuInfo gpu;
   std::vector<std::string> probe_notes;  // anything surprising the probe saw (a unit reported but unusable)
 
@@ -86,6 +87,10 @@ struct DeviceInfo {
     return isa.amx_tile && isa.amx_int8 && os_amx_permitted && amx_int8_selftest.passed();
   }
   bool avx512_bf16_usable() const { return isa.avx512_bf16 && avx512_bf16_selftest.passed(); }
+  // The int8 weight-product kernel (ops/gemm_q8.h) also needs AVX-512 BW and VL.
+  bool avx512_vnni_usable() const {
+    return isa.avx512_vnni && isa.avx512bw && isa.avx512vl && avx512_vnni_selftest.passed();
+  }
 };
 
 struct ProbeOptions {

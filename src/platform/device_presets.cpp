@@ -68,6 +68,7 @@ DeviceInfo sapphire_rapids() {
   d.amx_bf16_selftest = passed("preset");
   d.amx_int8_selftest = passed("preset");
   d.avx512_bf16_selftest = passed("preset");
+  d.avx512_vnni_selftest = passed("preset");
   return d;
 }
 

@@ -63,6 +63,11 @@ bool has_native_fp8(const DeviceInfo& d) {
   return d.kind == DeviceKind::Cuda && d.gpu.compute_capability() >= 89;
 }
 
+bool has_native_int8_dot(const DeviceInfo& d) {
+  if (d.kind == DeviceKind::Cuda) return d.gpu.compute_capability() >= 61;
+  return d.avx512_vnni_usable();
+}
+
 namespace {
 
 std::string name(NumFormat f) { return std::string(num_format_name(f)); }
@@ -282,6 +287,40 @@ void resolve_kernel(const DeviceInfo& d, DevicePolicy& p) {
     p.kernel_reason += "; " + fallback + ", so g4 falls back to " + p.kernel_family;
 }
 
+// Quantized weights on a CPU with int8 dot products multiply int8-quantized activations (the
+// llama.cpp scheme for q8_0/q4_0): the block sums are exact integers, and decode stays
+// memory-bound instead of spending its time widening bytes to f32.
+void resolve_activations(const DeviceInfo& d, const UserRequest& r, DevicePolicy& p) {
+  const bool quantized = p.weights == NumFormat::Q8 || p.weights == NumFormat::Q4;
+  p.activations = p.compute;
+  if (!quantized) {
+    p.activations_reason = "activations " + name(p.compute) + ": as compute (weights are not block-quantized)";
+    return;
+  }
+  if (d.kind == DeviceKind::Cuda) {
+    p.activations_reason = "activations " + name(p.compute) + ": " + name(p.weights) + " weights are widened to " +
+                           name(p.compute) + " per tile";
+    return;
+  }
+  if (r.compute && *r.compute == NumFormat::F32) {
+    p.activations = NumFormat::F32;
+    p.activations_reason = "activations f32: --compute f32 keeps activations unquantized (" + name(p.weights) +
+                           " blocks widened to f32 in registers; slower than int8 products)";
+    return;
+  }
+  if (has_native_int8_dot(d)) {
+    p.activations = NumFormat::Q8;
+    p.activations_reason = "activations q8: " + name(p.weights) +
+                           " weights multiply activations quantized to int8 per 32 values on AVX512_VNNI "
+                           "(self-test passed): exact int32 block sums, plus at most half a step (absmax/254) "
+                           "of rounding per activation; --compute f32 keeps them f32";
+    return;
+  }
+  p.activations = NumFormat::F32;
+  p.activations_reason = "activations f32: no usable AVX512_VNNI for int8 products, so " + name(p.weights) +
+                         " blocks are widened to f32 in registers";
+}
+
 }  // namespace
 
 DevicePolicy resolve_policy(const DeviceInfo& device, NumFormat checkpoint, const UserRequest& request) {
@@ -291,13 +330,15 @@ DevicePolicy resolve_policy(const DeviceInfo& device, NumFormat checkpoint, cons
   resolve_weights(device, checkpoint, request, policy);
   resolve_kv(device, request, policy);
   resolve_kernel(device, policy);
+  resolve_activations(device, request, policy);
   return policy;
 }
 
 std::string describe_policy(const DevicePolicy& p) {
   std::ostringstream out;
   out << "policy: compute " << num_format_name(p.compute) << ", weights " << num_format_name(p.weights) << ", kv "
-      << num_format_name(p.kv) << ", kernels " << p.kernel_family << "\n";
+      << num_format_name(p.kv) << ", kernels " << p.kernel_family << ", activations "
+      << num_format_name(p.activations) << "\n";
   for (const auto& reason : p.reasons()) out << "  " << reason << "\n";
   for (const auto& warning : p.warnings) out << "  warning: " << warning << "\n";
   return out.str();
@@ -308,11 +349,13 @@ nlohmann::json policy_to_json(const DevicePolicy& p) {
                         {"weights", std::string(num_format_name(p.weights))},
                         {"kv", std::string(num_format_name(p.kv))},
                         {"kernel_family", p.kernel_family},
+                        {"activations", std::string(num_format_name(p.activations))},
                         {"reasons",
                          {{"compute", p.compute_reason},
                           {"weights", p.weights_reason},
                           {"kv", p.kv_reason},
-                          {"kernels", p.kernel_reason}}},
+                          {"kernels", p.kernel_reason},
+                          {"activations", p.activations_reason}}},
                         {"warnings", p.warnings}};
 }
 

@@ -34,6 +34,9 @@ struct DevicePolicy {
   NumFormat compute = NumFormat::F32;
   NumFormat weights = NumFormat::F32;
   NumFormat kv = NumFormat::F32;
+  // What the activations are multiplied in: q8 (int8 blocks of 32 on VNNI) for q8/q4 weights where
+  // the CPU has AVX512_VNNI, otherwise the compute format.
+  NumFormat activations = NumFormat::F32;
   // Matmul kernel family, best first: "amx-bf16", "avx512-bf16", "avx512", "avx2-fma", "scalar";
   // on CUDA "cuda-tc-bf16", "cuda-tc-f16", "cuda-f32".
   std::string kernel_family;
@@ -41,11 +44,12 @@ struct DevicePolicy {
   std::string weights_reason;
   std::string kv_reason;
   std::string kernel_reason;
+  std::string activations_reason;
   std::vector<std::string> warnings;  // forced choices the device only emulates, with their cost
 
-  // The four reasons in order compute, weights, kv, kernel.
+  // The five reasons in order compute, weights, kv, kernel, activations.
   std::vector<std::string> reasons() const {
-    return {compute_reason, weights_reason, kv_reason, kernel_reason};
+    return {compute_reason, weights_reason, kv_reason, kernel_reason, activations_reason};
   }
 };
 
@@ -57,6 +61,7 @@ NumFormat checkpoint_format(DType d);
 bool has_native_bf16(const DeviceInfo& device);  // CPU: confirmed AMX-BF16 or AVX512_BF16; GPU: sm_80+
 bool has_native_f16_math(const DeviceInfo& device);  // CPU: AVX512_FP16; GPU: sm_70+
 bool has_native_fp8(const DeviceInfo& device);   // GPU sm_89+; no CPU
+bool has_native_int8_dot(const DeviceInfo& device);  // CPU: confirmed AVX512_VNNI (+BW, VL); GPU: sm_61+ (dp4a)
 
 // Pure: same inputs, same policy. Throws g4::Error for requests that make no sense
 // (a quantized format as compute dtype, fp8 weights on a CPU, ...), naming the flag and value.

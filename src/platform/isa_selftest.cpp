@@ -87,6 +87,12 @@ __attribute__((target("avx512f,avx512bf16"))) void avx512_bf16_dot(const uint16_
   acc = _mm512_dpbf16_ps(acc, (__m512bh)va, (__m512bh)vb);
   _mm512_storeu_ps(c, acc);
 }
+
+__attribute__((target("avx512f,avx512vnni"))) void avx512_vnni_dot(const uint8_t* a, const int8_t* b, int32_t* c) {
+  __m512i acc = _mm512_loadu_si512(c);
+  acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(a), _mm512_loadu_si512(b));
+  _mm512_storeu_si512(c, acc);
+}
 #endif
 
 }  // namespace
@@ -158,6 +164,32 @@ SelfTest check_avx512_bf16_dot() {
     if (c[lane] != want) return {SelfTestOutcome::Failed, "VDPBF16PS: " + mismatch(0, lane, c[lane], want)};
   }
   return {SelfTestOutcome::Passed, "16-lane bf16 pair dot product matches the scalar path"};
+#else
+  return {SelfTestOutcome::NotRun, "not an x86-64 build"};
+#endif
+}
+
+SelfTest check_avx512_vnni_dot() {
+#if defined(__x86_64__)
+  constexpr int kLanes = 16;
+  alignas(64) uint8_t a[4 * kLanes];
+  alignas(64) int8_t b[4 * kLanes];
+  alignas(64) int32_t c[kLanes];
+  // Unsigned bytes up to 255 and signed bytes down to -128: the extremes VPDPBUSD must not saturate.
+  for (int i = 0; i < 4 * kLanes; ++i) {
+    a[i] = uint8_t(i % 5 == 0 ? 255 : a_value(i / 4, i) + 4);
+    b[i] = int8_t(i % 7 == 0 ? -128 : b_value(i, i / 4));
+  }
+  for (int lane = 0; lane < kLanes; ++lane) c[lane] = lane * 1000 - 7000;
+  int32_t want[kLanes];
+  for (int lane = 0; lane < kLanes; ++lane) {
+    want[lane] = c[lane];
+    for (int j = 0; j < 4; ++j) want[lane] += int32_t(a[4 * lane + j]) * int32_t(b[4 * lane + j]);
+  }
+  if (!run_catching_sigill([&] { avx512_vnni_dot(a, b, c); })) return refused("AVX512_VNNI VPDPBUSD");
+  for (int lane = 0; lane < kLanes; ++lane)
+    if (c[lane] != want[lane]) return {SelfTestOutcome::Failed, "VPDPBUSD: " + mismatch(0, lane, c[lane], want[lane])};
+  return {SelfTestOutcome::Passed, "16-lane u8 x s8 quad dot product matches the scalar path"};
 #else
   return {SelfTestOutcome::NotRun, "not an x86-64 build"};
 #endif

@@ -15,5 +15,7 @@ SelfTest check_amx_bf16_tile_product();
 SelfTest check_amx_int8_tile_product();
 // 16 f32 lanes += pairwise bf16 dot products with VDPBF16PS.
 SelfTest check_avx512_bf16_dot();
+// 16 i32 lanes += u8 x s8 quad dot products with VPDPBUSD (no saturation).
+SelfTest check_avx512_vnni_dot();
 
 }  // namespace g4

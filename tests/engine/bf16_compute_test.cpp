@@ -1,5 +1,7 @@
-// Policy compute = bf16 (VDPBF16PS weight products) through the cached forward pass:
-//  - against the f32 reference loops on the same bf16 checkpoint, within a measured bound;
+// The fast compute paths through the cached forward pass: policy compute = bf16 (VDPBF16PS
+// weight products) and policy activations = q8 (int8 activations on VPDPBUSD for Q8_0/Q4_0
+// weights):
+//  - against the f32 reference loops on the same weights, within a measured bound;
 //  - batching, chunking and joining/leaving change nothing, bit for bit: each sequence's
 //    logits inside a mixed batch equal the same sequence run alone one token at a time.
 // The same exactness is checked for the f32 SIMD path, which must hold it just as well.
@@ -14,7 +16,9 @@
 #include "model/forward_reference.h"
 #include "model/presets.h"
 #include "model/synth.h"
+#include "model/requantize.h"
 #include "ops/gemm_bf16.h"
+#include "ops/gemm_q8.h"
 #include "test_util.h"
 
 namespace g4 {
@@ -82,9 +86,9 @@ std::vector<std::vector<float>> batched(const Model& m, const std::vector<std::v
   return out;
 }
 
-void expect_batching_is_exact(const Model& m, bool bf16) {
+void expect_batching_is_exact(const Model& m, bool bf16, bool int8 = false) {
   ThreadPool pool(2);
-  ops::MatmulContext mm{&pool, 4, bf16};
+  ops::MatmulContext mm{&pool, 4, bf16, int8};
   blocks::Exec ex{&mm};
   std::vector<std::vector<int>> streams;
   for (size_t i = 0; i < 4; ++i) streams.push_back(random_tokens(9 + 6 * i, m.config.vocab_size, unsigned(40 + i)));
@@ -93,7 +97,8 @@ void expect_batching_is_exact(const Model& m, bool bf16) {
     const auto one = alone(m, streams[i], ex);
     ASSERT_EQ(one.size(), together[i].size());
     EXPECT_EQ(0, std::memcmp(one.data(), together[i].data(), one.size() * sizeof(float)))
-        << "sequence " << i << (bf16 ? " (bf16 compute)" : " (f32 SIMD)") << ": batched logits differ from alone";
+        << "sequence " << i << (bf16 ? " (bf16 compute)" : int8 ? " (int8 activations)" : " (f32 SIMD)")
+        << ": batched logits differ from alone";
   }
 }
 
@@ -130,6 +135,68 @@ TEST_F(Bf16Compute, StaysNearTheF32Reference) {
     EXPECT_GT(worst, 0.0);  // it really ran the bf16 kernel
     EXPECT_LT(mean, 0.02 * scale) << p;
     EXPECT_LT(worst, 0.5) << p;
+  }
+}
+
+// Q8_0/Q4_0 weights (re-encoded at load, as --weights q8|q4 does) with int8 activations.
+class Int8Activations : public Bf16Compute {
+ protected:
+  void SetUp() override {
+    if (!ops::gemm_q8_available()) GTEST_SKIP() << "no confirmed AVX512_VNNI on this CPU";
+  }
+  static std::unique_ptr<Model> quantized(const std::string& p, DType t) {
+    auto m = model(p);
+    const RequantizeReport r = requantize_weights(*m, t, nullptr);
+    EXPECT_GT(r.tensors, 0) << p << ": nothing was re-encoded, so nothing below would test the int8 kernel";
+    return m;
+  }
+};
+
+TEST_F(Int8Activations, BatchingAndChunkingAreBitExact) {
+  for (DType t : {DType::Q8_0, DType::Q4_0})
+    for (const char* p : {"tiny-e", "tiny-moe"}) {
+      SCOPED_TRACE(std::string(p) + " " + std::string(dtype_name(t)));
+      expect_batching_is_exact(*quantized(p, t), false, true);
+    }
+}
+
+// Quantizing activations to int8 moves logits. Measured against the f32 reference loops on the
+// same Q8_0/Q4_0 weights (so only the activation rounding counts), with the Q8_0 weight rounding
+// itself as the yardstick: int8 activations may cost at most 2.5x what Q8_0 weights cost on the
+// same model (measured: 1.3x dense, 1.3-1.7x MoE, where expert choices can flip). Also checked
+// to differ from the f32-activation SIMD path, so the kernel really ran.
+TEST_F(Int8Activations, CostsNoMoreThanQ8WeightsAgainstTheF32Reference) {
+  ThreadPool pool(2);
+  ops::MatmulContext int8{&pool, 4, false, true}, f32{&pool, 4, false, false};
+  blocks::Exec ex_int8{&int8}, ex_f32{&f32};
+  auto mean_abs_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double s = 0;
+    for (size_t i = 0; i < a.size(); ++i) s += std::fabs(a[i] - b[i]);
+    return s / double(a.size());
+  };
+  for (const char* p : {"tiny-e", "tiny-moe"}) {
+    const auto tokens = random_tokens(24, model(p)->config.vocab_size, 7);
+    const auto ref_bf16 = forward_reference(*model(p), tokens);
+    const double q8_weights_cost = mean_abs_diff(forward_reference(*quantized(p, DType::Q8_0), tokens), ref_bf16);
+    for (DType t : {DType::Q8_0, DType::Q4_0}) {
+      auto m = quantized(p, t);
+      const auto got = alone(*m, tokens, ex_int8);
+      const auto simd = alone(*m, tokens, ex_f32);
+      const auto ref = forward_reference(*m, tokens);
+      double worst = 0, simd_worst = 0;
+      for (size_t i = 0; i < ref.size(); ++i) {
+        worst = std::max(worst, double(std::fabs(got[i] - ref[i])));
+        simd_worst = std::max(simd_worst, double(std::fabs(simd[i] - ref[i])));
+      }
+      const double mean = mean_abs_diff(got, ref);
+      std::printf("[ int8    ] %s %s: max |delta logit| %.4f, mean %.5f (Q8_0 weights alone: mean %.5f; f32 SIMD max %.2g)\n",
+                  p, std::string(dtype_name(t)).c_str(), worst, mean, q8_weights_cost, simd_worst);
+      EXPECT_GT(worst, 10 * simd_worst + 1e-6) << p << ": indistinguishable from f32 activations";
+      EXPECT_LT(mean, 2.5 * q8_weights_cost) << p;
+      if (std::string(p) == "tiny-e") {
+        EXPECT_LT(worst, 1.0) << p;  // dense: no expert choice to flip
+      }
+    }
   }
 }
 

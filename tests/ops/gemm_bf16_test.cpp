@@ -14,6 +14,7 @@
 #include "platform/dtype.h"
 #include "platform/tensor_view.h"
 #include "platform/thread_pool.h"
+#include "test_util.h"
 
 namespace g4 {
 namespace {
@@ -37,14 +38,6 @@ Bf16Weights make_weights(int64_t out, int64_t in, unsigned seed) {
   return w;
 }
 
-std::vector<float> random_x(int64_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> g(0.0f, 2.0f);
-  std::vector<float> x(static_cast<size_t>(n));
-  for (auto& v : x) v = g(rng);
-  return x;
-}
-
 class GemmBf16 : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -53,7 +46,7 @@ class GemmBf16 : public ::testing::Test {
 };
 
 TEST_F(GemmBf16, RoundingMatchesScalarRoundToNearestEven) {
-  std::vector<float> x = random_x(1000, 1);
+  std::vector<float> x = test::random_activations(1000, 1);
   x[3] = 1.00390625f;  // exactly halfway between two bf16 values: ties to even
   x[4] = -0.0f;
   x[5] = 3.0e38f;
@@ -69,7 +62,7 @@ TEST_F(GemmBf16, MatchesReferenceOnRoundedActivations) {
   for (auto [out, in] : {std::pair<int64_t, int64_t>{1, 1}, {7, 45}, {67, 33}, {130, 256}, {64, 1000}, {9, 64}}) {
     Bf16Weights w = make_weights(out, in, unsigned(out * 7 + in));
     for (int64_t T : {1, 3, 4, 5, 70}) {
-      std::vector<float> x = random_x(T * in, unsigned(T + in));
+      std::vector<float> x = test::random_activations(T * in, unsigned(T + in));
       std::vector<float> xr(x.size()), want(size_t(T * out)), got(size_t(T * out));
       for (size_t i = 0; i < x.size(); ++i) xr[i] = round_to_bf16(x[i]);
       ref::matmul(xr.data(), T, w.view, want.data());
@@ -95,7 +88,7 @@ TEST_F(GemmBf16, MatchesReferenceOnRoundedActivations) {
 TEST_F(GemmBf16, TokenResultsDoNotDependOnBatchOffsetRowsOrThreads) {
   const int64_t out = 37, in = 300, T = 70;
   Bf16Weights w = make_weights(out, in, 5);
-  std::vector<float> x = random_x(T * in, 9);
+  std::vector<float> x = test::random_activations(T * in, 9);
   std::vector<float> all(size_t(T * out));
   ops::matmul(x.data(), T, w.view, all.data(), ops::MatmulContext{nullptr, 4, true});
   ThreadPool pool(2);

@@ -147,6 +147,38 @@ TEST(DtypePolicy, DescribeShowsDecisionsReasonsAndWarnings) {
   EXPECT_EQ(j["warnings"].size(), 1u);
 }
 
+// q8/q4 weights multiply int8 activations only where int8 dot products are native and confirmed.
+TEST(DtypePolicy, ActivationsForQuantizedWeights) {
+  struct Row {
+    const char* name;
+    DeviceInfo device;
+    NumFormat checkpoint;
+    UserRequest request;
+    NumFormat activations;
+    const char* reason_contains;
+  };
+  DeviceInfo vnni_failed = presets::sapphire_rapids();
+  vnni_failed.avx512_vnni_selftest = {SelfTestOutcome::Failed, "VPDPBUSD: C[0][3] differs"};
+  const std::vector<Row> rows = {
+      {"spr q8 checkpoint", presets::sapphire_rapids(), F::Q8, {}, F::Q8, "AVX512_VNNI"},
+      {"spr q4 checkpoint", presets::sapphire_rapids(), F::Q4, {}, F::Q8, "absmax/254"},
+      {"spr bf16 quantized at load", presets::sapphire_rapids(), F::BF16, {{}, {}, F::Q4}, F::Q8, "q4 weights"},
+      {"spr q8 forced f32", presets::sapphire_rapids(), F::Q8, {F::F32, {}, {}}, F::F32, "--compute f32"},
+      {"spr bf16 weights", presets::sapphire_rapids(), F::BF16, {}, F::BF16, "not block-quantized"},
+      {"spr vnni self-test failed", vnni_failed, F::Q8, {}, F::F32, "no usable AVX512_VNNI"},
+      {"avx2 laptop q8 (AVX-VNNI only)", presets::avx2_laptop(), F::Q8, {}, F::F32, "no usable AVX512_VNNI"},
+      {"t4 q4", presets::t4_sm75(), F::Q4, {}, F::F16, "widened to f16"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    DevicePolicy p = resolve_policy(row.device, row.checkpoint, row.request);
+    EXPECT_EQ(num_format_name(p.activations), num_format_name(row.activations));
+    EXPECT_NE(p.activations_reason.find(row.reason_contains), std::string::npos) << p.activations_reason;
+    EXPECT_NE(describe_policy(p).find(p.activations_reason), std::string::npos);
+    EXPECT_EQ(policy_to_json(p)["activations"], std::string(num_format_name(p.activations)));
+  }
+}
+
 TEST(DtypePolicy, ResolvesOnThisMachine) {
   DevicePolicy p = resolve_policy(host_cpu(), F::BF16);
   EXPECT_FALSE(p.kernel_family.empty());

@@ -61,19 +61,31 @@ TEST(AmxSelfTest, ForcedOnAnyCpuNeverKillsTheProcess) {
 #endif
 }
 
-TEST(Avx512Bf16SelfTest, MatchesWhatTheProbeFound) {
-  const DeviceInfo& d = host_cpu();
-  SelfTest t = check_avx512_bf16_dot();
+// An AVX-512 extension's self-test run directly: passes where cpuid + XCR0 report the unit (and the
+// probe recorded the pass), fails cleanly (SIGILL caught) where there is no AVX-512 at all.
+void expect_selftest_matches_probe(bool reported, const SelfTest& direct, const SelfTest& probed) {
 #if defined(__x86_64__)
-  if (d.isa.avx512_bf16) {
-    EXPECT_TRUE(t.passed()) << t.detail;
-  } else if (!d.isa.avx512f) {
-    EXPECT_EQ(t.outcome, SelfTestOutcome::Failed) << t.detail;  // no AVX-512 at all: SIGILL, caught
+  if (reported) {
+    EXPECT_TRUE(direct.passed()) << direct.detail;
+    EXPECT_TRUE(probed.passed()) << probed.detail;
+  } else if (!host_cpu().isa.avx512f) {
+    EXPECT_EQ(direct.outcome, SelfTestOutcome::Failed) << direct.detail;
   }
 #else
-  (void)d;
-  (void)t;
+  (void)reported;
+  (void)direct;
+  (void)probed;
 #endif
+}
+
+TEST(Avx512Bf16SelfTest, MatchesWhatTheProbeFound) {
+  const DeviceInfo& d = host_cpu();
+  expect_selftest_matches_probe(d.isa.avx512_bf16, check_avx512_bf16_dot(), d.avx512_bf16_selftest);
+}
+
+TEST(Avx512VnniSelfTest, MatchesWhatTheProbeFound) {
+  const DeviceInfo& d = host_cpu();
+  expect_selftest_matches_probe(d.isa.avx512_vnni, check_avx512_vnni_dot(), d.avx512_vnni_selftest);
 }
 
 }  // namespace g4

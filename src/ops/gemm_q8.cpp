@@ -1,0 +1,205 @@
+#include "ops/gemm_q8.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "platform/device.h"
+
+#if defined(__x86_64__)
+// GCC 12's AVX-512 headers pass _mm512_undefined_*() into masked builtins, which -Wuninitialized
+// reports at every inlined use (GCC bug 105593, fixed in 13). The values are never read.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include "ops/x86_lanes.h"
+#define G4_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")))
+#endif
+
+namespace g4::ops {
+
+void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& a) {
+  const int64_t blocks = in / kQ8Block, pairs = (blocks + 1) / 2;
+  a.T = T;
+  a.in = in;
+  a.q.resize(size_t(T * in));
+  a.scale.resize(size_t(T * blocks));
+  a.pair_scale.assign(size_t(T * pairs * 16), 0.0f);
+  a.q4_bias.assign(size_t(T * pairs * 16), 0);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* xb = x + t * in + b * kQ8Block;
+      int8_t* qb = a.q.data() + t * in + b * kQ8Block;
+      float amax = 0;
+      for (int i = 0; i < kQ8Block; ++i) amax = std::max(amax, std::fabs(xb[i]));
+      const float d = amax / 127.0f;
+      const float id = amax > 0 ? 127.0f / amax : 0.0f;
+      int32_t sum = 0;
+      for (int i = 0; i < kQ8Block; ++i) {
+        // |x·id| <= 127 up to rounding; the clamp keeps a NaN-free input inside int8.
+        const float v = std::clamp(std::nearbyint(xb[i] * id), -127.0f, 127.0f);
+        qb[i] = int8_t(v);
+        sum += qb[i];
+      }
+      a.scale[size_t(t * blocks + b)] = d;
+      float* ps = a.pair_scale.data() + (t * pairs + b / 2) * 16 + (b % 2) * 8;
+      std::fill(ps, ps + 8, d);
+      a.q4_bias[size_t((t * pairs + b / 2) * 16 + (b % 2) * 8)] = -8 * sum;
+    }
+}
+
+#if defined(__x86_64__)
+namespace {
+
+constexpr int64_t kTokenBlock = 64;
+
+// Software prefetch, measured on this VM (bench/matmul_bench.cpp, T = 1, 2 threads): with ~16
+// instructions per 68 weight bytes the out-of-order window alone keeps too few cache misses in
+// flight, and Q8_0 decode streamed 21 GB/s where the bf16 kernel streamed 42. Each row
+// prefetches the same column of the tile at least kPrefetchAhead bytes of weights later (the
+// next tile, or the one after for short rows): 32-50 GB/s. A distance inside the row did worse
+// (rows of 1-6 KiB end before the prefetch pays off); the bf16 kernel showed no gain from it.
+constexpr uint64_t kPrefetchAhead = 6144;
+inline uint64_t prefetch_distance(uint64_t rb, int rows) {
+  const uint64_t tile = rb * uint64_t(rows);
+  return tile * std::max<uint64_t>(1, (kPrefetchAhead + tile - 1) / tile);
+}
+
+inline uint16_t load_u16(const std::byte* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+// [d0 ×8, d1 ×8] as f32 from two f16 block scales (h1 = 0 for an absent second block).
+G4_VNNI_TARGET inline __m512 pair_weight_scales(uint16_t h0, uint16_t h1) {
+  const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(int(uint32_t(h0) | (uint32_t(h1) << 16))));
+  const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(f));
+}
+
+// Q8_0 block: f16 d, 32 × int8. Two blocks' values as 64 bytes (upper half zero when absent).
+G4_VNNI_TARGET inline __m512i load_q8_pair(const std::byte* b0, bool second) {
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2));
+  const __m256i hi = second ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 34 + 2)) : _mm256_setzero_si256();
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+// Q4_0 block: f16 d, 16 bytes; value i = low nibble of byte i, value 16+i = high nibble.
+// Two blocks' 64 nibbles as unsigned bytes 0..15 in value order.
+G4_VNNI_TARGET inline __m512i load_q4_pair(const std::byte* b0, bool second) {
+  const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2));
+  const __m128i x1 = second ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 18 + 2)) : _mm_setzero_si128();
+  const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(x0), x1, 1);  // [q0 | q1]
+  __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(both), _mm256_srli_epi16(both, 4), 1);
+  z = _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));  // [q0, q0>>4, q1, q1>>4]
+  return _mm512_and_si512(z, _mm512_set1_epi8(0x0F));
+}
+
+// R weight rows × C tokens. Per (row, token) and per pair of blocks: one exact int32 product
+// (VPDPBUSD), one conversion, one scale, one FMA, in the same order for every R and C.
+template <int R, int C, bool kQ4>
+G4_VNNI_TARGET void tile(const std::byte* w, uint64_t rb, const Q8Activations& a, int64_t t, float* y, int64_t ldy) {
+  constexpr uint64_t kBlockBytes = kQ4 ? 18 : 34;
+  const int64_t blocks = a.in / kQ8Block, pairs = a.pairs(), in = a.in;
+  const uint64_t prefetch = prefetch_distance(rb, R);
+  __m512 acc[R][C];
+  #pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+    #pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < pairs; ++p) {
+    const bool second = 2 * p + 1 < blocks;
+    __m512i xv[C];
+    __m512 xs[C];
+    #pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      const int8_t* q = a.q.data() + (t + c) * in + p * 64;
+      xv[c] = second ? _mm512_loadu_si512(q) : _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)));
+      if (!second) xv[c] = _mm512_inserti64x4(xv[c], _mm256_setzero_si256(), 1);
+      xs[c] = _mm512_loadu_ps(a.pair_scale.data() + ((t + c) * pairs + p) * 16);
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const std::byte* b0 = w + r * rb + uint64_t(2 * p) * kBlockBytes;
+      _mm_prefetch(reinterpret_cast<const char*>(b0) + prefetch, _MM_HINT_T0);
+      const __m512 ws = pair_weight_scales(load_u16(b0), second ? load_u16(b0 + kBlockBytes) : uint16_t(0));
+      if constexpr (kQ4) {
+        const __m512i wv = load_q4_pair(b0, second);
+        #pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) {
+          const __m512i bias = _mm512_loadu_si512(a.q4_bias.data() + ((t + c) * pairs + p) * 16);
+          const __m512i s = _mm512_dpbusd_epi32(bias, wv, xv[c]);  // Σ (n − 8)·q per block
+          acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(ws, xs[c]), acc[r][c]);
+        }
+      } else {
+        const __m512i wv = load_q8_pair(b0, second);
+        const __m512i wabs = _mm512_abs_epi8(wv);
+        const __mmask64 neg = _mm512_movepi8_mask(wv);
+        #pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) {
+          // w·x = |w|·(sign(w)·x): VPDPBUSD multiplies unsigned by signed bytes.
+          const __m512i sx = _mm512_mask_sub_epi8(xv[c], neg, _mm512_setzero_si512(), xv[c]);
+          const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wabs, sx);
+          acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(ws, xs[c]), acc[r][c]);
+        }
+      }
+    }
+  }
+  #pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+    #pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) y[c * ldy + r] = x86::lane_sum(acc[r][c]);
+}
+
+using TileFn = void (*)(const std::byte*, uint64_t, const Q8Activations&, int64_t, float*, int64_t);
+
+template <int R, bool kQ4>
+constexpr TileFn tile_for(int c) {
+  return c == 1 ? tile<R, 1, kQ4> : c == 2 ? tile<R, 2, kQ4> : c == 3 ? tile<R, 3, kQ4> : tile<R, 4, kQ4>;
+}
+
+template <bool kQ4>
+TileFn pick(int r, int c) {
+  switch (r) {
+    case 1: return tile_for<1, kQ4>(c);
+    case 2: return tile_for<2, kQ4>(c);
+    case 3: return tile_for<3, kQ4>(c);
+    default: return tile_for<4, kQ4>(c);
+  }
+}
+
+}  // namespace
+
+bool gemm_q8_available() {
+  static const bool ok = host_cpu().avx512_vnni_usable();
+  return ok;
+}
+
+void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,
+                  int64_t ldy) {
+  const bool q4 = dtype == DType::Q4_0;
+  const uint64_t rb = row_bytes(dtype, a.in);
+  for (int64_t t0 = 0; t0 < a.T; t0 += kTokenBlock) {
+    const int64_t t1 = std::min(a.T, t0 + kTokenBlock);
+    for (int64_t o = o_begin; o < o_end; o += 4) {
+      const int r = int(std::min<int64_t>(4, o_end - o));
+      for (int64_t t = t0; t < t1; t += 4) {
+        const int c = int(std::min<int64_t>(4, t1 - t));
+        (q4 ? pick<true>(r, c) : pick<false>(r, c))(w + uint64_t(o) * rb, rb, a, t, y + t * ldy + o, ldy);
+      }
+    }
+  }
+}
+
+#else  // not x86-64: never available; callers check first
+
+bool gemm_q8_available() { return false; }
+void gemm_q8_rows(const Q8Activations&, const std::byte*, DType, int64_t, int64_t, float*, int64_t) {}
+
+#endif
+
+}  // namespace g4::ops

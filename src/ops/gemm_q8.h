@@ -1,0 +1,44 @@
+// Weight products for Q8_0 and Q4_0 weights on AVX512_VNNI (VPDPBUSD): y[T, out] = x[T, in] · Wᵀ
+// with the activations quantized to int8 first, as llama.cpp does for these formats.
+//
+// Numerics: each token's activations are quantized in blocks of 32 (scale = absmax / 127, one
+// f32 per block, values rounded to nearest even), so every block's 32 products are summed
+// exactly in int32; the block sum is then scaled by (weight scale × activation scale) and
+// accumulated in f32. The only error beyond the weights' own is the activation rounding (at most
+// half a step, absmax/254, per value); tests/ops bound it against ref::matmul on f32 activations.
+// Every output is summed in the same order whatever T, its tile or its thread, so batching and
+// chunking cannot change a result (tested bit for bit).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "platform/dtype.h"
+
+namespace g4::ops {
+
+inline constexpr int64_t kQ8Block = 32;
+
+// Quantized activations for T tokens of `in` values (in a multiple of 32).
+struct Q8Activations {
+  int64_t T = 0;
+  int64_t in = 0;
+  std::vector<int8_t> q;         // [T, in]
+  std::vector<float> scale;      // [T, in/32]: value = q · scale
+  std::vector<float> pair_scale;  // [T, pairs, 16]: lanes 0-7 block 2p's scale, lanes 8-15 block 2p+1's (0 if absent)
+  std::vector<int32_t> q4_bias;   // [T, pairs, 16]: −8·Σq of block 2p in lane 0, of block 2p+1 in lane 8, else 0
+  int64_t pairs() const { return (in / kQ8Block + 1) / 2; }
+};
+
+// True when this build has the kernel and the CPU confirmed AVX512_VNNI, BW and VL (probe + self-test).
+bool gemm_q8_available();
+
+// Quantizes x[T, in] (in % 32 == 0) into a. Pure C++: usable without the kernel (tests).
+void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& a);
+
+// y[t * ldy + o] for o in [o_begin, o_end), t in [0, a.T): Σ_i a[t, i] · w[o, i], where w holds
+// rows of `dtype` (Q8_0 or Q4_0) blocks, a.in values each. Requires gemm_q8_available().
+void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,
+                  int64_t ldy);
+
+}  // namespace g4::ops

@@ -1,0 +1,211 @@
+// The int8 weight product (VPDPBUSD on Q8_0/Q4_0 blocks) against three independent truths:
+// ref::matmul on the dequantized int8 activations (the kernel's own arithmetic, so the error is
+// f32 rounding only), ref::matmul on the original f32 activations (bounded by the activation
+// rounding the quantizer allows), and itself one token at a time (bit for bit).
+#include "ops/gemm_q8.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "ops/matmul.h"
+#include "ops/quant_dot.h"
+#include "ops/reference_ops.h"
+#include "platform/dtype.h"
+#include "platform/tensor_view.h"
+#include "platform/thread_pool.h"
+#include "test_util.h"
+
+namespace g4 {
+namespace {
+
+struct BlockWeights {
+  std::vector<std::byte> bytes;
+  std::vector<float> values;  // dequantized, [out, in]
+  TensorView view;
+};
+
+BlockWeights make_weights(DType t, int64_t out, int64_t in, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.0f, 0.5f);
+  std::vector<float> src(size_t(out * in));
+  for (auto& v : src) v = g(rng);
+  BlockWeights w;
+  const uint64_t rb = row_bytes(t, in);
+  w.bytes.resize(size_t(rb * uint64_t(out)));
+  w.values.resize(src.size());
+  for (int64_t o = 0; o < out; ++o) {
+    ops::quantize_row(t, &src[size_t(o * in)], &w.bytes[size_t(rb * uint64_t(o))], in);
+    dequantize_row(t, &w.bytes[size_t(rb * uint64_t(o))], &w.values[size_t(o * in)], in);
+  }
+  w.view.name = "w";
+  w.view.dtype = t;
+  w.view.shape = {out, in};
+  w.view.data = w.bytes.data();
+  w.view.nbytes = w.bytes.size();
+  return w;
+}
+
+TensorView f32_view(const std::vector<float>& v, int64_t out, int64_t in) {
+  TensorView t;
+  t.name = "w_f32";
+  t.dtype = DType::F32;
+  t.shape = {out, in};
+  t.data = reinterpret_cast<const std::byte*>(v.data());
+  t.nbytes = v.size() * 4;
+  return t;
+}
+
+TEST(Q8Activations, QuantizerRoundTripsWithinHalfAStep) {
+  const int64_t T = 3, in = 96;
+  std::vector<float> x = test::random_activations(T * in, 5);
+  for (int i = 32; i < 64; ++i) x[size_t(i)] = 0.0f;  // an all-zero block: scale 0, values 0
+  x[70] = 1e-30f;
+  ops::Q8Activations a;
+  ops::quantize_activations(x.data(), T, in, a);
+  ASSERT_EQ(a.pairs(), 2);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t b = 0; b < in / 32; ++b) {
+      float amax = 0;
+      int32_t sum = 0;
+      for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[size_t(t * in + b * 32 + i)]));
+      const float d = a.scale[size_t(t * 3 + b)];
+      EXPECT_EQ(d, amax / 127.0f);
+      for (int i = 0; i < 32; ++i) {
+        const size_t k = size_t(t * in + b * 32 + i);
+        EXPECT_LE(std::abs(int(a.q[k])), 127);
+        EXPECT_LE(std::fabs(float(a.q[k]) * d - x[k]), 0.5f * d * 1.0001f + 1e-37f) << "t " << t << " i " << k;
+        sum += a.q[k];
+      }
+      const size_t lane = size_t((t * 2 + b / 2) * 16 + (b % 2) * 8);
+      EXPECT_EQ(a.q4_bias[lane], -8 * sum);
+      for (int l = 0; l < 8; ++l) EXPECT_EQ(a.pair_scale[lane + size_t(l)], d);
+    }
+  // The odd block count leaves the second half of the last pair empty: scale 0, bias 0.
+  for (int64_t t = 0; t < T; ++t)
+    for (int l = 8; l < 16; ++l) {
+      EXPECT_EQ(a.pair_scale[size_t((t * 2 + 1) * 16 + l)], 0.0f);
+      EXPECT_EQ(a.q4_bias[size_t((t * 2 + 1) * 16 + l)], 0);
+    }
+}
+
+class GemmQ8 : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
+  }
+};
+
+// The kernel's arithmetic, done by the reference loop: dequantized weights × dequantized int8
+// activations in f32. Only f32 summation order differs, so the error is a few ulps of Σ|w·x|.
+TEST_P(GemmQ8, MatchesReferenceOnTheQuantizedActivations) {
+  const DType t = GetParam();
+  for (int64_t in : {32, 96, 256, 1536}) {
+    for (int64_t T : {1, 3, 5, 70}) {
+      SCOPED_TRACE("in " + std::to_string(in) + " T " + std::to_string(T));
+      const int64_t out = 13;
+      BlockWeights w = make_weights(t, out, in, unsigned(in + T));
+      std::vector<float> x = test::random_activations(T * in, unsigned(7 * in + T));
+      ops::Q8Activations a;
+      ops::quantize_activations(x.data(), T, in, a);
+      std::vector<float> xd(x.size());
+      for (size_t i = 0; i < xd.size(); ++i) xd[i] = float(a.q[i]) * a.scale[i / 32];
+      std::vector<float> want(size_t(T * out)), got(size_t(T * out), -1.0f);
+      ref::matmul(xd.data(), T, f32_view(w.values, out, in), want.data());
+      ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, got.data(), out);
+      for (int64_t tt = 0; tt < T; ++tt)
+        for (int64_t o = 0; o < out; ++o) {
+          double mag = 0;
+          for (int64_t i = 0; i < in; ++i) mag += std::fabs(double(w.values[size_t(o * in + i)]) * xd[size_t(tt * in + i)]);
+          const size_t k = size_t(tt * out + o);
+          EXPECT_NEAR(got[k], want[k], 1e-5 * mag + 1e-6) << "token " << tt << " row " << o;
+        }
+    }
+  }
+}
+
+// Against the unquantized activations the error is the activation rounding: each value moves by
+// at most half its block's step (absmax/127), so |y − y_f32| <= Σ_i |w_i| · step_i / 2.
+TEST_P(GemmQ8, ErrorAgainstF32ActivationsWithinTheRoundingBound) {
+  const DType t = GetParam();
+  const int64_t T = 4, in = 512, out = 37;
+  BlockWeights w = make_weights(t, out, in, 11);
+  std::vector<float> x = test::random_activations(T * in, 12);
+  x[40] = 60.0f;  // an outlier widens its block's step
+  ops::Q8Activations a;
+  ops::quantize_activations(x.data(), T, in, a);
+  std::vector<float> exact(size_t(T * out)), got(size_t(T * out));
+  ref::matmul(x.data(), T, f32_view(w.values, out, in), exact.data());
+  ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, got.data(), out);
+  double worst_ratio = 0;
+  for (int64_t tt = 0; tt < T; ++tt)
+    for (int64_t o = 0; o < out; ++o) {
+      double bound = 0, mag = 0;
+      for (int64_t i = 0; i < in; ++i) {
+        const double wi = std::fabs(w.values[size_t(o * in + i)]);
+        bound += wi * 0.5 * a.scale[size_t((tt * in + i) / 32)];
+        mag += wi * std::fabs(x[size_t(tt * in + i)]);
+      }
+      const size_t k = size_t(tt * out + o);
+      const double err = std::fabs(double(got[k]) - exact[k]);
+      EXPECT_LE(err, bound + 1e-5 * mag) << "token " << tt << " row " << o;
+      worst_ratio = std::max(worst_ratio, err / bound);
+    }
+  EXPECT_GT(worst_ratio, 0.0);  // the activations really were rounded: not an f32 path in disguise
+}
+
+// A token's outputs are identical bit for bit whatever the batch, its position in it and the row
+// range (thread split) that computes them.
+TEST_P(GemmQ8, BatchRowRangeAndThreadsDoNotChangeABit) {
+  const DType t = GetParam();
+  const int64_t T = 70, in = 192, out = 67;
+  BlockWeights w = make_weights(t, out, in, 21);
+  std::vector<float> x = test::random_activations(T * in, 22);
+  ops::Q8Activations all;
+  ops::quantize_activations(x.data(), T, in, all);
+  std::vector<float> batched(size_t(T * out));
+  ops::gemm_q8_rows(all, w.bytes.data(), t, 0, out, batched.data(), out);
+  std::vector<float> split(size_t(T * out));
+  for (int64_t o0 : {int64_t(0), int64_t(5), int64_t(33)}) {
+    const int64_t o1 = o0 == 0 ? 5 : o0 == 5 ? 33 : out;
+    ops::gemm_q8_rows(all, w.bytes.data(), t, o0, o1, split.data(), out);
+  }
+  EXPECT_EQ(0, std::memcmp(batched.data(), split.data(), batched.size() * 4));
+  for (int64_t tt = 0; tt < T; ++tt) {
+    ops::Q8Activations one;
+    ops::quantize_activations(&x[size_t(tt * in)], 1, in, one);
+    std::vector<float> alone(static_cast<size_t>(out));
+    ops::gemm_q8_rows(one, w.bytes.data(), t, 0, out, alone.data(), out);
+    ASSERT_EQ(0, std::memcmp(alone.data(), &batched[size_t(tt * out)], size_t(out) * 4)) << "token " << tt;
+  }
+  ThreadPool pool(2);
+  ops::MatmulContext ctx;
+  ctx.pool = &pool;
+  ctx.int8_activations = true;
+  ASSERT_TRUE(ops::uses_int8_kernel(ctx));
+  std::vector<float> pooled(size_t(T * out));
+  ops::matmul(x.data(), T, w.view, pooled.data(), ctx);
+  EXPECT_EQ(0, std::memcmp(batched.data(), pooled.data(), batched.size() * 4));
+  EXPECT_NE(ops::describe_matmul(ctx, t).find("VPDPBUSD"), std::string::npos) << ops::describe_matmul(ctx, t);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, GemmQ8, ::testing::Values(DType::Q8_0, DType::Q4_0),
+                         [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
+
+TEST(GemmQ8Dispatch, WithoutTheRequestQuantizedWeightsKeepF32Activations) {
+  const int64_t T = 2, in = 64, out = 70;
+  BlockWeights w = make_weights(DType::Q8_0, out, in, 31);
+  std::vector<float> x = test::random_activations(T * in, 32);
+  ops::MatmulContext ctx;  // int8_activations = false
+  EXPECT_FALSE(ops::uses_int8_kernel(ctx));
+  EXPECT_EQ(ops::describe_matmul(ctx, DType::Q8_0).find("VPDPBUSD"), std::string::npos);
+  std::vector<float> got(size_t(T * out)), want(size_t(T * out));
+  ops::matmul(x.data(), T, w.view, got.data(), ctx);
+  ref::matmul(x.data(), T, f32_view(w.values, out, in), want.data());
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-4f);
+}
+
+}  // namespace
+}  // namespace g4
