@@ -17,12 +17,22 @@
 namespace g4 {
 namespace {
 
-// 12 E2B gate-sized [6144, 1536] or down-sized [1536, 6144] matrices: ~113 MiB in Q8_0.
-constexpr int64_t kMatrices = 12;
 struct Shape {
   int64_t out, in;
 };
-constexpr Shape kShapes[2] = {{6144, 1536}, {1536, 6144}};
+// Shape sets: 12 E2B gate-sized matrices, 12 down-sized ones (~113 MiB in Q8_0 each), and 8 E2B
+// decoder layers' matrices in forward order (q, k, v, o, gate+up, down, per-layer gate and
+// projection), where the small products and the fork/join per product count as in decode.
+std::vector<Shape> shape_set(int set) {
+  if (set == 0) return std::vector<Shape>(12, Shape{6144, 1536});
+  if (set == 1) return std::vector<Shape>(12, Shape{1536, 6144});
+  std::vector<Shape> v;
+  for (int layer = 0; layer < 8; ++layer)
+    for (Shape s : {Shape{2048, 1536}, Shape{256, 1536}, Shape{256, 1536}, Shape{1536, 2048}, Shape{12288, 1536},
+                    Shape{1536, 6144}, Shape{256, 1536}, Shape{1536, 256}})
+      v.push_back(s);
+  return v;
+}
 
 struct Weights {
   HugePageBuffer buffer;
@@ -30,20 +40,23 @@ struct Weights {
   uint64_t bytes = 0;
 };
 
-const Weights& weights(DType t, int shape) {
-  static std::vector<std::unique_ptr<Weights>> cache(32);
-  auto& slot = cache[size_t(t) * 2 + size_t(shape)];
-  const int64_t kOut = kShapes[shape].out, kIn = kShapes[shape].in;
+const Weights& weights(DType t, int set) {
+  static std::vector<std::unique_ptr<Weights>> cache(64);
+  auto& slot = cache[size_t(t) * 4 + size_t(set)];
   if (slot) return *slot;
   slot = std::make_unique<Weights>();
-  const uint64_t rb = row_bytes(t, kIn), mat = rb * uint64_t(kOut);
-  slot->buffer = HugePageBuffer(mat * kMatrices);
-  slot->bytes = mat * kMatrices;
+  const std::vector<Shape> shapes = shape_set(set);
+  for (Shape sh : shapes) slot->bytes += row_bytes(t, sh.in) * uint64_t(sh.out);
+  slot->buffer = HugePageBuffer(slot->bytes);
   std::mt19937 rng(1);
   std::normal_distribution<float> g(0.0f, 0.5f);
-  std::vector<float> row(static_cast<size_t>(kIn));
-  for (int64_t m = 0; m < kMatrices; ++m) {
-    std::byte* base = slot->buffer.data() + m * mat;
+  uint64_t offset = 0;
+  for (Shape sh : shapes) {
+    const int64_t kOut = sh.out, kIn = sh.in;
+    const uint64_t rb = row_bytes(t, kIn), mat = rb * uint64_t(kOut);
+    std::vector<float> row(static_cast<size_t>(kIn));
+    std::byte* base = slot->buffer.data() + offset;
+    offset += mat;
     for (int64_t o = 0; o < kOut; ++o) {
       for (auto& v : row) v = g(rng);
       if (t == DType::BF16) {
@@ -65,18 +78,16 @@ const Weights& weights(DType t, int shape) {
 }
 
 // state.range(0): 0 f32/widened kernels, 1 the fast kernel (bf16 or int8); range(1): threads; range(2): T;
-// range(3): 0 gate-like, 1 down-like shape.
+// range(3): shape set (0 gate-like, 1 down-like, 2 decoder layers).
 void run(benchmark::State& state, DType t) {
-  const int shape = int(state.range(3));
-  const int64_t kOut = kShapes[shape].out, kIn = kShapes[shape].in;
-  const Weights& w = weights(t, shape);
+  const Weights& w = weights(t, int(state.range(3)));
   ThreadPool pool(int(state.range(1)));
   ops::MatmulContext ctx;
   ctx.pool = &pool;
   ctx.bf16_compute = state.range(0) == 1;
   ctx.int8_activations = state.range(0) == 1;
   const int64_t T = state.range(2);
-  std::vector<float> x(size_t(T * kIn), 0.25f), y(size_t(T * kOut));
+  std::vector<float> x(size_t(T * 12288), 0.25f), y(size_t(T * 12288));
   for (auto _ : state)
     for (const TensorView& v : w.views) ops::matmul(x.data(), T, v, y.data(), ctx);
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(w.bytes));
@@ -88,7 +99,7 @@ void BM_MatmulBF16(benchmark::State& s) { run(s, DType::BF16); }
 void BM_MatmulQ8_0(benchmark::State& s) { run(s, DType::Q8_0); }
 void BM_MatmulQ4_0(benchmark::State& s) { run(s, DType::Q4_0); }
 
-#define G4_MATMUL_ARGS ArgsProduct({{0, 1}, {1, 2}, {1, 64}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime()
+#define G4_MATMUL_ARGS ArgsProduct({{0, 1}, {1, 2}, {1, 64}, {0, 1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime()
 BENCHMARK(BM_MatmulBF16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ8_0)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ4_0)->G4_MATMUL_ARGS;

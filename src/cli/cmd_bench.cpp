@@ -42,7 +42,8 @@ const char* kUsage =
     "--weights q8|q4 re-encodes the weight matrices in memory at load (time reported).\n"
     "--weight-memory: where the streamed matrices live (default auto: copied into 2 MiB huge pages\n"
     "when THP is on and they fit in MemAvailable; mapped: read through the checkpoint's mapping).\n"
-    "--compute f32|bf16: compute dtype (default: the device policy, see `g4 info`).\n"
+    "--compute f32|bf16: compute dtype (default: the device policy, see `g4 info`; f32 also keeps\n"
+    "activations f32 for q8/q4 weights, which otherwise use int8 products where AVX512_VNNI is confirmed).\n"
     "--reference runs the f32 reference loops instead of the SIMD kernels.";
 
 using Clock = std::chrono::steady_clock;

@@ -43,7 +43,8 @@ const char* kUsage =
     "  --reference          run the f32 reference loops instead (the spec; slow)\n"
     "  --weights q8|q4      re-encode weight matrices as Q8_0 / Q4_0 in memory at load\n"
     "  --compute f32|bf16   compute dtype (default: the device policy; bf16 where the CPU has\n"
-    "                       confirmed AVX512_BF16 and the weights are bf16; see `g4 info`)\n"
+    "                       confirmed AVX512_BF16 and the weights are bf16; see `g4 info`; f32 also\n"
+    "                       keeps activations f32 for q8/q4 weights instead of int8 products on VNNI)\n"
     "  --weight-memory M    auto (default): copy the streamed matrices into 2 MiB huge pages when THP\n"
     "                       is on and they fit in MemAvailable; huge: always; mapped: read the mapping";
 

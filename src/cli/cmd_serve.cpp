@@ -55,7 +55,8 @@ const char* kUsage =
     "  --weight-memory M    auto (default): copy the streamed weight matrices into 2 MiB huge pages\n"
     "                       when THP is on and they fit in MemAvailable; huge: always; mapped: never\n"
     "  --compute f32|bf16   compute dtype (default: the device policy; bf16 where the CPU has\n"
-    "                       confirmed AVX512_BF16 and the weights are bf16; see `g4 info`)";
+    "                       confirmed AVX512_BF16 and the weights are bf16; see `g4 info`; f32 also\n"
+    "                       keeps activations f32 for q8/q4 weights instead of int8 products on VNNI)";
 
 sigset_t shutdown_signals() {
   sigset_t set;

@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "platform/error.h"
+#include "platform/heap_tuning.h"
 
 namespace g4::cli {
 
@@ -33,6 +34,7 @@ static void print_help() {
 }
 
 int main(int argc, char** argv) {
+  g4::keep_large_blocks_in_heap();  // activation buffers reused across steps (platform/heap_tuning.h)
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     print_help();
