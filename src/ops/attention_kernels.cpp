@@ -59,13 +59,17 @@ HWY_INLINE void ScoreBlock(const float* q, int64_t hd, const T* k, int64_t strid
   const hn::ScalableTag<float> d;
   const int64_t N = int64_t(hn::Lanes(d));
   hn::Vec<decltype(d)> acc[ROWS * NPOS];
+  #pragma GCC unroll 16
   for (int j = 0; j < ROWS * NPOS; ++j) acc[j] = hn::Zero(d);
   int64_t i = 0;
   for (; i + N <= hd; i += N) {
     hn::Vec<decltype(d)> kv[NPOS];
+    #pragma GCC unroll 2
     for (int p = 0; p < NPOS; ++p) kv[p] = LoadF(d, k + p * stride + i);
+    #pragma GCC unroll 8
     for (int r = 0; r < ROWS; ++r) {
       const auto qv = hn::LoadU(d, q + r * hd + i);
+      #pragma GCC unroll 2
       for (int p = 0; p < NPOS; ++p) acc[r * NPOS + p] = hn::MulAdd(qv, kv[p], acc[r * NPOS + p]);
     }
   }
@@ -77,9 +81,12 @@ HWY_INLINE void ScoreBlock(const float* q, int64_t hd, const T* k, int64_t strid
     }
 }
 
+// Query rows in blocks of 8 (one widening of each key serves 8 heads, E2B's GQA group); every
+// (row, position) sum is the same arithmetic whatever block it falls in.
 template <int NPOS, typename T>
 HWY_INLINE void ScoreRows(const float* q, int64_t G, int64_t hd, const T* k, int64_t stride, float* sc) {
   int64_t g = 0;
+  for (; g + 8 <= G; g += 8) ScoreBlock<8, NPOS>(q + g * hd, hd, k, stride, sc + g * kTile);
   for (; g + 4 <= G; g += 4) ScoreBlock<4, NPOS>(q + g * hd, hd, k, stride, sc + g * kTile);
   switch (G - g) {
     case 3: ScoreBlock<3, NPOS>(q + g * hd, hd, k, stride, sc + g * kTile); break;
@@ -131,50 +138,65 @@ void SoftmaxTile(float* sc, int64_t G, int64_t n, int64_t hd, float* o, float* m
   }
 }
 
-// o[g] += Σ_s p[g][s] · vs_s · v_s for n (<= kTile) values v_s = v + s·stride; four positions
-// per pass over o so each load and store of o serves four FMAs.
-template <typename T>
-void Accumulate(const float* p, int64_t G, int64_t hd, const T* v, int64_t stride, const float* vs, int64_t vs_stride,
-                int64_t n, float* o, float* w) {
+// o[g][i, i + C·N) += Σ_s w[g][s] · v_s[i, i + C·N) for GN heads, the GN·C accumulators held
+// in registers across all n positions: each v load serves GN heads and o is loaded and stored
+// once per pass. Every element is summed in position order, one FMA per position.
+template <int GN, int C, typename T>
+HWY_INLINE void AccumulateBlock(const float* w, int64_t hd, const T* v, int64_t stride, int64_t n, float* o) {
   const hn::ScalableTag<float> d;
   const int64_t N = int64_t(hn::Lanes(d));
-  int64_t s = 0;
-  for (; s + 4 <= n; s += 4) {
-    for (int64_t g = 0; g < G; ++g)
-      for (int t = 0; t < 4; ++t) w[g * 4 + t] = p[g * kTile + s + t] * (vs ? vs[(s + t) * vs_stride] : 1.0f);
-    const T* v0 = v + s * stride;
-    int64_t i = 0;
-    for (; i + N <= hd; i += N) {
-      const auto x0 = LoadF(d, v0 + i), x1 = LoadF(d, v0 + stride + i);
-      const auto x2 = LoadF(d, v0 + 2 * stride + i), x3 = LoadF(d, v0 + 3 * stride + i);
-      for (int64_t g = 0; g < G; ++g) {
-        float* og = o + g * hd + i;
-        const float* wg = w + g * 4;
-        auto acc = hn::LoadU(d, og);
-        acc = hn::MulAdd(hn::Set(d, wg[0]), x0, acc);
-        acc = hn::MulAdd(hn::Set(d, wg[1]), x1, acc);
-        acc = hn::MulAdd(hn::Set(d, wg[2]), x2, acc);
-        acc = hn::MulAdd(hn::Set(d, wg[3]), x3, acc);
-        hn::StoreU(acc, d, og);
-      }
+  // Fully unrolled so the accumulators live in registers (GCC keeps a looped array in memory).
+  hn::Vec<decltype(d)> acc[GN * C];
+  #pragma GCC unroll 16
+  for (int j = 0; j < GN * C; ++j) acc[j] = hn::LoadU(d, o + (j / C) * hd + (j % C) * N);
+  for (int64_t s = 0; s < n; ++s) {
+    hn::Vec<decltype(d)> x[C];
+    #pragma GCC unroll 2
+    for (int c = 0; c < C; ++c) x[c] = LoadF(d, v + s * stride + c * N);
+    #pragma GCC unroll 8
+    for (int g = 0; g < GN; ++g) {
+      const auto wg = hn::Set(d, w[g * kTile + s]);
+      #pragma GCC unroll 2
+      for (int c = 0; c < C; ++c) acc[g * C + c] = hn::MulAdd(wg, x[c], acc[g * C + c]);
     }
-    for (; i < hd; ++i)
-      for (int64_t g = 0; g < G; ++g)
-        for (int t = 0; t < 4; ++t) o[g * hd + i] += w[g * 4 + t] * ToF(v0[t * stride + i]);
   }
-  for (; s < n; ++s) {
-    const T* vr = v + s * stride;
-    for (int64_t g = 0; g < G; ++g) w[g] = p[g * kTile + s] * (vs ? vs[s * vs_stride] : 1.0f);
-    int64_t i = 0;
-    for (; i + N <= hd; i += N) {
-      const auto x = LoadF(d, vr + i);
-      for (int64_t g = 0; g < G; ++g) {
-        float* og = o + g * hd + i;
-        hn::StoreU(hn::MulAdd(hn::Set(d, w[g]), x, hn::LoadU(d, og)), d, og);
-      }
-    }
-    for (; i < hd; ++i)
-      for (int64_t g = 0; g < G; ++g) o[g * hd + i] += w[g] * ToF(vr[i]);
+  #pragma GCC unroll 16
+  for (int j = 0; j < GN * C; ++j) hn::StoreU(acc[j], d, o + (j / C) * hd + (j % C) * N);
+}
+
+template <int GN, typename T>
+HWY_INLINE void AccumulateHeads(const float* w, int64_t hd, const T* v, int64_t stride, int64_t n, float* o) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + 2 * N <= hd; i += 2 * N) AccumulateBlock<GN, 2>(w, hd, v + i, stride, n, o + i);
+  for (; i + N <= hd; i += N) AccumulateBlock<GN, 1>(w, hd, v + i, stride, n, o + i);
+  for (; i < hd; ++i)  // head dims that are not a multiple of the vector width
+    for (int g = 0; g < GN; ++g)
+      for (int64_t s = 0; s < n; ++s) o[g * hd + i] += w[g * kTile + s] * ToF(v[s * stride + i]);
+}
+
+// o[g] += Σ_s p[g][s] · vs_s · v_s for n (<= kTile) values v_s = v + s·stride (vs: int8 scales,
+// folded into p in place; p is this tile's own copy). Heads in blocks of up to 8.
+template <typename T>
+void Accumulate(float* p, int64_t G, int64_t hd, const T* v, int64_t stride, const float* vs, int64_t vs_stride,
+                int64_t n, float* o) {
+  if (vs)
+    for (int64_t g = 0; g < G; ++g)
+      for (int64_t s = 0; s < n; ++s) p[g * kTile + s] *= vs[s * vs_stride];
+  int64_t g = 0;
+  for (; g + 8 <= G; g += 8) AccumulateHeads<8>(p + g * kTile, hd, v, stride, n, o + g * hd);
+  const float* pg = p + g * kTile;
+  float* og = o + g * hd;
+  switch (G - g) {
+    case 7: AccumulateHeads<7>(pg, hd, v, stride, n, og); break;
+    case 6: AccumulateHeads<6>(pg, hd, v, stride, n, og); break;
+    case 5: AccumulateHeads<5>(pg, hd, v, stride, n, og); break;
+    case 4: AccumulateHeads<4>(pg, hd, v, stride, n, og); break;
+    case 3: AccumulateHeads<3>(pg, hd, v, stride, n, og); break;
+    case 2: AccumulateHeads<2>(pg, hd, v, stride, n, og); break;
+    case 1: AccumulateHeads<1>(pg, hd, v, stride, n, og); break;
+    default: break;
   }
 }
 
@@ -193,11 +215,10 @@ void ScorePiece(const float* q, int64_t G, int64_t hd, int64_t kvh, int64_t kv_h
 }
 
 template <typename T>
-void AccumulatePiece(const float* sc, int64_t G, int64_t hd, int64_t kvh, int64_t kv_head, const Piece& pc, float* o,
-                     float* w) {
+void AccumulatePiece(float* sc, int64_t G, int64_t hd, int64_t kvh, int64_t kv_head, const Piece& pc, float* o) {
   const T* v = static_cast<const T*>(pc.sp->v) + (pc.off * kvh + kv_head) * hd;
   const float* vs = std::is_same_v<T, int8_t> ? pc.sp->v_scale + pc.off * kvh + kv_head : nullptr;
-  Accumulate(sc + pc.col, G, hd, v, kvh * hd, vs, kvh, pc.n, o, w);
+  Accumulate(sc + pc.col, G, hd, v, kvh * hd, vs, kvh, pc.n, o);
 }
 
 // Tiles of kTile positions from `begin` (whatever the spans): the result depends only on the
@@ -207,8 +228,7 @@ void AttendPartial(const float* q, int64_t G, const KvSpan* spans, size_t count,
   std::fill(o, o + G * hd, 0.0f);
   std::fill(m, m + G, -std::numeric_limits<float>::infinity());
   std::fill(l, l + G, 0.0f);
-  float* sc = scratch;             // [G, kTile]
-  float* w = scratch + G * kTile;  // [G, 4]
+  float* sc = scratch;  // [G, kTile]
   Piece pieces[kTile];
   size_t si = 0;      // span holding the tile's first position
   int64_t base = 0;   // its first position
@@ -231,10 +251,10 @@ void AttendPartial(const float* q, int64_t G, const KvSpan* spans, size_t count,
       }
     SoftmaxTile(sc, G, t1 - t0, hd, o, m, l);
     for (size_t i = 0; i < np; ++i) switch (pieces[i].sp->elem) {
-        case KvElem::F32: AccumulatePiece<float>(sc, G, hd, kvh, kv_head, pieces[i], o, w); break;
-        case KvElem::BF16: AccumulatePiece<hwy::bfloat16_t>(sc, G, hd, kvh, kv_head, pieces[i], o, w); break;
-        case KvElem::F16: AccumulatePiece<hwy::float16_t>(sc, G, hd, kvh, kv_head, pieces[i], o, w); break;
-        case KvElem::I8: AccumulatePiece<int8_t>(sc, G, hd, kvh, kv_head, pieces[i], o, w); break;
+        case KvElem::F32: AccumulatePiece<float>(sc, G, hd, kvh, kv_head, pieces[i], o); break;
+        case KvElem::BF16: AccumulatePiece<hwy::bfloat16_t>(sc, G, hd, kvh, kv_head, pieces[i], o); break;
+        case KvElem::F16: AccumulatePiece<hwy::float16_t>(sc, G, hd, kvh, kv_head, pieces[i], o); break;
+        case KvElem::I8: AccumulatePiece<int8_t>(sc, G, hd, kvh, kv_head, pieces[i], o); break;
       }
   }
 }
@@ -264,7 +284,7 @@ void attend_partial(const float* q, int64_t group, const KvSpans& kv, int64_t kv
   if (end > total)
     throw Error("attention: positions up to " + std::to_string(end) + " asked of " + std::to_string(total) + " keys");
   thread_local std::vector<float> scratch;
-  scratch.resize(size_t(group * (kTileOnce + 4)));
+  scratch.resize(size_t(group * kTileOnce));
   HWY_DYNAMIC_DISPATCH(AttendPartial)(q, group, kv.spans, kv.count, kv.kvh, kv.hd, kv_head, begin, end, o, m, l,
                                       scratch.data());
 }
