@@ -21,6 +21,48 @@
 
 namespace g4::ops {
 
+namespace {
+
+// One block of 32: q = clamp(nearbyint(x · 127/amax), ±127), returns the scale amax/127 and Σq.
+float quantize_block_scalar(const float* xb, int8_t* qb, int32_t* sum) {
+  float amax = 0;
+  for (int i = 0; i < kQ8Block; ++i) amax = std::max(amax, std::fabs(xb[i]));
+  const float id = amax > 0 ? 127.0f / amax : 0.0f;
+  int32_t s = 0;
+  for (int i = 0; i < kQ8Block; ++i) {
+    // |x·id| <= 127 up to rounding; the clamp keeps a NaN-free input inside int8.
+    qb[i] = int8_t(std::clamp(std::nearbyint(xb[i] * id), -127.0f, 127.0f));
+    s += qb[i];
+  }
+  *sum = s;
+  return amax / 127.0f;
+}
+
+#if defined(__x86_64__)
+// 16 values: clamp(round_to_nearest_even(x · id), ±127) as int32.
+G4_VNNI_TARGET inline __m512i quantize16(__m512 x, __m512 id) {
+  const __m512 lim = _mm512_set1_ps(127.0f);
+  const __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(x, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(r, _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim));
+}
+
+// The same arithmetic on AVX-512 (round to nearest even, as nearbyint in the default mode):
+// bit-identical to the scalar block (tested).
+G4_VNNI_TARGET float quantize_block_avx512(const float* xb, int8_t* qb, int32_t* sum) {
+  const __m512 x0 = _mm512_loadu_ps(xb), x1 = _mm512_loadu_ps(xb + 16);
+  const __m512 m = _mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1));
+  const float amax = _mm512_reduce_max_ps(m);
+  const __m512 id = _mm512_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
+  const __m512i q0 = quantize16(x0, id), q1 = quantize16(x1, id);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(qb), _mm512_cvtsepi32_epi8(q0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + 16), _mm512_cvtsepi32_epi8(q1));
+  *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+  return amax / 127.0f;
+}
+#endif
+
+}  // namespace
+
 void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& a) {
   const int64_t blocks = in / kQ8Block, pairs = (blocks + 1) / 2;
   a.T = T;
@@ -29,26 +71,42 @@ void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& 
   a.scale.resize(size_t(T * blocks));
   a.pair_scale.assign(size_t(T * pairs * 16), 0.0f);
   a.q4_bias.assign(size_t(T * pairs * 16), 0);
+#if defined(__x86_64__)
+  const bool simd = gemm_q8_available();
+#else
+  const bool simd = false;
+#endif
   for (int64_t t = 0; t < T; ++t)
     for (int64_t b = 0; b < blocks; ++b) {
       const float* xb = x + t * in + b * kQ8Block;
       int8_t* qb = a.q.data() + t * in + b * kQ8Block;
-      float amax = 0;
-      for (int i = 0; i < kQ8Block; ++i) amax = std::max(amax, std::fabs(xb[i]));
-      const float d = amax / 127.0f;
-      const float id = amax > 0 ? 127.0f / amax : 0.0f;
       int32_t sum = 0;
-      for (int i = 0; i < kQ8Block; ++i) {
-        // |x·id| <= 127 up to rounding; the clamp keeps a NaN-free input inside int8.
-        const float v = std::clamp(std::nearbyint(xb[i] * id), -127.0f, 127.0f);
-        qb[i] = int8_t(v);
-        sum += qb[i];
-      }
+#if defined(__x86_64__)
+      const float d = simd ? quantize_block_avx512(xb, qb, &sum) : quantize_block_scalar(xb, qb, &sum);
+#else
+      const float d = quantize_block_scalar(xb, qb, &sum);
+#endif
       a.scale[size_t(t * blocks + b)] = d;
       float* ps = a.pair_scale.data() + (t * pairs + b / 2) * 16 + (b % 2) * 8;
       std::fill(ps, ps + 8, d);
       a.q4_bias[size_t((t * pairs + b / 2) * 16 + (b % 2) * 8)] = -8 * sum;
     }
+}
+
+bool quantize_block_matches_scalar(const float* xb) {
+  int8_t q_scalar[kQ8Block];
+  int32_t s_scalar = 0;
+  const float d_scalar = quantize_block_scalar(xb, q_scalar, &s_scalar);
+#if defined(__x86_64__)
+  if (!gemm_q8_available()) return true;
+  int8_t q_simd[kQ8Block];
+  int32_t s_simd = 0;
+  const float d_simd = quantize_block_avx512(xb, q_simd, &s_simd);
+  return d_simd == d_scalar && s_simd == s_scalar && std::memcmp(q_simd, q_scalar, sizeof q_simd) == 0;
+#else
+  (void)d_scalar;
+  return true;
+#endif
 }
 
 #if defined(__x86_64__)

@@ -33,8 +33,13 @@ struct Q8Activations {
 // True when this build has the kernel and the CPU confirmed AVX512_VNNI, BW and VL (probe + self-test).
 bool gemm_q8_available();
 
-// Quantizes x[T, in] (in % 32 == 0) into a. Pure C++: usable without the kernel (tests).
+// Quantizes x[T, in] (in % 32 == 0) into a: AVX-512 where the kernel is available, scalar C++
+// otherwise, the two bit-identical.
 void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& a);
+
+// For tests: whether the AVX-512 and scalar quantizers agree bit for bit on one block of 32
+// (true where there is no AVX-512 path).
+bool quantize_block_matches_scalar(const float* xb);
 
 // y[t * ldy + o] for o in [o_begin, o_end), t in [0, a.T): Σ_i a[t, i] · w[o, i], where w holds
 // rows of `dtype` (Q8_0 or Q4_0) blocks, a.in values each. Requires gemm_q8_available().

@@ -91,6 +91,17 @@ TEST(Q8Activations, QuantizerRoundTripsWithinHalfAStep) {
     }
 }
 
+// The AVX-512 quantizer is the scalar one, bit for bit: ties, signs, zero and tiny blocks,
+// outliers, values exactly at ±amax.
+TEST(Q8Activations, SimdQuantizerEqualsScalar) {
+  std::vector<float> x = test::random_activations(32 * 200, 9);
+  for (int i = 0; i < 32; ++i) x[size_t(i)] = float(i - 16) * 0.5f;        // many exact halves after scaling
+  for (int i = 32; i < 64; ++i) x[size_t(i)] = 0.0f;                       // all zero
+  for (int i = 64; i < 96; ++i) x[size_t(i)] = (i % 2 ? -1.0f : 1.0f) * 1e-38f;  // subnormal-adjacent
+  x[100] = -1e4f;                                                           // an outlier
+  for (size_t b = 0; b < x.size() / 32; ++b) EXPECT_TRUE(ops::quantize_block_matches_scalar(&x[b * 32])) << "block " << b;
+}
+
 class GemmQ8 : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override {
