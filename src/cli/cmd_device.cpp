@@ -19,8 +19,8 @@ const char* kUsage =
     "usage: g4 device [--bandwidth] [--threads N,M] [--checkpoint FMT] [--compute FMT] [--kv FMT]\n"
     "                 [--weights FMT] [--json]\n\n"
     "Probes this CPU (model, cores, caches, ISA features, OS state, AMX permission), runs the one-time\n"
-    "self-tests of optional units (AMX, AVX512_BF16) and prints the dtype policy g4 resolves for an f32\n"
-    "and a bf16 checkpoint (or --checkpoint FMT), with the reason for each decision.\n\n"
+    "self-tests of optional units (AMX, AVX512_BF16, AVX512_VNNI) and prints the dtype policy g4 resolves\n"
+    "for f32, bf16, q8 and q4 checkpoints (or --checkpoint FMT), with the reason for each decision.\n\n"
     "  --bandwidth     also measure memory-read bandwidth (under a second per thread count)\n"
     "  --threads N,M   thread counts for --bandwidth (default: 1 and every usable core)\n"
     "  --checkpoint F  show the policy for this checkpoint format only (f32, f16, bf16, fp8, q8, q4)\n"
@@ -35,7 +35,7 @@ int run(const std::vector<std::string>& argv) {
   if (auto v = a.get("--compute")) request.compute = parse_num_format(*v, "--compute");
   if (auto v = a.get("--kv")) request.kv = parse_num_format(*v, "--kv");
   if (auto v = a.get("--weights")) request.weights = parse_num_format(*v, "--weights");
-  std::vector<NumFormat> checkpoints = {NumFormat::F32, NumFormat::BF16};
+  std::vector<NumFormat> checkpoints = {NumFormat::F32, NumFormat::BF16, NumFormat::Q8, NumFormat::Q4};
   if (auto v = a.get("--checkpoint")) checkpoints = {parse_num_format(*v, "--checkpoint")};
 
   // Resolved before anything is printed, so a bad request fails with its message alone.
