@@ -133,10 +133,11 @@ inline uint16_t load_u16(const std::byte* p) {
 }
 
 // [d0 ×8, d1 ×8] as f32 from two f16 block scales (h1 = 0 for an absent second block).
+// Each scale broadcast to 8 halves (VPBROADCASTW), then one conversion of all 16 (fewer
+// instructions than packing both into a scalar first; no measurable speed difference here).
 G4_VNNI_TARGET inline __m512 pair_weight_scales(uint16_t h0, uint16_t h1) {
-  const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(int(uint32_t(h0) | (uint32_t(h1) << 16))));
-  const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-  return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(f));
+  const __m128i a = _mm_set1_epi16(short(h0)), b = _mm_set1_epi16(short(h1));
+  return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1));
 }
 
 // Q8_0 block: f16 d, 32 × int8. Two blocks' values as 64 bytes (upper half zero when absent).
