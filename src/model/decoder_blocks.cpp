@@ -37,6 +37,9 @@ Vec gated_mlp(const Vec& x, int64_t T, const TensorView& gate, const TensorView&
 }
 
 // Mixture of experts (26B-A4B). r: raw residual [T, H]; x: pre_feedforward_layernorm_2(r).
+// Each expert runs once per step on all the tokens that chose it (its weights read once, not
+// once per token), then every token sums its experts' outputs in its own selection order, so
+// the result is the same, to the bit, as running the tokens one at a time.
 Vec moe_block(const ModelConfig& c, const LayerWeights& lw, const Vec& r, const Vec& x, int64_t T, const Exec& ex) {
   const int64_t H = c.hidden_size, E = c.num_experts, K = c.top_k_experts, Ie = c.moe_intermediate_size;
   // Router on the raw residual: rmsnorm without weight, * scale * H^-0.5.
@@ -46,9 +49,10 @@ Vec moe_block(const ModelConfig& c, const LayerWeights& lw, const Vec& r, const 
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < H; ++i) z[size_t(t * H + i)] *= lw.router_scale->at(i) * hs;
   Vec probs = linear(z, T, *lw.router_proj, ex);  // [T, E]
-  Vec out(static_cast<size_t>(T * H), 0.0f);
+  // Routing: slot t·K + j holds the weight of token t's j-th expert.
   std::vector<int64_t> order(static_cast<size_t>(E));
-  Vec gu(static_cast<size_t>(2 * Ie)), act(static_cast<size_t>(Ie)), y(static_cast<size_t>(H));
+  std::vector<float> weight(static_cast<size_t>(T * K));
+  std::vector<std::vector<int64_t>> slots_of(static_cast<size_t>(E));  // per expert, its slots in token order
   for (int64_t t = 0; t < T; ++t) {
     float* p = &probs[size_t(t * E)];
     ref::softmax(p, E);  // over all experts, before top-k
@@ -60,20 +64,45 @@ Vec moe_block(const ModelConfig& c, const LayerWeights& lw, const Vec& r, const 
     for (int64_t j = 0; j < K; ++j) {
       const int64_t e = order[size_t(j)];
       // Renormalise over the top k, then the per-expert scale (so weights no longer sum to 1).
-      const float w = p[e] / sum * lw.router_per_expert_scale->at(e);
-      const TensorView gate_up = slice_leading(*lw.experts_gate_up, e);  // [2·Ie, H], gate rows first
-      const TensorView down = slice_leading(*lw.experts_down, e);        // [H, Ie]
-      matmul_into(&x[size_t(t * H)], 1, gate_up, gu.data(), ex);
-      if (ex.matmul) {
-        std::copy(gu.begin(), gu.begin() + Ie, act.begin());
-        ops::gelu_tanh_mul(act.data(), &gu[size_t(Ie)], size_t(Ie));
-      } else {
-        for (int64_t i = 0; i < Ie; ++i) act[size_t(i)] = ref::gelu_tanh(gu[size_t(i)]) * gu[size_t(Ie + i)];
-      }
-      matmul_into(act.data(), 1, down, y.data(), ex);
-      for (int64_t i = 0; i < H; ++i) out[size_t(t * H + i)] += w * y[size_t(i)];
+      weight[size_t(t * K + j)] = p[e] / sum * lw.router_per_expert_scale->at(e);
+      slots_of[size_t(e)].push_back(t * K + j);
     }
   }
+  Vec y_slots(static_cast<size_t>(T * K * H));  // [T·K, H]: expert output per slot
+  Vec xs, gu, act, ys;
+  for (int64_t e = 0; e < E; ++e) {
+    const std::vector<int64_t>& slots = slots_of[size_t(e)];
+    if (slots.empty()) continue;
+    const int64_t n = int64_t(slots.size());
+    xs.resize(size_t(n * H));
+    for (int64_t s = 0; s < n; ++s)
+      std::copy_n(&x[size_t(slots[size_t(s)] / K * H)], H, &xs[size_t(s * H)]);
+    const TensorView gate_up = slice_leading(*lw.experts_gate_up, e);  // [2·Ie, H], gate rows first
+    const TensorView down = slice_leading(*lw.experts_down, e);        // [H, Ie]
+    gu.resize(size_t(n * 2 * Ie));
+    matmul_into(xs.data(), n, gate_up, gu.data(), ex);
+    act.resize(size_t(n * Ie));
+    for (int64_t s = 0; s < n; ++s) {  // row by row, as for a single token
+      const float* g = &gu[size_t(s * 2 * Ie)];
+      float* a = &act[size_t(s * Ie)];
+      if (ex.matmul) {
+        std::copy_n(g, Ie, a);
+        ops::gelu_tanh_mul(a, g + Ie, size_t(Ie));
+      } else {
+        for (int64_t i = 0; i < Ie; ++i) a[i] = ref::gelu_tanh(g[i]) * g[Ie + i];
+      }
+    }
+    ys.resize(size_t(n * H));
+    matmul_into(act.data(), n, down, ys.data(), ex);
+    for (int64_t s = 0; s < n; ++s) std::copy_n(&ys[size_t(s * H)], H, &y_slots[size_t(slots[size_t(s)] * H)]);
+  }
+  Vec out(static_cast<size_t>(T * H), 0.0f);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < K; ++j) {
+      const float w = weight[size_t(t * K + j)];
+      const float* y = &y_slots[size_t((t * K + j) * H)];
+      for (int64_t i = 0; i < H; ++i) out[size_t(t * H + i)] += w * y[i];
+    }
   return out;
 }
 
