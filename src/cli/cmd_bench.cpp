@@ -44,6 +44,7 @@ const char* kUsage =
     "when THP is on and they fit in MemAvailable; mapped: read through the checkpoint's mapping).\n"
     "--compute f32|bf16: compute dtype (default: the device policy, see `g4 info`; f32 also keeps\n"
     "activations f32 for q8/q4 weights, which otherwise use int8 products where AVX512_VNNI is confirmed).\n"
+    "--kv: KV cache storage (default: the dtype policy's, see `g4 info`; f32 with --reference).\n"
     "--reference runs the f32 reference loops instead of the SIMD kernels.";
 
 using Clock = std::chrono::steady_clock;
@@ -116,7 +117,7 @@ int run(const std::vector<std::string>& argv) {
   if (!reference) ex.matmul = &mm;
 
   KvCacheOptions ko;
-  ko.dtype = kv_dtype_from_name(a.get_or("--kv", "f32"));
+  ko.dtype = resolve_kv(a, compute, reference);
   ko.max_total_tokens = (std::max(prompt_len, depth) + gen + 2 * ko.block_tokens) / ko.block_tokens * ko.block_tokens * 2;
   KvCache kv(c, ko);
   std::vector<int> prompt(static_cast<size_t>(prompt_len));

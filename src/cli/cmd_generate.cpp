@@ -36,7 +36,8 @@ const char* kUsage =
     "  --tokens LIST        comma-separated ids, fed exactly as given\n"
     "  --tokenizer FILE     tokenizer.json (default: the one in the model directory)\n"
     "  --temperature T      0 = greedy (default 0.0)\n"
-    "  --kv DTYPE           KV cache storage (default f32)\n"
+    "  --kv DTYPE           KV cache storage (default: the dtype policy's, see `g4 info`; f32 with\n"
+    "                       --reference)\n"
     "  --chunk N            prefill chunk in tokens (default 256)\n"
     "  --stop-on-degenerate end generation once a loop is certain\n"
     "  --threads N          SIMD kernels on N threads (default: all cores)\n"
@@ -124,9 +125,9 @@ int run(const std::vector<std::string>& argv) {
   eo.max_seqs = 1;
   eo.prefill_chunk = a.get_int("--chunk", 256);
   eo.max_context = model->config.max_position_embeddings;
-  eo.kv.dtype = kv_dtype_from_name(a.get_or("--kv", "f32"));
   eo.threads = a.has("--reference") ? 0 : threads;
   const ComputeChoice compute = resolve_compute(a, *model);
+  eo.kv.dtype = resolve_kv(a, compute, a.has("--reference"));
   eo.bf16_compute = !a.has("--reference") && compute.bf16;
   eo.int8_activations = !a.has("--reference") && compute.int8;
   eo.kv.max_total_tokens = (int64_t(req.prompt.size()) + sp.max_tokens + eo.kv.block_tokens) / eo.kv.block_tokens * eo.kv.block_tokens;

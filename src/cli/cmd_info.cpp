@@ -89,7 +89,8 @@ int run(const std::vector<std::string>& argv) {
   mm.bf16_compute = policy.compute == NumFormat::BF16;
   mm.int8_activations = policy.activations == NumFormat::Q8;
   std::printf("executed   weight products: %s;\n"
-              "           KV dtype per command (--kv, default f32); AMX tiles are not used by this build\n",
+              "           KV dtype per command (--kv; default the policy's kv above, f32 for the reference\n"
+              "           loops); AMX tiles are not used by this build\n",
               ops::describe_matmul(mm, w.dtype).c_str());
   const PlacementReport placement = plan_placement(*m, WeightMemory::Auto);
   std::printf("weights    %s: %d streamed matrices, %.0f MiB (%s); generate/bench/serve --weight-memory\n",

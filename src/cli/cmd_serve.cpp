@@ -49,6 +49,8 @@ const char* kUsage =
     "  --max-body BYTES     largest request body (default 8388608); larger gets 413\n"
     "  --ready-interval S   re-run the readiness self-check this often (default 300; 0 = startup only)\n"
     "  --threads N          SIMD kernels on N threads (default: all cores); 0: the f32 reference loops\n"
+    "  --kv DTYPE           KV cache storage (default: the dtype policy's, see `g4 info`; f32 with\n"
+    "                       --threads 0)\n"
     "  --stop-on-degenerate end a sequence early when the degeneracy guard is certain it loops\n"
     "  --listen-backlog N   connections the kernel queues before the server accepts them (default 4096,\n"
     "                       capped by net.core.somaxconn)\n"
@@ -109,7 +111,7 @@ int run(const std::vector<std::string>& argv) {
         place_weights(*model.model, weight_memory_from_flag(a.get_or("--weight-memory", "auto")), &pool);
     model.notes.push_back("weights: " + describe_placement(placed));
   }
-  so.engine.kv.dtype = kv_dtype_from_name(a.get_or("--kv", "f32"));
+  so.engine.kv.dtype = resolve_kv(a, compute, so.engine.threads == 0);
   so.engine.kv.max_total_tokens =
       (so.engine.max_context * so.engine.max_seqs + so.engine.kv.block_tokens) / so.engine.kv.block_tokens * so.engine.kv.block_tokens;
   so.queue_limit = int(a.get_int("--queue", 64));

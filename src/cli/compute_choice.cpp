@@ -18,4 +18,14 @@ ComputeChoice resolve_compute(const Args& a, const Model& m) {
   return c;
 }
 
+KvDType resolve_kv(const Args& a, const ComputeChoice& c, bool reference) {
+  if (auto v = a.get("--kv")) return kv_dtype_from_name(*v);
+  if (reference) return KvDType::F32;
+  switch (c.policy.kv) {
+    case NumFormat::BF16: return KvDType::BF16;
+    case NumFormat::F16: return KvDType::F16;
+    default: return KvDType::F32;
+  }
+}
+
 }  // namespace g4::cli

@@ -5,6 +5,7 @@
 // confirmed AVX512_VNNI, unless --compute f32).
 #pragma once
 #include "cli/args.h"
+#include "engine/kv_rows.h"
 #include "model/model.h"
 #include "platform/dtype_policy.h"
 
@@ -18,5 +19,9 @@ struct ComputeChoice {
 
 // Throws g4::Error naming --compute for a value the policy refuses.
 ComputeChoice resolve_compute(const Args& a, const Model& m);
+
+// The KV cache dtype: --kv when given, else the policy's (bf16 where the compute is bf16, f16
+// through F16C, else f32); f32 for the reference loops (`reference`), which are the spec.
+KvDType resolve_kv(const Args& a, const ComputeChoice& c, bool reference);
 
 }  // namespace g4::cli
