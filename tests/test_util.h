@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "platform/tensor_view.h"
+
 namespace g4::test {
 
 // ../shared beside the repository, or $G4_SHARED.
@@ -70,6 +72,18 @@ inline std::vector<float> random_activations(int64_t n, unsigned seed, float sig
   std::vector<float> x(static_cast<size_t>(n));
   for (auto& v : x) v = g(rng);
   return x;
+}
+
+// A [out, in] weight matrix view over `data` (out rows of row_bytes(dtype, in) bytes), for
+// kernel tests that build weights in memory.
+inline TensorView matrix_view(DType dtype, int64_t out, int64_t in, const void* data) {
+  TensorView w;
+  w.name = "w";
+  w.dtype = dtype;
+  w.shape = {out, in};
+  w.data = static_cast<const std::byte*>(data);
+  w.nbytes = row_bytes(dtype, in) * uint64_t(out);
+  return w;
 }
 
 // max_i |a[i] - b[i]| over n floats.

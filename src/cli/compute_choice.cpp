@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "platform/device.h"
+#include "platform/error.h"
 
 namespace g4::cli {
 
@@ -19,7 +20,13 @@ ComputeChoice resolve_compute(const Args& a, const Model& m) {
 }
 
 KvDType resolve_kv(const Args& a, const ComputeChoice& c, bool reference) {
-  if (auto v = a.get("--kv")) return kv_dtype_from_name(*v);
+  if (auto v = a.get("--kv")) {
+    try {
+      return kv_dtype_from_name(*v);
+    } catch (const Error& e) {
+      throw Error(std::string("--kv: ") + e.what());
+    }
+  }
   if (reference) return KvDType::F32;
   switch (c.policy.kv) {
     case NumFormat::BF16: return KvDType::BF16;

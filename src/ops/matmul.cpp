@@ -106,6 +106,19 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
 
 namespace {
 
+// Output rows [0, out) in units of `group` rows (each thread's range stays group-aligned, so
+// tiles fall on the same rows whatever the split), over the pool when there is one and the
+// product is worth it; fn(o_begin, o_end).
+template <class Fn>
+void split_rows(const MatmulContext& ctx, int64_t out, int group, Fn fn) {
+  if (!ctx.pool || ctx.pool->size() == 1 || out < 64) {
+    fn(int64_t(0), out);
+    return;
+  }
+  const int64_t units = (out + group - 1) / group;
+  ctx.pool->parallel_for(units, [&](int64_t ub, int64_t ue, int) { fn(ub * group, std::min(out, ue * group)); });
+}
+
 // BF16 weights on VDPBF16PS: the activations are rounded to bf16 once, then rows are split
 // across the pool in groups of 4 (the kernel's tile height).
 void matmul_bf16(const float* x, int64_t T, const TensorView& w, float* y, const MatmulContext& ctx) {
@@ -113,16 +126,9 @@ void matmul_bf16(const float* x, int64_t T, const TensorView& w, float* y, const
   thread_local std::vector<uint16_t> xb;
   xb.resize(size_t(T * in));
   round_rows_to_bf16(x, T * in, xb.data());
-  const uint16_t* wb = reinterpret_cast<const uint16_t*>(w.data);
-  if (!ctx.pool || ctx.pool->size() == 1 || out < 64) {
-    gemm_bf16_rows(xb.data(), T, in, wb, 0, out, y, out);
-    return;
-  }
-  const int64_t units = (out + 3) / 4;
   const uint16_t* xp = xb.data();
-  ctx.pool->parallel_for(units, [&](int64_t ub, int64_t ue, int) {
-    gemm_bf16_rows(xp, T, in, wb, ub * 4, std::min(out, ue * 4), y, out);
-  });
+  const uint16_t* wb = reinterpret_cast<const uint16_t*>(w.data);
+  split_rows(ctx, out, 4, [&](int64_t b, int64_t e) { gemm_bf16_rows(xp, T, in, wb, b, e, y, out); });
 }
 
 // Q8_0/Q4_0 weights on VPDPBUSD: the activations are quantized once per product, then rows are
@@ -132,14 +138,7 @@ void matmul_q8(const float* x, int64_t T, const TensorView& w, float* y, const M
   thread_local Q8Activations xq;
   quantize_activations(x, T, in, xq);
   const Q8Activations& xa = xq;
-  if (!ctx.pool || ctx.pool->size() == 1 || out < 64) {
-    gemm_q8_rows(xa, w.data, w.dtype, 0, out, y, out);
-    return;
-  }
-  const int64_t units = (out + 3) / 4;
-  ctx.pool->parallel_for(units, [&](int64_t ub, int64_t ue, int) {
-    gemm_q8_rows(xa, w.data, w.dtype, ub * 4, std::min(out, ue * 4), y, out);
-  });
+  split_rows(ctx, out, 4, [&](int64_t b, int64_t e) { gemm_q8_rows(xa, w.data, w.dtype, b, e, y, out); });
 }
 
 }  // namespace
@@ -159,18 +158,10 @@ void matmul(const float* x, int64_t T, const TensorView& w, float* y, const Matm
     return;
   }
   auto rows_fn = blocks ? matmul_rows_blocks : matmul_rows;
-  const int64_t out = w.shape[0];
   const int group = std::clamp(ctx.rows_per_group, 1, 4);
-  if (!ctx.pool || ctx.pool->size() == 1 || out < 64) {
-    std::vector<float> scratch;
-    rows_fn(x, T, w, y, 0, out, group, scratch);
-    return;
-  }
-  // Split in units of `group` rows so each thread's range stays group-aligned.
-  const int64_t units = (out + group - 1) / group;
-  ctx.pool->parallel_for(units, [&](int64_t ub, int64_t ue, int) {
+  split_rows(ctx, w.shape[0], group, [&](int64_t b, int64_t e) {
     thread_local std::vector<float> scratch;
-    rows_fn(x, T, w, y, ub * group, std::min(out, ue * group), group, scratch);
+    rows_fn(x, T, w, y, b, e, group, scratch);
   });
 }
 

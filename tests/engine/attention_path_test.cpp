@@ -18,6 +18,7 @@
 #include "ops/reference_ops.h"
 #include "platform/error.h"
 #include "platform/thread_pool.h"
+#include "engine/cache_feed.h"
 #include "test_util.h"
 
 namespace g4 {
@@ -25,20 +26,6 @@ namespace {
 
 using test::max_abs_diff;
 using test::random_tokens;
-
-// Feeds tokens in chunks through the cache; logits for every position.
-std::vector<float> run_chunked(const Model& m, KvCache& kv, const std::vector<int>& tokens, size_t chunk,
-                               const blocks::Exec& ex) {
-  const int seq = kv.add_sequence();
-  std::vector<float> out;
-  for (size_t start = 0; start < tokens.size(); start += chunk) {
-    std::vector<BatchRow> rows;
-    for (size_t t = start; t < std::min(tokens.size(), start + chunk); ++t) rows.push_back({seq, int64_t(t), tokens[t], true});
-    auto l = forward_cached(m, rows, kv, ex);
-    out.insert(out.end(), l.begin(), l.end());
-  }
-  return out;
-}
 
 class SimdAttention : public ::testing::Test {
  protected:
@@ -83,7 +70,7 @@ TEST_F(SimdAttention, LongDepthWithWrappingRingEqualsReference) {
     const auto whole = forward_reference(*m, tokens);
     for (size_t chunk : r.chunks) {
       KvCache kv(m->config, {KvDType::F32, 16, 4096});
-      const auto got = run_chunked(*m, kv, tokens, chunk, fast);
+      const auto got = test::feed_chunked(*m, kv, kv.add_sequence(), tokens, chunk, fast);
       ASSERT_EQ(got.size(), whole.size());
       EXPECT_LE(max_abs_diff(got.data(), whole.data(), got.size()), 1e-4f)
           << r.preset << " window " << r.window << " chunk " << chunk;
@@ -142,8 +129,8 @@ TEST_F(SimdAttention, StoredKvTypesErrAsMuchAsTheReferencePath) {
   };
   for (KvDType t : {KvDType::BF16, KvDType::F16, KvDType::Int8}) {
     KvCache kv_ref(m->config, {t, 8, 4096}), kv(m->config, {t, 8, 4096});
-    const auto ref = run_chunked(*m, kv_ref, tokens, 1, {});
-    const auto got = run_chunked(*m, kv, tokens, 1, fast);
+    const auto ref = test::feed_chunked(*m, kv_ref, kv_ref.add_sequence(), tokens, 1);
+    const auto got = test::feed_chunked(*m, kv, kv.add_sequence(), tokens, 1, fast);
     const float ref_err = max_abs_diff(ref.data(), whole.data(), ref.size());
     const float got_err = max_abs_diff(got.data(), whole.data(), got.size());
     std::printf("[ kv %s ] max |delta logit| vs f32 whole-sequence: reference path %.3g (mean %.3g), SIMD path %.3g (mean %.3g)\n",
@@ -154,32 +141,11 @@ TEST_F(SimdAttention, StoredKvTypesErrAsMuchAsTheReferencePath) {
 }
 
 // Three sequences at different depths in every step, joining with 1, 4 or 7 rows at a time (some
-// steps straddle the window): returns each sequence's logits for every position.
+// steps straddle the window): each sequence's logits for every position.
 std::vector<std::vector<float>> run_batched(const Model& m, KvDType t, const blocks::Exec& ex,
                                             const std::vector<std::vector<int>>& toks) {
-  const int64_t V = m.config.vocab_size;
   KvCache kv(m.config, {t, 8, 8192});
-  std::vector<int> ids;
-  std::vector<size_t> fed(toks.size(), 0);
-  std::vector<std::vector<float>> logits(toks.size());
-  for (size_t i = 0; i < toks.size(); ++i) ids.push_back(kv.add_sequence());
-  for (;;) {
-    std::vector<BatchRow> rows;
-    std::vector<size_t> owner;
-    for (size_t i = 0; i < toks.size(); ++i) {
-      const size_t n = std::min(toks[i].size() - fed[i], size_t(1 + (fed[i] % 3) * 3));
-      for (size_t k = 0; k < n; ++k) {
-        rows.push_back({ids[i], int64_t(fed[i] + k), toks[i][fed[i] + k], true});
-        owner.push_back(i);
-      }
-      fed[i] += n;
-    }
-    if (rows.empty()) break;
-    auto l = forward_cached(m, rows, kv, ex);
-    for (size_t r = 0; r < rows.size(); ++r)
-      logits[owner[r]].insert(logits[owner[r]].end(), l.begin() + ptrdiff_t(r * V), l.begin() + ptrdiff_t((r + 1) * V));
-  }
-  return logits;
+  return test::feed_batched(m, kv, toks, ex, [](size_t, size_t fed, int) { return size_t(1 + (fed % 3) * 3); });
 }
 
 // Batched SIMD attention equals each sequence run alone through the whole-sequence reference;

@@ -19,6 +19,7 @@
 #include "model/requantize.h"
 #include "ops/gemm_bf16.h"
 #include "ops/gemm_q8.h"
+#include "engine/cache_feed.h"
 #include "test_util.h"
 
 namespace g4 {
@@ -48,42 +49,15 @@ test::TempDir* Bf16Compute::dir_ = nullptr;
 // One sequence alone, one token per step.
 std::vector<float> alone(const Model& m, const std::vector<int>& tokens, const blocks::Exec& ex) {
   KvCache kv(m.config, {KvDType::F32, 4, 4096});
-  const int seq = kv.add_sequence();
-  std::vector<float> out;
-  for (size_t t = 0; t < tokens.size(); ++t) {
-    auto l = forward_cached(m, {{seq, int64_t(t), tokens[t], true}}, kv, ex);
-    out.insert(out.end(), l.begin(), l.end());
-  }
-  return out;
+  return test::feed_chunked(m, kv, kv.add_sequence(), tokens, 1, ex);
 }
 
-// Four sequences joining at different steps, prefilling 5 tokens at a time, then decoding
-// together; logits per sequence in position order.
+// Four sequences joining at different steps (sequence i at step 2i), prefilling 5 tokens at a
+// time, then decoding together; logits per sequence in position order.
 std::vector<std::vector<float>> batched(const Model& m, const std::vector<std::vector<int>>& streams, const blocks::Exec& ex) {
-  const int64_t V = m.config.vocab_size;
   KvCache kv(m.config, {KvDType::F32, 4, 4096});
-  std::vector<int> id(streams.size(), -1);
-  std::vector<size_t> fed(streams.size(), 0);
-  std::vector<std::vector<float>> out(streams.size());
-  for (int step = 0; step < 200; ++step) {
-    std::vector<BatchRow> rows;
-    std::vector<size_t> owner;
-    for (size_t i = 0; i < streams.size(); ++i) {
-      if (step < int(2 * i) || fed[i] == streams[i].size()) continue;
-      if (id[i] < 0) id[i] = kv.add_sequence();
-      const size_t n = fed[i] == 0 ? std::min<size_t>(5, streams[i].size()) : 1;
-      for (size_t k = 0; k < n; ++k) {
-        rows.push_back({id[i], int64_t(fed[i] + k), streams[i][fed[i] + k], true});
-        owner.push_back(i);
-      }
-      fed[i] += n;
-    }
-    if (rows.empty()) break;
-    auto l = forward_cached(m, rows, kv, ex);
-    for (size_t r = 0; r < rows.size(); ++r)
-      out[owner[r]].insert(out[owner[r]].end(), l.begin() + ptrdiff_t(r * V), l.begin() + ptrdiff_t((r + 1) * V));
-  }
-  return out;
+  return test::feed_batched(m, kv, streams, ex,
+                            [](size_t i, size_t fed, int step) -> size_t { return step < int(2 * i) ? 0 : fed == 0 ? 5 : 1; });
 }
 
 void expect_batching_is_exact(const Model& m, bool bf16, bool int8 = false) {

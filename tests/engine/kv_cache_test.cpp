@@ -16,26 +16,15 @@
 #include "model/presets.h"
 #include "model/synth.h"
 #include "platform/error.h"
+#include "engine/cache_feed.h"
 #include "test_util.h"
 
 namespace g4 {
 namespace {
 
 using test::max_abs_diff;
+using test::feed_chunked;
 using test::random_tokens;
-
-// Feeds `tokens` in chunks of `chunk` through the cache; returns logits for every position.
-std::vector<float> run_chunked(const Model& m, KvCache& kv, int seq, const std::vector<int>& tokens, size_t chunk) {
-  std::vector<float> out;
-  for (size_t start = 0; start < tokens.size(); start += chunk) {
-    std::vector<BatchRow> rows;
-    for (size_t t = start; t < std::min(tokens.size(), start + chunk); ++t)
-      rows.push_back({seq, int64_t(t), tokens[t], true});
-    auto l = forward_cached(m, rows, kv);
-    out.insert(out.end(), l.begin(), l.end());
-  }
-  return out;
-}
 
 struct Fixture {
   std::unique_ptr<Model> model;
@@ -64,7 +53,7 @@ TEST_P(CachedFixture, IncrementalDecodeEqualsReferenceAndFixture) {
     const auto tokens = s["tokens"].get<std::vector<int>>();
     KvCache kv(f.model->config, {KvDType::F32, 16, 4096});
     const int seq = kv.add_sequence();
-    const auto inc = run_chunked(*f.model, kv, seq, tokens, 1);
+    const auto inc = feed_chunked(*f.model, kv, seq, tokens, 1);
     const auto ref = forward_reference(*f.model, tokens);
     ASSERT_EQ(inc.size(), ref.size());
     for (size_t t = 0; t < tokens.size(); ++t) {
@@ -126,7 +115,7 @@ TEST_F(CachedSynth, Window4For300TokensEqualsFullSequence) {
     const auto tokens = random_tokens(300, m->config.vocab_size, 11);
     const int64_t V = m->config.vocab_size;
     KvCache kv(m->config, {KvDType::F32, 32, 4096});
-    const auto inc = run_chunked(*m, kv, kv.add_sequence(), tokens, 1);
+    const auto inc = feed_chunked(*m, kv, kv.add_sequence(), tokens, 1);
     const auto ref = forward_reference(*m, tokens);
     float worst = 0;
     for (size_t t = 0; t < tokens.size(); ++t) worst = std::max(worst, max_abs_diff(&inc[t * size_t(V)], &ref[t * size_t(V)], size_t(V)));
@@ -145,7 +134,7 @@ TEST_F(CachedSynth, ChunkedPrefillEqualsOneShot) {
       const auto ref = forward_reference(*m, tokens);
       for (size_t chunk : {1u, 3u, 5u, 16u, 64u}) {
         KvCache kv(m->config, {KvDType::F32, 8, 4096});
-        const auto got = run_chunked(*m, kv, kv.add_sequence(), tokens, chunk);
+        const auto got = feed_chunked(*m, kv, kv.add_sequence(), tokens, chunk);
         ASSERT_EQ(got.size(), ref.size());
         EXPECT_LE(max_abs_diff(got.data(), ref.data(), got.size()), 1e-4f) << p << " len " << len << " chunk " << chunk;
         // The last row's logits, the ones sampling uses, come from the last chunk.
@@ -159,46 +148,17 @@ TEST_F(CachedSynth, ChunkedPrefillEqualsOneShot) {
 // positions; each one's logits equal running it alone through the reference.
 TEST_F(CachedSynth, ContinuousBatchingEqualsEachSequenceAlone) {
   auto m = model("tiny-e");
-  const int64_t V = m->config.vocab_size;
   KvCache kv(m->config, {KvDType::F32, 4, 4096});
-  struct Seq {
-    int id = -1;
-    std::vector<int> tokens;  // the whole stream this sequence will see
-    size_t fed = 0;
-    int join_step = 0;
-    std::vector<float> logits;  // collected per fed position
-  };
-  std::vector<Seq> seqs(4);
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    seqs[i].tokens = random_tokens(9 + 7 * i, m->config.vocab_size, unsigned(100 + i));
-    seqs[i].join_step = int(3 * i);
-  }
-  for (int step = 0; step < 60; ++step) {
-    std::vector<BatchRow> rows;
-    std::vector<size_t> owner;
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      Seq& s = seqs[i];
-      if (step < s.join_step || s.fed == s.tokens.size()) continue;
-      if (s.id < 0) s.id = kv.add_sequence();
-      // New sequences prefill 3 tokens at a time; others decode one.
-      const size_t n = s.fed == 0 ? std::min<size_t>(3, s.tokens.size()) : 1;
-      for (size_t k = 0; k < n; ++k) {
-        rows.push_back({s.id, int64_t(s.fed + k), s.tokens[s.fed + k], true});
-        owner.push_back(i);
-      }
-      s.fed += n;
-    }
-    if (rows.empty()) break;
-    auto l = forward_cached(*m, rows, kv);
-    for (size_t r = 0; r < rows.size(); ++r)
-      seqs[owner[r]].logits.insert(seqs[owner[r]].logits.end(), l.begin() + ptrdiff_t(r * V), l.begin() + ptrdiff_t((r + 1) * V));
-    for (auto& s : seqs)
-      if (s.id >= 0 && s.fed == s.tokens.size() && kv.has_sequence(s.id)) kv.free_sequence(s.id);  // leaves
-  }
-  for (auto& s : seqs) {
-    ASSERT_EQ(s.fed, s.tokens.size());
-    const auto ref = forward_reference(*m, s.tokens);
-    EXPECT_LE(max_abs_diff(s.logits.data(), ref.data(), ref.size()), 1e-4f);
+  std::vector<std::vector<int>> streams;
+  for (size_t i = 0; i < 4; ++i) streams.push_back(random_tokens(9 + 7 * i, m->config.vocab_size, unsigned(100 + i)));
+  // Sequence i joins at step 3i and prefills 3 tokens; then each decodes one per step, and leaves.
+  const auto logits = test::feed_batched(
+      *m, kv, streams, {}, [](size_t i, size_t fed, int step) -> size_t { return step < int(3 * i) ? 0 : fed == 0 ? 3 : 1; },
+      true);
+  for (size_t i = 0; i < streams.size(); ++i) {
+    const auto ref = forward_reference(*m, streams[i]);
+    ASSERT_EQ(logits[i].size(), ref.size());
+    EXPECT_LE(max_abs_diff(logits[i].data(), ref.data(), ref.size()), 1e-4f);
   }
   EXPECT_EQ(kv.bytes_in_use(), 0u);
 }
@@ -220,7 +180,7 @@ TEST_F(CachedSynth, Int8KvErrorIsBounded) {
   const auto tokens = random_tokens(40, m->config.vocab_size, 5);
   auto run = [&](KvDType t) {
     KvCache kv(m->config, {t, 8, 4096});
-    return run_chunked(*m, kv, kv.add_sequence(), tokens, 1);
+    return feed_chunked(*m, kv, kv.add_sequence(), tokens, 1);
   };
   const auto a = run(KvDType::F32), q8 = run(KvDType::Int8), h16 = run(KvDType::F16), b16 = run(KvDType::BF16);
   auto mean_abs = [&](const std::vector<float>& b) {
@@ -286,14 +246,7 @@ TEST(CachedFast, SimdKernelsMatchFixtureLogits) {
     for (const auto& s : f.expected["sequences"]) {
       const auto tokens = s["tokens"].get<std::vector<int>>();
       KvCache kv(f.model->config);
-      const int seq = kv.add_sequence();
-      std::vector<float> got;
-      for (size_t start = 0; start < tokens.size(); start += 6) {  // chunked prefill, chunk 6
-        std::vector<BatchRow> rows;
-        for (size_t t = start; t < std::min(tokens.size(), start + 6); ++t) rows.push_back({seq, int64_t(t), tokens[t], true});
-        auto l = forward_cached(*f.model, rows, kv, fast);
-        got.insert(got.end(), l.begin(), l.end());
-      }
+      const auto got = feed_chunked(*f.model, kv, kv.add_sequence(), tokens, 6, fast);  // chunked prefill, chunk 6
       const auto ref = forward_reference(*f.model, tokens);
       const float* want = &f.logits[s["row_offset"].get<size_t>() * size_t(V)];
       EXPECT_LE(max_abs_diff(got.data(), want, got.size()), 1e-3f) << v << " " << s["name"];

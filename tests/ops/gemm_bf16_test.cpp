@@ -30,11 +30,7 @@ Bf16Weights make_weights(int64_t out, int64_t in, unsigned seed) {
   Bf16Weights w;
   w.bits.resize(size_t(out * in));
   for (auto& b : w.bits) b = f32_to_bf16(u(rng));
-  w.view.name = "w";
-  w.view.dtype = DType::BF16;
-  w.view.shape = {out, in};
-  w.view.data = reinterpret_cast<const std::byte*>(w.bits.data());
-  w.view.nbytes = w.bits.size() * 2;
+  w.view = test::matrix_view(DType::BF16, out, in, w.bits.data());
   return w;
 }
 

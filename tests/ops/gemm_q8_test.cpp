@@ -40,22 +40,8 @@ BlockWeights make_weights(DType t, int64_t out, int64_t in, unsigned seed) {
     ops::quantize_row(t, &src[size_t(o * in)], &w.bytes[size_t(rb * uint64_t(o))], in);
     dequantize_row(t, &w.bytes[size_t(rb * uint64_t(o))], &w.values[size_t(o * in)], in);
   }
-  w.view.name = "w";
-  w.view.dtype = t;
-  w.view.shape = {out, in};
-  w.view.data = w.bytes.data();
-  w.view.nbytes = w.bytes.size();
+  w.view = test::matrix_view(t, out, in, w.bytes.data());
   return w;
-}
-
-TensorView f32_view(const std::vector<float>& v, int64_t out, int64_t in) {
-  TensorView t;
-  t.name = "w_f32";
-  t.dtype = DType::F32;
-  t.shape = {out, in};
-  t.data = reinterpret_cast<const std::byte*>(v.data());
-  t.nbytes = v.size() * 4;
-  return t;
 }
 
 TEST(Q8Activations, QuantizerRoundTripsWithinHalfAStep) {
@@ -124,7 +110,7 @@ TEST_P(GemmQ8, MatchesReferenceOnTheQuantizedActivations) {
       std::vector<float> xd(x.size());
       for (size_t i = 0; i < xd.size(); ++i) xd[i] = float(a.q[i]) * a.scale[i / 32];
       std::vector<float> want(size_t(T * out)), got(size_t(T * out), -1.0f);
-      ref::matmul(xd.data(), T, f32_view(w.values, out, in), want.data());
+      ref::matmul(xd.data(), T, test::matrix_view(DType::F32, out, in, w.values.data()), want.data());
       ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, got.data(), out);
       for (int64_t tt = 0; tt < T; ++tt)
         for (int64_t o = 0; o < out; ++o) {
@@ -148,7 +134,7 @@ TEST_P(GemmQ8, ErrorAgainstF32ActivationsWithinTheRoundingBound) {
   ops::Q8Activations a;
   ops::quantize_activations(x.data(), T, in, a);
   std::vector<float> exact(size_t(T * out)), got(size_t(T * out));
-  ref::matmul(x.data(), T, f32_view(w.values, out, in), exact.data());
+  ref::matmul(x.data(), T, test::matrix_view(DType::F32, out, in, w.values.data()), exact.data());
   ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, got.data(), out);
   double worst_ratio = 0;
   for (int64_t tt = 0; tt < T; ++tt)
@@ -214,7 +200,7 @@ TEST(GemmQ8Dispatch, WithoutTheRequestQuantizedWeightsKeepF32Activations) {
   EXPECT_EQ(ops::describe_matmul(ctx, DType::Q8_0).find("VPDPBUSD"), std::string::npos);
   std::vector<float> got(size_t(T * out)), want(size_t(T * out));
   ops::matmul(x.data(), T, w.view, got.data(), ctx);
-  ref::matmul(x.data(), T, f32_view(w.values, out, in), want.data());
+  ref::matmul(x.data(), T, test::matrix_view(DType::F32, out, in, w.values.data()), want.data());
   for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-4f);
 }
 

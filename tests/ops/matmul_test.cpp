@@ -11,6 +11,7 @@
 #include "ops/reference_ops.h"
 #include "platform/device_presets.h"
 #include "platform/error.h"
+#include "test_util.h"
 
 namespace g4 {
 namespace {
@@ -33,11 +34,7 @@ Weights random_weights(DType dt, int64_t out, int64_t in, unsigned seed) {
       std::memcpy(&w.bytes[size_t(i) * 2], &h, 2);
     }
   }
-  w.view.name = "w";
-  w.view.dtype = dt;
-  w.view.shape = {out, in};
-  w.view.data = w.bytes.data();
-  w.view.nbytes = w.bytes.size();
+  w.view = test::matrix_view(dt, out, in, w.bytes.data());
   return w;
 }
 
@@ -80,11 +77,7 @@ TEST(Matmul, BlockQuantizedMatchesReference) {
       for (auto& v : dense) v = u(rng);
       std::vector<std::byte> packed(size_t(out) * row_bytes(dt, in));
       for (int64_t o = 0; o < out; ++o) ops::quantize_row(dt, &dense[size_t(o * in)], &packed[size_t(o) * row_bytes(dt, in)], in);
-      TensorView w;
-      w.dtype = dt;
-      w.shape = {out, in};
-      w.data = packed.data();
-      w.nbytes = packed.size();
+      const TensorView w = test::matrix_view(dt, out, in, packed.data());
       for (int64_t T : {1, 2, 5}) {
         std::vector<float> x(size_t(T * in)), want(size_t(T * out)), got(size_t(T * out));
         for (auto& v : x) v = u(rng);

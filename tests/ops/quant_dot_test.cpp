@@ -9,6 +9,7 @@
 
 #include "ops/quant_dot.h"
 #include "ops/reference_ops.h"
+#include "test_util.h"
 
 namespace g4 {
 namespace {
@@ -167,11 +168,7 @@ TEST(QuantTypes, ReferenceMatmulReadsBlocks) {
     for (auto& v : x) v = nd(rng);
     std::vector<std::byte> q(size_t(out) * row_bytes(t, in));
     for (int64_t o = 0; o < out; ++o) ops::quantize_row(t, &wf[size_t(o * in)], q.data() + o * row_bytes(t, in), in);
-    TensorView w;
-    w.dtype = t;
-    w.shape = {out, in};
-    w.data = q.data();
-    w.nbytes = q.size();
+    const TensorView w = test::matrix_view(t, out, in, q.data());
     ref::matmul(x.data(), T, w, y.data());
     std::vector<float> row(static_cast<size_t>(in));
     for (int64_t o = 0; o < out; ++o) {

@@ -1,0 +1,45 @@
+// The KV cache dtype the commands run with (seen through `g4 bench`'s header line): the dtype
+// policy's when --kv is absent, f32 for the reference loops, --kv when given, and a clear
+// refusal naming the flag for a dtype that does not exist.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "platform/device.h"
+#include "platform/dtype_policy.h"
+#include "test_util.h"
+
+namespace g4 {
+namespace {
+
+std::string bench_header(const std::string& model, const std::string& extra, int* rc) {
+  std::string out;
+  *rc = test::run_command(test::g4_binary().string() + " bench --model " + model +
+                              " --prompt-len 4 --gen 2 --depth 0 --repeat 1 --threads 2 " + extra + " 2>&1",
+                          &out);
+  return out;
+}
+
+TEST(KvDefault, PolicyUnlessForcedF32ForTheReference) {
+  test::TempDir dir;
+  const std::string model = (dir.path() / "m").string();
+  std::string out;
+  ASSERT_EQ(0, test::run_command(test::g4_binary().string() + " synth --preset tiny-e --dtype bf16 --out " + model + " 2>&1", &out)) << out;
+  const std::string policy_kv(num_format_name(resolve_policy(host_cpu(), NumFormat::BF16).kv));
+  int rc = 0;
+  out = bench_header(model, "", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("BF16 weights, " + policy_kv + " KV"), std::string::npos) << out;
+  out = bench_header(model, "--reference", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("BF16 weights, f32 KV"), std::string::npos) << out;
+  out = bench_header(model, "--kv int8", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("BF16 weights, int8 KV"), std::string::npos) << out;
+  out = bench_header(model, "--kv q3", &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("--kv: KV cache dtype 'q3'"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace g4
