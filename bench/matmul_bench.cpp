@@ -4,6 +4,7 @@
 // keeps up. For comparison against `g4 bench`'s measured read bandwidth.
 #include <benchmark/benchmark.h>
 
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "ops/quant_dot.h"
 #include "platform/dtype.h"
 #include "platform/huge_pages.h"
+#include "platform/row_interleave.h"
 #include "platform/tensor_view.h"
 #include "platform/thread_pool.h"
 
@@ -48,31 +50,39 @@ const Weights& weights(DType t, int set) {
   if (slot) return *slot;
   slot = std::make_unique<Weights>();
   const std::vector<Shape> shapes = shape_set(set);
-  for (Shape sh : shapes) slot->bytes += row_bytes(t, sh.in) * uint64_t(sh.out);
+  const DType base = interleave_base(t);  // interleaved formats: quantize rows, then interleave groups
+  for (Shape sh : shapes) slot->bytes += row_bytes(base, sh.in) * uint64_t(sh.out);
   slot->buffer = HugePageBuffer(slot->bytes);
   std::mt19937 rng(1);
   std::normal_distribution<float> g(0.0f, 0.5f);
   uint64_t offset = 0;
   for (Shape sh : shapes) {
     const int64_t kOut = sh.out, kIn = sh.in;
-    const uint64_t rb = row_bytes(t, kIn), mat = rb * uint64_t(kOut);
+    const uint64_t rb = row_bytes(base, kIn), mat = rb * uint64_t(kOut);
     std::vector<float> row(static_cast<size_t>(kIn));
-    std::byte* base = slot->buffer.data() + offset;
+    std::byte* dst = slot->buffer.data() + offset;
     offset += mat;
     for (int64_t o = 0; o < kOut; ++o) {
       for (auto& v : row) v = g(rng);
       if (t == DType::BF16) {
-        auto* dst = reinterpret_cast<uint16_t*>(base + o * rb);
-        for (int64_t i = 0; i < kIn; ++i) dst[i] = f32_to_bf16(row[size_t(i)]);
+        auto* bf = reinterpret_cast<uint16_t*>(dst + o * rb);
+        for (int64_t i = 0; i < kIn; ++i) bf[i] = f32_to_bf16(row[size_t(i)]);
       } else {
-        ops::quantize_row(t, row.data(), base + o * rb, kIn);
+        ops::quantize_row(base, row.data(), dst + o * rb, kIn);
+      }
+    }
+    if (dtype_is_interleaved(t)) {
+      std::vector<std::byte> rows(rb * uint64_t(kInterleaveRows));
+      for (int64_t gi = 0; gi < kOut / kInterleaveRows; ++gi) {
+        std::memcpy(rows.data(), dst + uint64_t(gi) * rows.size(), rows.size());
+        interleave_group(base, rows.data(), kIn, dst + uint64_t(gi) * rows.size());
       }
     }
     TensorView v;
     v.name = "w";
     v.dtype = t;
     v.shape = {kOut, kIn};
-    v.data = base;
+    v.data = dst;
     v.nbytes = mat;
     slot->views.push_back(v);
   }
@@ -100,11 +110,15 @@ void run(benchmark::State& state, DType t) {
 void BM_MatmulBF16(benchmark::State& s) { run(s, DType::BF16); }
 void BM_MatmulQ8_0(benchmark::State& s) { run(s, DType::Q8_0); }
 void BM_MatmulQ4_0(benchmark::State& s) { run(s, DType::Q4_0); }
+void BM_MatmulQ8_0_R16(benchmark::State& s) { run(s, DType::Q8_0_R16); }
+void BM_MatmulQ4_0_R16(benchmark::State& s) { run(s, DType::Q4_0_R16); }
 
 #define G4_MATMUL_ARGS ArgsProduct({{0, 1}, {1, 2}, {1, 64}, {0, 1, 2, 3}})->Unit(benchmark::kMillisecond)->UseRealTime()
 BENCHMARK(BM_MatmulBF16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ8_0)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ4_0)->G4_MATMUL_ARGS;
+BENCHMARK(BM_MatmulQ8_0_R16)->G4_MATMUL_ARGS;
+BENCHMARK(BM_MatmulQ4_0_R16)->G4_MATMUL_ARGS;
 
 }  // namespace
 }  // namespace g4

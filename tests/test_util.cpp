@@ -20,4 +20,12 @@ int run_command(const std::string& cmd, std::string* out) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+std::string g4_quick_bench(const std::string& model, const std::string& extra, int* rc) {
+  std::string out;
+  *rc = run_command(g4_binary().string() + " bench --model " + model +
+                        " --prompt-len 4 --gen 2 --depth 0 --repeat 1 --threads 2 " + extra + " 2>&1",
+                    &out);
+  return out;
+}
+
 }  // namespace g4::test

@@ -96,4 +96,8 @@ inline float max_abs_diff(const float* a, const float* b, size_t n) {
 // Runs a shell command, returns exit code; stdout+stderr captured into *out if given.
 int run_command(const std::string& cmd, std::string* out = nullptr);
 
+// `g4 bench --model MODEL` on a minimal workload (4-token prompt, 2 tokens, depth 0, one repeat,
+// 2 threads) plus `extra` flags; stdout and stderr together, the exit status in *rc.
+std::string g4_quick_bench(const std::string& model, const std::string& extra, int* rc);
+
 }  // namespace g4::test

@@ -106,6 +106,8 @@ int run(const std::vector<std::string>& argv) {
       place_weights(*model, weight_memory_from_flag(a.get_or("--weight-memory", "auto")), &pool);
   std::fprintf(stderr, "[bench] weights: %s\n", describe_placement(placed).c_str());
   const ComputeChoice compute = resolve_compute(a, *model);
+  const std::string interleaved = reference ? std::string() : prepare_weights(compute, *model, &pool);
+  if (!interleaved.empty()) std::fprintf(stderr, "[bench] weights: %s\n", interleaved.c_str());
   BandwidthOptions bo;
   bo.threads = threads;
   bo.buffer_bytes = uint64_t(1) << 30;  // 1 GiB: past any L3 a VM reports, so it is DRAM we time

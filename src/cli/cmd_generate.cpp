@@ -130,6 +130,11 @@ int run(const std::vector<std::string>& argv) {
   eo.kv.dtype = resolve_kv(a, compute, a.has("--reference"));
   eo.bf16_compute = !a.has("--reference") && compute.bf16;
   eo.int8_activations = !a.has("--reference") && compute.int8;
+  if (eo.int8_activations) {
+    ThreadPool pool(threads);
+    const std::string line = prepare_weights(compute, *model, &pool);
+    if (!line.empty()) std::fprintf(stderr, "[g4] weights: %s\n", line.c_str());
+  }
   eo.kv.max_total_tokens = (int64_t(req.prompt.size()) + sp.max_tokens + eo.kv.block_tokens) / eo.kv.block_tokens * eo.kv.block_tokens;
   TextStreamFactory text_factory;
   if (tok) text_factory = [&] { return std::make_unique<DetokStream>(*tok); };

@@ -9,6 +9,7 @@
 #include "ops/dot_kernels.h"
 #include "ops/matmul.h"
 #include "platform/device.h"
+#include "platform/row_interleave.h"
 #include "model/weight_placement.h"
 #include "platform/dtype_policy.h"
 
@@ -88,11 +89,15 @@ int run(const std::vector<std::string>& argv) {
   ops::MatmulContext mm;
   mm.bf16_compute = policy.compute == NumFormat::BF16;
   mm.int8_activations = policy.activations == NumFormat::Q8;
+  const PlacementReport placement = plan_placement(*m, WeightMemory::Auto);
+  // Q8_0/Q4_0 matrices copied into memory g4 owns are interleaved for the int8 kernel at load
+  // (model/weight_interleave.h); read through the mapping they stay row-major.
+  const bool interleaves = ops::uses_int8_kernel(mm) && placement.placement == "huge" &&
+                           (w.dtype == DType::Q8_0 || w.dtype == DType::Q4_0);
   std::printf("executed   weight products: %s;\n"
               "           KV dtype per command (--kv; default the policy's kv above, f32 for the reference\n"
               "           loops); AMX tiles are not used by this build\n",
-              ops::describe_matmul(mm, w.dtype).c_str());
-  const PlacementReport placement = plan_placement(*m, WeightMemory::Auto);
+              ops::describe_matmul(mm, interleaves ? interleaved_dtype(w.dtype) : w.dtype).c_str());
   std::printf("weights    %s: %d streamed matrices, %.0f MiB (%s); generate/bench/serve --weight-memory\n",
               placement.placement == "huge" ? "copied into 2 MiB huge pages at load" : "read through the mapping",
               placement.tensors, double(placement.bytes) / (1 << 20), placement.reason.c_str());

@@ -96,7 +96,15 @@ int run(const std::vector<std::string>& argv) {
   model.policy = compute.policy;
   so.engine.bf16_compute = compute.bf16;
   so.engine.int8_activations = compute.int8;
-  {
+  if (so.engine.threads > 0) {
+    ThreadPool pool(so.engine.threads);
+    const PlacementReport placed =
+        place_weights(*model.model, weight_memory_from_flag(a.get_or("--weight-memory", "auto")), &pool);
+    model.notes.push_back("weights: " + describe_placement(placed));
+    const std::string interleaved = prepare_weights(compute, *model.model, &pool);
+    if (!interleaved.empty()) model.notes.push_back("weights: " + interleaved);
+  }
+  {  // after placement and interleaving: the path the products really take
     ops::MatmulContext described;
     described.bf16_compute = compute.bf16;
     described.int8_activations = compute.int8;
@@ -104,12 +112,6 @@ int run(const std::vector<std::string>& argv) {
                         ? "f32 reference loops (--threads 0)"
                         : ops::describe_matmul(described, model.model->weights.layers[0].q_proj->dtype) + " on " +
                               std::to_string(so.engine.threads) + " threads";
-  }
-  if (so.engine.threads > 0) {
-    ThreadPool pool(so.engine.threads);
-    const PlacementReport placed =
-        place_weights(*model.model, weight_memory_from_flag(a.get_or("--weight-memory", "auto")), &pool);
-    model.notes.push_back("weights: " + describe_placement(placed));
   }
   so.engine.kv.dtype = resolve_kv(a, compute, so.engine.threads == 0);
   so.engine.kv.max_total_tokens =

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "model/weight_interleave.h"
+#include "ops/gemm_q8.h"
 #include "platform/device.h"
 #include "platform/error.h"
 
@@ -17,6 +19,12 @@ ComputeChoice resolve_compute(const Args& a, const Model& m) {
   c.bf16 = c.policy.compute == NumFormat::BF16;
   c.int8 = c.policy.activations == NumFormat::Q8;
   return c;
+}
+
+std::string prepare_weights(const ComputeChoice& c, Model& m, ThreadPool* pool) {
+  if (!c.int8 || !ops::gemm_q8_available()) return "";
+  const InterleaveReport r = interleave_weights(m, pool);
+  return r.tensors || r.left_mapped ? describe_interleave(r) : "";
 }
 
 KvDType resolve_kv(const Args& a, const ComputeChoice& c, bool reference) {

@@ -4,10 +4,13 @@
 // confirmed AVX512_BF16 and the checkpoint is bf16; int8 activations for q8/q4 weights where it
 // confirmed AVX512_VNNI, unless --compute f32).
 #pragma once
+#include <string>
+
 #include "cli/args.h"
 #include "engine/kv_rows.h"
 #include "model/model.h"
 #include "platform/dtype_policy.h"
+#include "platform/thread_pool.h"
 
 namespace g4::cli {
 
@@ -19,6 +22,11 @@ struct ComputeChoice {
 
 // Throws g4::Error naming --compute for a value the policy refuses.
 ComputeChoice resolve_compute(const Args& a, const Model& m);
+
+// After weight placement: when the products run on the VNNI int8 kernel, the Q8_0/Q4_0 matrices
+// in memory g4 owns are interleaved for it (model/weight_interleave.h). Returns the line to log,
+// empty when the products take another kernel and nothing was done.
+std::string prepare_weights(const ComputeChoice& c, Model& m, ThreadPool* pool);
 
 // The KV cache dtype: --kv when given, else the policy's (bf16 where the compute is bf16, f16
 // through F16C, else f32); f32 for the reference loops (`reference`), which are the spec.

@@ -13,6 +13,12 @@ std::vector<std::filesystem::path> Model::files() const {
 
 uint64_t Model::data_bytes() const { return gguf ? gguf->data_bytes() : archive.data_bytes(); }
 
+bool Model::owns(const std::byte* p) const {
+  for (const HugePageBuffer& b : owned_data)
+    if (p >= b.data() && p < b.data() + b.size()) return true;
+  return false;
+}
+
 void Model::check_unchanged() const {
   if (gguf) gguf->check_unchanged();
   else archive.check_unchanged();

@@ -34,6 +34,7 @@ struct Model {
   std::vector<std::filesystem::path> files() const;
   uint64_t data_bytes() const;  // bytes of tensor data mapped
   void check_unchanged() const;  // throws if a mapped file shrank since loading
+  bool owns(const std::byte* p) const;  // p lies in owned_data (not in a checkpoint mapping)
 };
 
 // `path`: a Hugging Face directory (config.json + model.safetensors or a sharded index), a

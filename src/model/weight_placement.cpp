@@ -38,12 +38,6 @@ uint64_t meminfo_field(const char* key) {
   return 0;
 }
 
-bool owned_by(const Model& m, const std::byte* p) {
-  for (const HugePageBuffer& b : m.owned_data)
-    if (p >= b.data() && p < b.data() + b.size()) return true;
-  return false;
-}
-
 // Drops this process's page-table entries for the whole pages inside [p, p + n) of a read-only
 // file mapping (the page cache keeps the data; a later touch would fault it back in). Only whole
 // pages: neighbours of a copied tensor may still be read through the mapping.
@@ -103,7 +97,7 @@ std::vector<const TensorView**> to_copy(Model& m, uint64_t* bytes) {
   std::vector<const TensorView**> slots;
   *bytes = 0;
   for (const TensorView** s : streamed_matrices(m.weights)) {
-    if (owned_by(m, (*s)->data)) continue;
+    if (m.owns((*s)->data)) continue;
     slots.push_back(s);
     *bytes += ((*s)->nbytes + 63) / 64 * 64;
   }

@@ -27,6 +27,7 @@ struct Q8Activations {
   std::vector<float> scale;      // [T, in/32]: value = q · scale
   std::vector<float> pair_scale;  // [T, pairs, 16]: lanes 0-7 block 2p's scale, lanes 8-15 block 2p+1's (0 if absent)
   std::vector<int32_t> q4_bias;   // [T, pairs, 16]: −8·Σq of block 2p in lane 0, of block 2p+1 in lane 8, else 0
+  std::vector<int32_t> sum;       // [T, in/32]: Σq per block (the interleaved kernel's offset correction)
   int64_t pairs() const { return (in / kQ8Block + 1) / 2; }
 };
 
@@ -42,7 +43,14 @@ void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& 
 bool quantize_block_matches_scalar(const float* xb);
 
 // y[t * ldy + o] for o in [o_begin, o_end), t in [0, a.T): Σ_i a[t, i] · w[o, i], where w holds
-// rows of `dtype` (Q8_0 or Q4_0) blocks, a.in values each. Requires gemm_q8_available().
+// rows of `dtype` blocks, a.in values each: Q8_0 or Q4_0 row-major, or Q8_0_R16 / Q4_0_R16
+// (platform/row_interleave.h; then o_begin and o_end are multiples of 16). Requires
+// gemm_q8_available().
+//
+// The interleaved layouts take 16 rows per VPDPBUSD (activation bytes broadcast, offset-binary
+// or nibble weights as the unsigned operand, −offset·Σq as each block's starting sum) and keep
+// one f32 lane per row: the same exact int32 block sums, then per block one FMA of
+// sum · (weight scale × activation scale) in block order, as the row-major tiles do per pair.
 void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,
                   int64_t ldy);
 

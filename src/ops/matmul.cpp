@@ -7,6 +7,7 @@
 #include "ops/gemm_bf16.h"
 #include "ops/gemm_q8.h"
 #include "ops/reference_ops.h"
+#include "platform/row_interleave.h"
 
 namespace g4::ops {
 
@@ -93,6 +94,11 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
   if (simd_blocks(dtype) && uses_int8_kernel(ctx))
     return name + " weights x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
                   "exact int32 block sums, f32 accumulate";
+  if (dtype_is_interleaved(dtype) && uses_int8_kernel(ctx))
+    return std::string(dtype_name(interleave_base(dtype))) +
+           " weights, 16 rows interleaved, x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
+           "16 rows per instruction, exact int32 block sums, f32 accumulate";
+  if (dtype_is_interleaved(dtype)) return name + " weights on the reference loops (one row at a time out of its group)";
   std::string s;
   if (simd_dtype(dtype)) s = "f32 FMA on " + name + " weights widened in registers (Highway " + target + "), f32 accumulate";
   else if (simd_blocks(dtype)) s = name + " blocks read directly by SIMD kernels (Highway " + target + "), f32 accumulate";
@@ -138,12 +144,20 @@ void matmul_q8(const float* x, int64_t T, const TensorView& w, float* y, const M
   thread_local Q8Activations xq;
   quantize_activations(x, T, in, xq);
   const Q8Activations& xa = xq;
-  split_rows(ctx, out, 4, [&](int64_t b, int64_t e) { gemm_q8_rows(xa, w.data, w.dtype, b, e, y, out); });
+  const int group = dtype_is_interleaved(w.dtype) ? int(kInterleaveRows) : 4;  // the kernel's tile height
+  split_rows(ctx, out, group, [&](int64_t b, int64_t e) { gemm_q8_rows(xa, w.data, w.dtype, b, e, y, out); });
 }
 
 }  // namespace
 
 void matmul(const float* x, int64_t T, const TensorView& w, float* y, const MatmulContext& ctx) {
+  if (dtype_is_interleaved(w.dtype)) {
+    // Interleaved rows exist only for the VNNI kernel (model/weight_interleave.h); without it the
+    // reference loops read them a row at a time (correct, slow).
+    if (uses_int8_kernel(ctx) && w.shape.size() == 2 && w.shape[0] % kInterleaveRows == 0) matmul_q8(x, T, w, y, ctx);
+    else ref::matmul(x, T, w, y);
+    return;
+  }
   if (w.dtype == DType::BF16 && w.shape.size() == 2 && uses_bf16_kernel(ctx)) {
     matmul_bf16(x, T, w, y, ctx);
     return;

@@ -3,6 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <vector>
+
+#include "platform/error.h"
+#include "platform/row_interleave.h"
 
 namespace g4::ops {
 
@@ -281,12 +286,23 @@ float quant_dot(DType t, const std::byte* row, const float* x, int64_t n) {
     case DType::Q4_K: return dot_q4_k(row, x, n);
     case DType::Q5_K: return dot_q5_k(row, x, n);
     case DType::Q6_K: return dot_q6_k(row, x, n);
+    case DType::Q8_0_R16:
+    case DType::Q4_0_R16: break;
   }
-  return 0;
+  throw Error("quant_dot: " + std::string(dtype_name(t)) + " has no contiguous rows (use dot_row on its view)");
 }
 
 float dot_row(const TensorView& w, int64_t r, const float* x) {
   const int64_t cols = w.shape.empty() ? 1 : w.shape.back();
+  if (dtype_is_interleaved(w.dtype)) {  // the reference loops on an interleaved matrix: one row out of its group
+    const DType base = interleave_base(w.dtype);
+    const uint64_t rb = row_bytes(base, cols);
+    thread_local std::vector<std::byte> row;
+    row.resize(rb);
+    extract_interleaved_row(w.dtype, w.data + uint64_t(r / kInterleaveRows) * kInterleaveRows * rb, cols,
+                            int(r % kInterleaveRows), row.data());
+    return quant_dot(base, row.data(), x, cols);
+  }
   return quant_dot(w.dtype, w.data + uint64_t(r) * row_bytes(w.dtype, cols), x, cols);
 }
 
@@ -314,6 +330,10 @@ void quantize_row(DType t, const float* x, std::byte* dst, int64_t n) {
     case DType::Q6_K:
       for (int64_t k = 0; k < n / 256; ++k) quant_q6_k(x + k * 256, dst + k * 210);
       return;
+    case DType::Q8_0_R16:
+    case DType::Q4_0_R16:
+      throw Error("quantize_row: " + std::string(dtype_name(t)) +
+                  " is a layout of 16 rows, not a row format (quantize to the base format, then interleave_group)");
   }
 }
 

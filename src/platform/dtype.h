@@ -18,7 +18,10 @@ namespace g4 {
 //   Q4_K 256 values, 144 B: f16 d, f16 dmin, 12 B packed 6-bit scales/mins, 128 B nibbles
 //   Q5_K 256 values, 176 B: as Q4_K plus 32 B of fifth bits
 //   Q6_K 256 values, 210 B: 128 B low nibbles, 64 B high 2-bit pairs, int8 scales[16], f16 d
-enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K };
+// Q8_0_R16 / Q4_0_R16 are g4's own: Q8_0 / Q4_0 blocks of 16 consecutive rows interleaved for the
+// VNNI kernel (layout in row_interleave.h). Same bytes per row on average, but a row is not
+// contiguous: read one with TensorView::row_to_f32. Never read from or written to a file.
+enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K, Q8_0_R16, Q4_0_R16 };
 
 // Bytes per element of a per-element type (F32/F16/BF16). 0 for block types, which have no
 // per-element size: use row_bytes / tensor_bytes for those.
@@ -38,10 +41,11 @@ std::optional<DType> dtype_from_any_name(std::string_view name);
 // ggml's type ids (GGUF tensor info `type`): F32 0, F16 1, Q4_0 2, Q4_1 3, Q8_0 8, Q4_K 12,
 // Q5_K 13, Q6_K 14, BF16 30. nullopt for ids g4 does not read.
 std::optional<DType> dtype_from_ggml(uint32_t ggml_type);
-uint32_t dtype_to_ggml(DType t);
+uint32_t dtype_to_ggml(DType t);  // throws g4::Error for the in-memory interleaved types
 
 // Dequantizes n values (a whole number of blocks) of type t starting at src.
 // Per-element types are widened. Scalar and exact: the spec every kernel is tested against.
+// Interleaved types have no contiguous row: throws g4::Error (use TensorView::row_to_f32).
 void dequantize_row(DType t, const std::byte* src, float* dst, int64_t n);
 // The 6-bit scale and min of sub-block j (0..7) packed in the 12 scale bytes of a Q4_K/Q5_K block.
 void kquant_scale_min(int j, const uint8_t* scales12, uint8_t* scale, uint8_t* min);

@@ -1,5 +1,9 @@
 #include "platform/tensor_view.h"
 
+#include <vector>
+
+#include "platform/row_interleave.h"
+
 namespace g4 {
 
 float TensorView::at(int64_t i) const {
@@ -19,6 +23,13 @@ float TensorView::at(int64_t i) const {
       std::memcpy(&h, data + i * 2, 2);
       return bf16_to_f32(h);
     }
+    case DType::Q8_0_R16:
+    case DType::Q4_0_R16: {  // decode the row holding element i (slow; never on a hot path)
+      const int64_t cols = shape.empty() ? 1 : shape.back();
+      std::vector<float> row(static_cast<size_t>(cols));
+      row_to_f32(i / cols, row.data());
+      return row[size_t(i % cols)];
+    }
     default: {  // block type: decode the block holding element i (slow; for scalars and norms)
       const int64_t bs = dtype_block_size(dtype);
       float block[256];
@@ -30,6 +41,16 @@ float TensorView::at(int64_t i) const {
 
 void TensorView::row_to_f32(int64_t r, float* out) const {
   const int64_t cols = shape.empty() ? 1 : shape.back();
+  if (dtype_is_interleaved(dtype)) {  // a gather from an interleaved matrix: one row out of its group
+    const DType base = interleave_base(dtype);
+    const uint64_t rb = row_bytes(base, cols);
+    thread_local std::vector<std::byte> row;
+    row.resize(rb);
+    extract_interleaved_row(dtype, data + uint64_t(r / kInterleaveRows) * kInterleaveRows * rb, cols,
+                            int(r % kInterleaveRows), row.data());
+    dequantize_row(base, row.data(), out, cols);
+    return;
+  }
   dequantize_row(dtype, data + uint64_t(r) * row_bytes(dtype, cols), out, cols);
 }
 

@@ -12,14 +12,6 @@
 namespace g4 {
 namespace {
 
-std::string bench_header(const std::string& model, const std::string& extra, int* rc) {
-  std::string out;
-  *rc = test::run_command(test::g4_binary().string() + " bench --model " + model +
-                              " --prompt-len 4 --gen 2 --depth 0 --repeat 1 --threads 2 " + extra + " 2>&1",
-                          &out);
-  return out;
-}
-
 TEST(KvDefault, PolicyUnlessForcedF32ForTheReference) {
   test::TempDir dir;
   const std::string model = (dir.path() / "m").string();
@@ -27,16 +19,16 @@ TEST(KvDefault, PolicyUnlessForcedF32ForTheReference) {
   ASSERT_EQ(0, test::run_command(test::g4_binary().string() + " synth --preset tiny-e --dtype bf16 --out " + model + " 2>&1", &out)) << out;
   const std::string policy_kv(num_format_name(resolve_policy(host_cpu(), NumFormat::BF16).kv));
   int rc = 0;
-  out = bench_header(model, "", &rc);
+  out = test::g4_quick_bench(model, "", &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("BF16 weights, " + policy_kv + " KV"), std::string::npos) << out;
-  out = bench_header(model, "--reference", &rc);
+  out = test::g4_quick_bench(model, "--reference", &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("BF16 weights, f32 KV"), std::string::npos) << out;
-  out = bench_header(model, "--kv int8", &rc);
+  out = test::g4_quick_bench(model, "--kv int8", &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("BF16 weights, int8 KV"), std::string::npos) << out;
-  out = bench_header(model, "--kv q3", &rc);
+  out = test::g4_quick_bench(model, "--kv q3", &rc);
   EXPECT_NE(rc, 0) << out;
   EXPECT_NE(out.find("--kv: KV cache dtype 'q3'"), std::string::npos) << out;
 }

@@ -17,8 +17,10 @@
 #include "model/presets.h"
 #include "model/synth.h"
 #include "model/requantize.h"
+#include "model/weight_interleave.h"
 #include "ops/gemm_bf16.h"
 #include "ops/gemm_q8.h"
+#include "platform/row_interleave.h"
 #include "engine/cache_feed.h"
 #include "test_util.h"
 
@@ -118,19 +120,41 @@ class Int8Activations : public Bf16Compute {
   void SetUp() override {
     if (!ops::gemm_q8_available()) GTEST_SKIP() << "no confirmed AVX512_VNNI on this CPU";
   }
-  static std::unique_ptr<Model> quantized(const std::string& p, DType t) {
+  // `interleave`: then also re-ordered into Q8_0_R16 / Q4_0_R16 as generate/bench/serve do.
+  static std::unique_ptr<Model> quantized(const std::string& p, DType t, bool interleave = false) {
     auto m = model(p);
     const RequantizeReport r = requantize_weights(*m, t, nullptr);
     EXPECT_GT(r.tensors, 0) << p << ": nothing was re-encoded, so nothing below would test the int8 kernel";
+    if (interleave) {
+      ThreadPool pool(2);
+      const InterleaveReport ir = interleave_weights(*m, &pool);
+      EXPECT_GT(ir.tensors, 0) << p << ": nothing was interleaved";
+      EXPECT_EQ(m->weights.layers[0].q_proj->dtype, interleaved_dtype(t)) << p;
+      EXPECT_EQ(m->weights.lm_head, m->weights.embed_tokens) << p << ": the tied head came untied";
+    }
     return m;
   }
 };
 
 TEST_F(Int8Activations, BatchingAndChunkingAreBitExact) {
+  for (bool interleave : {false, true})
+    for (DType t : {DType::Q8_0, DType::Q4_0})
+      for (const char* p : {"tiny-e", "tiny-moe"}) {
+        SCOPED_TRACE(std::string(p) + " " + std::string(dtype_name(t)) + (interleave ? " interleaved" : ""));
+        expect_batching_is_exact(*quantized(p, t, interleave), false, true);
+      }
+}
+
+// Interleaving re-orders bytes and nothing else: the f32 reference loops (which read each row
+// out of its group, the tied embedding's gathers included) give the same logits bit for bit.
+TEST_F(Int8Activations, InterleavingChangesNoValue) {
   for (DType t : {DType::Q8_0, DType::Q4_0})
     for (const char* p : {"tiny-e", "tiny-moe"}) {
-      SCOPED_TRACE(std::string(p) + " " + std::string(dtype_name(t)));
-      expect_batching_is_exact(*quantized(p, t), false, true);
+      const auto tokens = random_tokens(12, model(p)->config.vocab_size, 3);
+      const auto rows = forward_reference(*quantized(p, t), tokens);
+      const auto groups = forward_reference(*quantized(p, t, true), tokens);
+      ASSERT_EQ(rows.size(), groups.size());
+      EXPECT_EQ(0, std::memcmp(rows.data(), groups.data(), rows.size() * sizeof(float))) << p << " " << dtype_name(t);
     }
 }
 
@@ -152,8 +176,8 @@ TEST_F(Int8Activations, CostsNoMoreThanQ8WeightsAgainstTheF32Reference) {
     const auto tokens = random_tokens(24, model(p)->config.vocab_size, 7);
     const auto ref_bf16 = forward_reference(*model(p), tokens);
     const double q8_weights_cost = mean_abs_diff(forward_reference(*quantized(p, DType::Q8_0), tokens), ref_bf16);
-    for (DType t : {DType::Q8_0, DType::Q4_0}) {
-      auto m = quantized(p, t);
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q8_0_R16, DType::Q4_0_R16}) {
+      auto m = quantized(p, interleave_base(t), dtype_is_interleaved(t));
       const auto got = alone(*m, tokens, ex_int8);
       const auto simd = alone(*m, tokens, ex_f32);
       const auto ref = forward_reference(*m, tokens);

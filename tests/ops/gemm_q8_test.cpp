@@ -14,6 +14,7 @@
 #include "ops/quant_dot.h"
 #include "ops/reference_ops.h"
 #include "platform/dtype.h"
+#include "platform/row_interleave.h"
 #include "platform/tensor_view.h"
 #include "platform/thread_pool.h"
 #include "test_util.h"
@@ -27,22 +28,35 @@ struct BlockWeights {
   TensorView view;
 };
 
+// Interleaved formats (Q8_0_R16, Q4_0_R16): the rows are quantized to the base format, their
+// values taken from there (dequantize_row, the format's spec), and only then interleaved.
 BlockWeights make_weights(DType t, int64_t out, int64_t in, unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> g(0.0f, 0.5f);
   std::vector<float> src(size_t(out * in));
   for (auto& v : src) v = g(rng);
   BlockWeights w;
-  const uint64_t rb = row_bytes(t, in);
+  const DType base = interleave_base(t);
+  const uint64_t rb = row_bytes(base, in);
   w.bytes.resize(size_t(rb * uint64_t(out)));
   w.values.resize(src.size());
   for (int64_t o = 0; o < out; ++o) {
-    ops::quantize_row(t, &src[size_t(o * in)], &w.bytes[size_t(rb * uint64_t(o))], in);
-    dequantize_row(t, &w.bytes[size_t(rb * uint64_t(o))], &w.values[size_t(o * in)], in);
+    ops::quantize_row(base, &src[size_t(o * in)], &w.bytes[size_t(rb * uint64_t(o))], in);
+    dequantize_row(base, &w.bytes[size_t(rb * uint64_t(o))], &w.values[size_t(o * in)], in);
+  }
+  if (dtype_is_interleaved(t)) {
+    const std::vector<std::byte> rows = w.bytes;
+    const uint64_t group = rb * uint64_t(kInterleaveRows);
+    for (int64_t gi = 0; gi < out / kInterleaveRows; ++gi)
+      interleave_group(base, &rows[size_t(group * uint64_t(gi))], in, &w.bytes[size_t(group * uint64_t(gi))]);
   }
   w.view = test::matrix_view(t, out, in, w.bytes.data());
   return w;
 }
+
+// Row counts: as asked for the row-major formats, rounded up to whole groups of 16 for the
+// interleaved ones (g4 interleaves only matrices whose rows fill their groups).
+int64_t rows_for(DType t, int64_t n) { return dtype_is_interleaved(t) ? (n + 15) / 16 * 16 : n; }
 
 TEST(Q8Activations, QuantizerRoundTripsWithinHalfAStep) {
   const int64_t T = 3, in = 96;
@@ -102,7 +116,7 @@ TEST_P(GemmQ8, MatchesReferenceOnTheQuantizedActivations) {
   for (int64_t in : {32, 96, 256, 1536}) {
     for (int64_t T : {1, 3, 5, 70}) {
       SCOPED_TRACE("in " + std::to_string(in) + " T " + std::to_string(T));
-      const int64_t out = 13;
+      const int64_t out = rows_for(t, 13);
       BlockWeights w = make_weights(t, out, in, unsigned(in + T));
       std::vector<float> x = test::random_activations(T * in, unsigned(7 * in + T));
       ops::Q8Activations a;
@@ -127,7 +141,7 @@ TEST_P(GemmQ8, MatchesReferenceOnTheQuantizedActivations) {
 // at most half its block's step (absmax/127), so |y − y_f32| <= Σ_i |w_i| · step_i / 2.
 TEST_P(GemmQ8, ErrorAgainstF32ActivationsWithinTheRoundingBound) {
   const DType t = GetParam();
-  const int64_t T = 4, in = 512, out = 37;
+  const int64_t T = 4, in = 512, out = rows_for(t, 37);
   BlockWeights w = make_weights(t, out, in, 11);
   std::vector<float> x = test::random_activations(T * in, 12);
   x[40] = 60.0f;  // an outlier widens its block's step
@@ -157,7 +171,7 @@ TEST_P(GemmQ8, ErrorAgainstF32ActivationsWithinTheRoundingBound) {
 // range (thread split) that computes them.
 TEST_P(GemmQ8, BatchRowRangeAndThreadsDoNotChangeABit) {
   const DType t = GetParam();
-  const int64_t T = 70, in = 192, out = 67;
+  const int64_t T = 70, in = 192, out = rows_for(t, 67);
   BlockWeights w = make_weights(t, out, in, 21);
   std::vector<float> x = test::random_activations(T * in, 22);
   ops::Q8Activations all;
@@ -165,10 +179,11 @@ TEST_P(GemmQ8, BatchRowRangeAndThreadsDoNotChangeABit) {
   std::vector<float> batched(size_t(T * out));
   ops::gemm_q8_rows(all, w.bytes.data(), t, 0, out, batched.data(), out);
   std::vector<float> split(size_t(T * out));
-  for (int64_t o0 : {int64_t(0), int64_t(5), int64_t(33)}) {
-    const int64_t o1 = o0 == 0 ? 5 : o0 == 5 ? 33 : out;
-    ops::gemm_q8_rows(all, w.bytes.data(), t, o0, o1, split.data(), out);
-  }
+  // Three row ranges (whole groups for the interleaved formats).
+  const std::vector<int64_t> cuts = dtype_is_interleaved(t) ? std::vector<int64_t>{0, 16, 48, out}
+                                                            : std::vector<int64_t>{0, 5, 33, out};
+  for (size_t i = 0; i + 1 < cuts.size(); ++i)
+    ops::gemm_q8_rows(all, w.bytes.data(), t, cuts[i], cuts[i + 1], split.data(), out);
   EXPECT_EQ(0, std::memcmp(batched.data(), split.data(), batched.size() * 4));
   for (int64_t tt = 0; tt < T; ++tt) {
     ops::Q8Activations one;
@@ -188,7 +203,7 @@ TEST_P(GemmQ8, BatchRowRangeAndThreadsDoNotChangeABit) {
   EXPECT_NE(ops::describe_matmul(ctx, t).find("VPDPBUSD"), std::string::npos) << ops::describe_matmul(ctx, t);
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, GemmQ8, ::testing::Values(DType::Q8_0, DType::Q4_0),
+INSTANTIATE_TEST_SUITE_P(Formats, GemmQ8, ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q8_0_R16, DType::Q4_0_R16),
                          [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
 
 TEST(GemmQ8Dispatch, WithoutTheRequestQuantizedWeightsKeepF32Activations) {
@@ -202,6 +217,22 @@ TEST(GemmQ8Dispatch, WithoutTheRequestQuantizedWeightsKeepF32Activations) {
   ops::matmul(x.data(), T, w.view, got.data(), ctx);
   ref::matmul(x.data(), T, test::matrix_view(DType::F32, out, in, w.values.data()), want.data());
   for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-4f);
+}
+
+// Interleaved weights without the int8 kernel (e.g. --compute f32 after they were interleaved)
+// take the reference loops, which read each row out of its group: f32 activations, exact values.
+TEST(GemmQ8Dispatch, InterleavedWeightsWithoutTheKernelUseTheReferenceLoops) {
+  for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16}) {
+    const int64_t T = 3, in = 96, out = 48;
+    BlockWeights w = make_weights(t, out, in, 41);
+    std::vector<float> x = test::random_activations(T * in, 42);
+    ops::MatmulContext ctx;  // int8_activations = false
+    EXPECT_NE(ops::describe_matmul(ctx, t).find("reference loops"), std::string::npos) << ops::describe_matmul(ctx, t);
+    std::vector<float> got(size_t(T * out)), want(size_t(T * out));
+    ops::matmul(x.data(), T, w.view, got.data(), ctx);
+    ref::matmul(x.data(), T, test::matrix_view(DType::F32, out, in, w.values.data()), want.data());
+    for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-4f) << dtype_name(t) << " " << k;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,75 @@
+#include "model/weight_interleave.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "platform/row_interleave.h"
+
+namespace g4 {
+
+namespace {
+
+// Rows per slice: the matrix's rows, or each expert's rows of an [E, out, in] tensor (a group
+// must not straddle two experts, so slice_leading keeps working on the interleaved bytes).
+int64_t rows_per_slice(const TensorView& t) { return t.shape.size() >= 2 ? t.shape[t.shape.size() - 2] : 0; }
+
+bool interleavable(const TensorView& t) {
+  if (t.dtype != DType::Q8_0 && t.dtype != DType::Q4_0) return false;
+  if (t.shape.size() < 2 || t.shape.back() % 32) return false;
+  return rows_per_slice(t) % kInterleaveRows == 0;
+}
+
+}  // namespace
+
+InterleaveReport interleave_weights(Model& m, ThreadPool* pool) {
+  const auto t0 = std::chrono::steady_clock::now();
+  InterleaveReport r;
+  ModelWeights& w = m.weights;
+  const bool tied = w.lm_head == w.embed_tokens;
+  for (const TensorView** slot : streamed_matrices(w)) {
+    const TensorView& src = **slot;
+    if (!interleavable(src)) continue;
+    if (!m.owns(src.data)) {
+      ++r.left_mapped;
+      continue;
+    }
+    const int64_t in = src.shape.back();
+    const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(src.dtype, in);
+    const int64_t groups = int64_t(src.nbytes / group_bytes);
+    std::byte* data = const_cast<std::byte*>(src.data);  // owned memory (checked above)
+    auto work = [&](int64_t b, int64_t e, int) {
+      std::vector<std::byte> rows(group_bytes);
+      for (int64_t g = b; g < e; ++g) {
+        std::byte* p = data + uint64_t(g) * group_bytes;
+        std::memcpy(rows.data(), p, group_bytes);
+        interleave_group(src.dtype, rows.data(), in, p);
+      }
+    };
+    if (pool) pool->parallel_for(groups, work);
+    else work(0, groups, 0);
+    TensorView v = src;
+    v.dtype = interleaved_dtype(src.dtype);
+    m.owned_views.push_back(std::move(v));
+    const bool is_head = slot == &w.lm_head;
+    *slot = &m.owned_views.back();
+    if (is_head && tied) w.embed_tokens = *slot;
+    ++r.tensors;
+    r.bytes += src.nbytes;
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+std::string describe_interleave(const InterleaveReport& r) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "rows interleaved 16 at a time for VPDPBUSD: %d matrices, %.0f MiB in %.2f s", r.tensors,
+                double(r.bytes) / (1 << 20), r.seconds);
+  std::string s = buf;
+  if (r.left_mapped)
+    s += "; " + std::to_string(r.left_mapped) + " Q8_0/Q4_0 matrices read from the mapping stay row-major";
+  return s;
+}
+
+}  // namespace g4

@@ -1,0 +1,30 @@
+// Re-orders Q8_0 / Q4_0 weight matrices in place into the row-interleaved layouts of
+// platform/row_interleave.h (Q8_0_R16, Q4_0_R16) for the VNNI int8 kernel: same bytes, same
+// values, 16 rows per VPDPBUSD. Only matrices in memory g4 owns are touched (re-encoded by
+// --weights q8|q4, or copied into huge pages); mapped checkpoint bytes are never written, and
+// those matrices keep the row-major kernel. A tied embedding stays tied: its gathers read a row
+// out of its group (TensorView::row_to_f32).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "model/model.h"
+#include "platform/thread_pool.h"
+
+namespace g4 {
+
+struct InterleaveReport {
+  int tensors = 0;       // matrices interleaved
+  uint64_t bytes = 0;    // their bytes
+  int left_mapped = 0;   // Q8_0/Q4_0 matrices left row-major because they are read from the mapping
+  double seconds = 0;
+};
+
+// Call only when matmul will run the int8 kernel (ops::uses_int8_kernel): on any other path
+// interleaved matrices fall back to the reference loops.
+InterleaveReport interleave_weights(Model& m, ThreadPool* pool);
+
+// One line for logs: "rows interleaved for VPDPBUSD: 277 matrices, 2310 MiB in 0.4 s".
+std::string describe_interleave(const InterleaveReport& r);
+
+}  // namespace g4

@@ -1,0 +1,39 @@
+// Row-interleaved Q8_0 / Q4_0 layouts (DType::Q8_0_R16, Q4_0_R16) for the VNNI int8 kernel.
+//
+// Why: on the checkpoint's row-major blocks the kernel spends ~16 instructions per 34-byte block
+// (sign tricks, scale broadcasts, a horizontal sum per row), enough to make decode compute-bound
+// on two cores. Interleaving 16 rows puts 4 values of each of 16 rows in one 64-byte vector, so
+// one VPDPBUSD (with the 4 activation bytes broadcast from memory) advances 16 rows at once and
+// each output row owns one f32 lane: no horizontal sums, one scale conversion per 16 blocks.
+//
+// A matrix of `rows` (a multiple of 16) x `in` values is a sequence of row groups; group g holds
+// rows 16g..16g+15 as in/32 block columns in order, each of 16 x (block bytes):
+//   [16 x f16 scale d, row 0 first]                                                    32 B
+//   Q8_0_R16: 8 vectors of 64 B; vector j, byte 4r+k = q[row r][4j+k] XOR 0x80          512 B
+//             (offset binary, q + 128 in 0..255: VPDPBUSD's unsigned operand)
+//   Q4_0_R16: 4 vectors of 64 B; vector j, byte 4r+k = packed byte 4j+k of row r's block  256 B
+//             (low nibble: value 4j+k, high nibble: value 16+4j+k, codes 0..15 as in Q4_0)
+// The size equals the row-major matrix's, so views, slices and byte counts are unchanged.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "platform/dtype.h"
+
+namespace g4 {
+
+inline constexpr int64_t kInterleaveRows = 16;
+
+bool dtype_is_interleaved(DType t);
+// Q8_0 -> Q8_0_R16, Q4_0 -> Q4_0_R16; throws g4::Error for any other dtype.
+DType interleaved_dtype(DType base);
+// Q8_0_R16 -> Q8_0, Q4_0_R16 -> Q4_0; any other dtype is returned as it is.
+DType interleave_base(DType t);
+
+// 16 row-major rows of `base` blocks (16 * row_bytes(base, in) bytes) -> one interleaved group
+// (the same number of bytes). rows and group must not overlap.
+void interleave_group(DType base, const std::byte* rows, int64_t in, std::byte* group);
+// Row r (0..15) of an interleaved group back to its row-major bytes (row_bytes(base, in) bytes).
+void extract_interleaved_row(DType interleaved, const std::byte* group, int64_t in, int r, std::byte* row);
+
+}  // namespace g4

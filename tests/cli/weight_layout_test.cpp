@@ -1,0 +1,41 @@
+// Which layout the Q8_0/Q4_0 weight products run on, seen through `g4 bench`'s header: rows
+// interleaved 16 at a time (Q8_0_R16 / Q4_0_R16) where the int8 kernel runs on memory g4 owns
+// (--weights re-encoded, or a GGUF copied into huge pages), the checkpoint's row-major blocks
+// where they are read through the mapping (never written) or the int8 kernel is off.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ops/gemm_q8.h"
+#include "test_util.h"
+
+namespace g4 {
+namespace {
+
+TEST(WeightLayout, InterleavedWhereOwnedRowMajorWhereMapped) {
+  if (!ops::gemm_q8_available()) GTEST_SKIP() << "no confirmed AVX512_VNNI: the int8 kernel and its layout are off";
+  test::TempDir dir;
+  const std::string hf = (dir.path() / "m").string(), gguf = (dir.path() / "m-q4.gguf").string();
+  std::string out;
+  ASSERT_EQ(0, test::run_command(test::g4_binary().string() + " synth --preset tiny-e --dtype bf16 --out " + hf + " 2>&1", &out)) << out;
+  ASSERT_EQ(0, test::run_command(test::g4_binary().string() + " quantize " + hf + " " + gguf + " --type q4_0 2>&1", &out)) << out;
+  int rc = 0;
+  out = test::g4_quick_bench(hf, "--weights q8", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("(Q8_0_R16 weights"), std::string::npos) << out;
+  EXPECT_NE(out.find("16 rows interleaved"), std::string::npos) << out;
+  out = test::g4_quick_bench(gguf, "--weight-memory huge", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("(Q4_0_R16 weights"), std::string::npos) << out;
+  out = test::g4_quick_bench(gguf, "--weight-memory mapped", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("(Q4_0 weights"), std::string::npos) << out;
+  EXPECT_NE(out.find("read from the mapping stay row-major"), std::string::npos) << out;
+  out = test::g4_quick_bench(gguf, "--weight-memory huge --compute f32", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("(Q4_0 weights"), std::string::npos) << out;
+  EXPECT_EQ(out.find("interleaved"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace g4

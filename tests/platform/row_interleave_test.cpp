@@ -1,0 +1,115 @@
+// The interleaved layouts against the row-major blocks they come from: a lossless round trip,
+// the documented byte positions, the same values through TensorView, and clear refusals where
+// a contiguous row is asked of them.
+#include "platform/row_interleave.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "platform/error.h"
+#include "platform/tensor_view.h"
+
+namespace g4 {
+namespace {
+
+// `rows` row-major rows of random blocks of `base` with finite f16 scales.
+std::vector<std::byte> random_rows(DType base, int64_t rows, int64_t in, unsigned seed) {
+  std::mt19937 rng(seed);
+  const uint64_t bb = dtype_block_bytes(base), rb = row_bytes(base, in);
+  std::vector<std::byte> v(size_t(rb * uint64_t(rows)));
+  for (auto& b : v) b = std::byte(rng() & 0xFF);
+  std::normal_distribution<float> g(0.0f, 0.01f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < in / 32; ++b) {
+      const uint16_t d = f32_to_f16(g(rng));
+      std::memcpy(&v[size_t(uint64_t(r) * rb + uint64_t(b) * bb)], &d, 2);
+    }
+  return v;
+}
+
+class RowInterleave : public ::testing::TestWithParam<DType> {};
+
+TEST_P(RowInterleave, RoundTripsEveryRowByteForByte) {
+  const DType base = GetParam(), il = interleaved_dtype(base);
+  EXPECT_TRUE(dtype_is_interleaved(il));
+  EXPECT_EQ(interleave_base(il), base);
+  EXPECT_EQ(row_bytes(il, 96), row_bytes(base, 96));  // same size as the row-major matrix
+  for (int64_t in : {32, 96, 1536}) {
+    const std::vector<std::byte> rows = random_rows(base, kInterleaveRows, in, unsigned(in));
+    std::vector<std::byte> group(rows.size(), std::byte{0xAA});
+    interleave_group(base, rows.data(), in, group.data());
+    EXPECT_NE(group, rows);
+    const uint64_t rb = row_bytes(base, in);
+    std::vector<std::byte> back(rb);
+    for (int r = 0; r < kInterleaveRows; ++r) {
+      extract_interleaved_row(il, group.data(), in, r, back.data());
+      EXPECT_EQ(0, std::memcmp(back.data(), &rows[size_t(rb * uint64_t(r))], rb)) << "in " << in << " row " << r;
+    }
+  }
+}
+
+// The byte positions the header documents, written out here independently of the library.
+TEST_P(RowInterleave, BytesSitWhereTheHeaderSays) {
+  const DType base = GetParam();
+  const int64_t in = 64;
+  const std::vector<std::byte> rows = random_rows(base, kInterleaveRows, in, 7);
+  std::vector<std::byte> group(rows.size());
+  interleave_group(base, rows.data(), in, group.data());
+  const uint64_t bb = dtype_block_bytes(base), rb = row_bytes(base, in), column = bb * 16;
+  for (int r = 0; r < 16; ++r)
+    for (int64_t b = 0; b < in / 32; ++b) {
+      const std::byte* src = &rows[size_t(uint64_t(r) * rb + uint64_t(b) * bb)];
+      const std::byte* col = &group[size_t(uint64_t(b) * column)];
+      EXPECT_EQ(col[2 * r], src[0]);
+      EXPECT_EQ(col[2 * r + 1], src[1]);
+      for (int v = 0; v < int(bb) - 2; ++v) {
+        const std::byte want = base == DType::Q8_0 ? (src[2 + v] ^ std::byte{0x80}) : src[2 + v];
+        EXPECT_EQ(col[32 + 64 * (v / 4) + 4 * r + v % 4], want) << "row " << r << " block " << b << " byte " << v;
+      }
+    }
+}
+
+TEST_P(RowInterleave, ViewsReadTheSameValues) {
+  const DType base = GetParam();
+  const int64_t out = 48, in = 96;
+  const std::vector<std::byte> rows = random_rows(base, out, in, 3);
+  std::vector<std::byte> packed(rows.size());
+  const uint64_t group = row_bytes(base, in) * 16;
+  for (int64_t gi = 0; gi < out / 16; ++gi)
+    interleave_group(base, &rows[size_t(group * uint64_t(gi))], in, &packed[size_t(group * uint64_t(gi))]);
+  TensorView a, b;
+  a.dtype = base;
+  b.dtype = interleaved_dtype(base);
+  a.shape = b.shape = {out, in};
+  a.data = rows.data();
+  b.data = packed.data();
+  a.nbytes = b.nbytes = rows.size();
+  std::vector<float> ra(static_cast<size_t>(in)), rb(static_cast<size_t>(in));
+  for (int64_t r = 0; r < out; ++r) {
+    a.row_to_f32(r, ra.data());
+    b.row_to_f32(r, rb.data());
+    EXPECT_EQ(ra, rb) << "row " << r;
+  }
+  EXPECT_EQ(a.at(47 * in + 95), b.at(47 * in + 95));
+  EXPECT_EQ(a.at(17 * in + 3), b.at(17 * in + 3));
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, RowInterleave, ::testing::Values(DType::Q8_0, DType::Q4_0),
+                         [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
+
+TEST(RowInterleaveRefusals, NoContiguousRowNoFileTypeNoCliName) {
+  std::vector<std::byte> block(34);
+  float out[32];
+  EXPECT_THROW(dequantize_row(DType::Q8_0_R16, block.data(), out, 32), Error);
+  EXPECT_THROW(dtype_to_ggml(DType::Q4_0_R16), Error);
+  EXPECT_THROW(interleaved_dtype(DType::Q4_K), Error);
+  EXPECT_FALSE(dtype_from_any_name("Q8_0_R16").has_value());  // not a format a user can ask for
+  EXPECT_EQ(dtype_name(DType::Q4_0_R16), "Q4_0_R16");
+  EXPECT_EQ(interleave_base(DType::BF16), DType::BF16);
+}
+
+}  // namespace
+}  // namespace g4
