@@ -43,7 +43,8 @@ const char* kUsage =
     "--weight-memory: where the streamed matrices live (default auto: copied into 2 MiB huge pages\n"
     "when THP is on and they fit in MemAvailable; mapped: read through the checkpoint's mapping).\n"
     "--compute f32|bf16: compute dtype (default: the device policy, see `g4 info`; f32 also keeps\n"
-    "activations f32 for q8/q4 weights, which otherwise use int8 products where AVX512_VNNI is confirmed).\n"
+    "activations f32 for q8/q4 weights, which otherwise use int8 products where AVX512_VNNI is confirmed;\n"
+    "there the Q8_0/Q4_0 matrices in g4's memory are interleaved 16 rows at a time for the kernel).\n"
     "--kv: KV cache storage (default: the dtype policy's, see `g4 info`; f32 with --reference).\n"
     "--reference runs the f32 reference loops instead of the SIMD kernels.";
 

@@ -27,7 +27,7 @@ std::string byte_piece(uint8_t b) {
   return std::string("<0x") + digits[b >> 4] + digits[b & 15] + ">";
 }
 
-static std::string quoted(std::string_view s) {
+static std::string quote_piece(std::string_view s) {
   std::string q = "\"";
   for (char c : s) {
     if (c == '\n') q += "\\n";
@@ -70,7 +70,7 @@ Vocabulary::Vocabulary(VocabularySpec spec) {
       throw Error(src + ": token " + std::to_string(id) + " has an empty piece");
     int32_t first = -1;
     if (!p.empty() && !piece_to_id_.insert(p, int32_t(id), pieces_, &first))
-      throw Error(src + ": piece " + quoted(p) + " appears twice (ids " + std::to_string(first) + " and " +
+      throw Error(src + ": piece " + quote_piece(p) + " appears twice (ids " + std::to_string(first) + " and " +
                   std::to_string(id) + ")");
     if (types_[id] == TokenType::Byte || (types_[id] == TokenType::Normal && spec.byte_fallback)) {
       const int b = parse_byte_piece(p);
@@ -79,7 +79,7 @@ Vocabulary::Vocabulary(VocabularySpec spec) {
         byte_value_[id] = int16_t(b);
         byte_ids_[size_t(b)] = int32_t(id);
       } else if (types_[id] == TokenType::Byte) {
-        throw Error(src + ": token " + std::to_string(id) + " is typed BYTE but its piece " + quoted(p) +
+        throw Error(src + ": token " + std::to_string(id) + " is typed BYTE but its piece " + quote_piece(p) +
                     " is not <0xNN>");
       }
     }
@@ -91,7 +91,7 @@ Vocabulary::Vocabulary(VocabularySpec spec) {
   add_bos_ = spec.add_bos;
   if (!spec.unk_piece.empty()) {
     const int32_t u = find(spec.unk_piece);
-    if (u < 0) throw Error(src + ": the unknown token " + quoted(spec.unk_piece) + " is not in the vocabulary");
+    if (u < 0) throw Error(src + ": the unknown token " + quote_piece(spec.unk_piece) + " is not in the vocabulary");
     unk_id_ = u;
   }
   if (byte_fallback_) {
@@ -131,8 +131,8 @@ Vocabulary::Vocabulary(VocabularySpec spec) {
       const std::string_view l = spec.merges.left(r), rt = spec.merges.right(r);
       const std::string joined = std::string(l) + std::string(rt);
       const std::string_view missing = li < 0 ? l : ri < 0 ? rt : std::string_view(joined);
-      throw Error(src + ": merge " + std::to_string(r) + " (" + quoted(l) + " " + quoted(rt) + ") uses " +
-                  quoted(missing) + ", which is not in the vocabulary");
+      throw Error(src + ": merge " + std::to_string(r) + " (" + quote_piece(l) + " " + quote_piece(rt) + ") uses " +
+                  quote_piece(missing) + ", which is not in the vocabulary");
     }
     merges_.insert(li, ri, MergeRule{uint32_t(r), mi});
   }
@@ -147,7 +147,7 @@ Vocabulary::Vocabulary(VocabularySpec spec) {
 
   for (const auto& [role, piece] : spec.named_tokens)
     if (find(piece) < 0)
-      throw Error(src + ": " + role + " is " + quoted(piece) + ", which is not in the vocabulary");
+      throw Error(src + ": " + role + " is " + quote_piece(piece) + ", which is not in the vocabulary");
   named_tokens_ = std::move(spec.named_tokens);
 }
 
@@ -160,11 +160,11 @@ std::optional<std::string> Vocabulary::named_piece(const std::string& role) cons
 std::optional<int32_t> Vocabulary::special_id(std::string_view piece, std::string* why) const {
   const int32_t id = find(piece);
   if (id < 0) {
-    if (why) *why = "the token " + quoted(piece) + " is not in the vocabulary of " + source_;
+    if (why) *why = "the token " + quote_piece(piece) + " is not in the vocabulary of " + source_;
     return std::nullopt;
   }
   if (unk_id_ && id == *unk_id_) {
-    if (why) *why = "the token " + quoted(piece) + " is the unknown token of " + source_;
+    if (why) *why = "the token " + quote_piece(piece) + " is the unknown token of " + source_;
     return std::nullopt;
   }
   return id;
