@@ -107,8 +107,9 @@ int run(const std::vector<std::string>& argv) {
       place_weights(*model, weight_memory_from_flag(a.get_or("--weight-memory", "auto")), &pool);
   std::fprintf(stderr, "[bench] weights: %s\n", describe_placement(placed).c_str());
   const ComputeChoice compute = resolve_compute(a, *model);
-  const std::string interleaved = reference ? std::string() : prepare_weights(compute, *model, &pool);
-  if (!interleaved.empty()) std::fprintf(stderr, "[bench] weights: %s\n", interleaved.c_str());
+  const InterleaveReport interleaved = reference ? InterleaveReport{} : prepare_weights(compute, *model, &pool);
+  if (!describe_interleave(interleaved).empty())
+    std::fprintf(stderr, "[bench] weights: %s\n", describe_interleave(interleaved).c_str());
   BandwidthOptions bo;
   bo.threads = threads;
   bo.buffer_bytes = uint64_t(1) << 30;  // 1 GiB: past any L3 a VM reports, so it is DRAM we time
@@ -194,6 +195,8 @@ int run(const std::vector<std::string>& argv) {
   std::printf("  %-34s %10.2f s\n", "cold load (mmap + validate)", load_s);
   std::printf("  %-34s %10.2f s  (%s)\n", "weights into memory", placed.seconds, describe_placement(placed).c_str());
   if (requant_s > 0) std::printf("  %-34s %10.2f s  (--weights %s)\n", "quantize at load", requant_s, a.get_or("--weights", "").c_str());
+  if (interleaved.tensors)
+    std::printf("  %-34s %10.2f s  (%s)\n", "interleave rows at load", interleaved.seconds, describe_interleave(interleaved).c_str());
   std::printf("  %-34s %10.1f tok/s  (%lld tokens, first touch of the weights)\n", "prefill, cold", double(prompt_len) / cold_prefill_s,
               (long long)prompt_len);
   std::printf("  %-34s %10.1f tok/s  (median of %lld)\n", "prefill, warm", warm_tps, (long long)repeat);
@@ -224,6 +227,8 @@ int run(const std::vector<std::string>& argv) {
         {"cold_load_s", load_s},
         {"weights_requantized", a.get_or("--weights", "")},
         {"requantize_s", requant_s},
+        {"interleave", {{"matrices", interleaved.tensors}, {"bytes", interleaved.bytes}, {"seconds", interleaved.seconds},
+                        {"left_row_major_mapped", interleaved.left_mapped}}},
         {"weight_memory", {{"placement", placed.placement}, {"reason", placed.reason}, {"bytes", placed.bytes},
                            {"huge_page_bytes", placed.huge_bytes}, {"seconds", placed.seconds}}},
         {"prefill_cold_tok_s", double(prompt_len) / cold_prefill_s},

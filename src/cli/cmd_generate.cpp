@@ -132,7 +132,7 @@ int run(const std::vector<std::string>& argv) {
   eo.int8_activations = !a.has("--reference") && compute.int8;
   if (eo.int8_activations) {
     ThreadPool pool(threads);
-    const std::string line = prepare_weights(compute, *model, &pool);
+    const std::string line = describe_interleave(prepare_weights(compute, *model, &pool));
     if (!line.empty()) std::fprintf(stderr, "[g4] weights: %s\n", line.c_str());
   }
   eo.kv.max_total_tokens = (int64_t(req.prompt.size()) + sp.max_tokens + eo.kv.block_tokens) / eo.kv.block_tokens * eo.kv.block_tokens;

@@ -101,7 +101,7 @@ int run(const std::vector<std::string>& argv) {
     const PlacementReport placed =
         place_weights(*model.model, weight_memory_from_flag(a.get_or("--weight-memory", "auto")), &pool);
     model.notes.push_back("weights: " + describe_placement(placed));
-    const std::string interleaved = prepare_weights(compute, *model.model, &pool);
+    const std::string interleaved = describe_interleave(prepare_weights(compute, *model.model, &pool));
     if (!interleaved.empty()) model.notes.push_back("weights: " + interleaved);
   }
   {  // after placement and interleaving: the path the products really take

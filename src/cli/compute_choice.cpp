@@ -2,7 +2,6 @@
 
 #include <cstdio>
 
-#include "model/weight_interleave.h"
 #include "ops/gemm_q8.h"
 #include "platform/device.h"
 #include "platform/error.h"
@@ -21,10 +20,9 @@ ComputeChoice resolve_compute(const Args& a, const Model& m) {
   return c;
 }
 
-std::string prepare_weights(const ComputeChoice& c, Model& m, ThreadPool* pool) {
-  if (!c.int8 || !ops::gemm_q8_available()) return "";
-  const InterleaveReport r = interleave_weights(m, pool);
-  return r.tensors || r.left_mapped ? describe_interleave(r) : "";
+InterleaveReport prepare_weights(const ComputeChoice& c, Model& m, ThreadPool* pool) {
+  if (!c.int8 || !ops::gemm_q8_available()) return {};
+  return interleave_weights(m, pool);
 }
 
 KvDType resolve_kv(const Args& a, const ComputeChoice& c, bool reference) {

@@ -9,6 +9,7 @@
 #include "cli/args.h"
 #include "engine/kv_rows.h"
 #include "model/model.h"
+#include "model/weight_interleave.h"
 #include "platform/dtype_policy.h"
 #include "platform/thread_pool.h"
 
@@ -24,9 +25,9 @@ struct ComputeChoice {
 ComputeChoice resolve_compute(const Args& a, const Model& m);
 
 // After weight placement: when the products run on the VNNI int8 kernel, the Q8_0/Q4_0 matrices
-// in memory g4 owns are interleaved for it (model/weight_interleave.h). Returns the line to log,
-// empty when the products take another kernel and nothing was done.
-std::string prepare_weights(const ComputeChoice& c, Model& m, ThreadPool* pool);
+// in memory g4 owns are interleaved for it (model/weight_interleave.h). Returns what was done
+// (all zero when the products take another kernel); describe_interleave words it.
+InterleaveReport prepare_weights(const ComputeChoice& c, Model& m, ThreadPool* pool);
 
 // The KV cache dtype: --kv when given, else the policy's (bf16 where the compute is bf16, f16
 // through F16C, else f32); f32 for the reference loops (`reference`), which are the spec.

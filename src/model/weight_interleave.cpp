@@ -63,6 +63,7 @@ InterleaveReport interleave_weights(Model& m, ThreadPool* pool) {
 }
 
 std::string describe_interleave(const InterleaveReport& r) {
+  if (!r.tensors && !r.left_mapped) return "";
   char buf[200];
   std::snprintf(buf, sizeof buf, "rows interleaved 16 at a time for VPDPBUSD: %d matrices, %.0f MiB in %.2f s", r.tensors,
                 double(r.bytes) / (1 << 20), r.seconds);

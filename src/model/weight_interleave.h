@@ -24,7 +24,8 @@ struct InterleaveReport {
 // interleaved matrices fall back to the reference loops.
 InterleaveReport interleave_weights(Model& m, ThreadPool* pool);
 
-// One line for logs: "rows interleaved for VPDPBUSD: 277 matrices, 2310 MiB in 0.4 s".
+// One line for logs: "rows interleaved 16 at a time for VPDPBUSD: 277 matrices, 2310 MiB in
+// 2.02 s"; empty when nothing was interleaved or left row-major.
 std::string describe_interleave(const InterleaveReport& r);
 
 }  // namespace g4
