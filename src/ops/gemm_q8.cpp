@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "platform/device.h"
+#include "platform/error.h"
 #include "platform/row_interleave.h"
 
 #if defined(__x86_64__)
@@ -353,6 +355,9 @@ bool gemm_q8_available() {
 void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,
                   int64_t ldy) {
   if (dtype_is_interleaved(dtype)) {
+    if (o_begin % kInterleaveRows || o_end % kInterleaveRows)
+      throw Error("gemm_q8_rows: rows [" + std::to_string(o_begin) + ", " + std::to_string(o_end) + ") of " +
+                  std::string(dtype_name(dtype)) + " weights must be whole groups of 16");
     gemm_interleaved_rows(a, w, dtype == DType::Q4_0_R16, o_begin, o_end, y, ldy);
     return;
   }

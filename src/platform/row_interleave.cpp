@@ -22,37 +22,45 @@ DType interleave_base(DType t) {
 }
 
 namespace {
-// Where row r's byte `i` of block column b lands in a group; i = 0,1 are the f16 scale.
-// Both directions use this one mapping, so extract is interleave's exact inverse.
-inline uint64_t group_offset(DType base, int64_t b, int r, int i) {
-  const uint64_t bb = dtype_block_bytes(base), col = uint64_t(b) * bb * kInterleaveRows;
-  if (i < 2) return col + uint64_t(2 * r + i);
-  const int v = i - 2;  // value byte: Q8_0 value v, Q4_0 packed byte v
-  return col + 32 + uint64_t(64 * (v / 4) + 4 * r + v % 4);
+// Where row r's block b lands in a group: its f16 scale, and its value bytes v..v+3 (v a multiple
+// of 4). Both directions use these, so extract is interleave's exact inverse.
+inline uint64_t scale_at(uint64_t bb, int64_t b, int r) { return uint64_t(b) * bb * kInterleaveRows + 2 * uint64_t(r); }
+inline uint64_t unit_at(uint64_t bb, int64_t b, int r, uint64_t v) {
+  return uint64_t(b) * bb * kInterleaveRows + 32 + 64 * (v / 4) + 4 * uint64_t(r);
 }
-inline bool flips_sign(DType base, int i) { return base == DType::Q8_0 && i >= 2; }
+// Q8_0 values flip their sign bits (int8 <-> offset binary); Q4_0 bytes move unchanged.
+inline uint32_t flip_of(DType base) { return base == DType::Q8_0 ? 0x80808080u : 0u; }
+
+inline void move_unit(const std::byte* from, std::byte* to, uint32_t flip) {
+  uint32_t u;
+  std::memcpy(&u, from, 4);
+  u ^= flip;
+  std::memcpy(to, &u, 4);
+}
 }  // namespace
 
 void interleave_group(DType base, const std::byte* rows, int64_t in, std::byte* group) {
   (void)interleaved_dtype(base);  // validates base
-  const uint64_t bb = dtype_block_bytes(base), rb = row_bytes(base, in);
+  const uint64_t rb = row_bytes(base, in), bb = dtype_block_bytes(base);
+  const uint32_t flip = flip_of(base);
   for (int r = 0; r < kInterleaveRows; ++r)
-    for (int64_t b = 0; b < in / 32; ++b)
-      for (int i = 0; i < int(bb); ++i) {
-        const std::byte v = rows[uint64_t(r) * rb + uint64_t(b) * bb + uint64_t(i)];
-        group[group_offset(base, b, r, i)] = flips_sign(base, i) ? (v ^ std::byte{0x80}) : v;
-      }
+    for (int64_t b = 0; b < in / 32; ++b) {
+      const std::byte* src = rows + uint64_t(r) * rb + uint64_t(b) * bb;
+      std::memcpy(group + scale_at(bb, b, r), src, 2);
+      for (uint64_t v = 0; v + 2 < bb; v += 4) move_unit(src + 2 + v, group + unit_at(bb, b, r, v), flip);
+    }
 }
 
 void extract_interleaved_row(DType interleaved, const std::byte* group, int64_t in, int r, std::byte* row) {
   const DType base = interleave_base(interleaved);
   if (base == interleaved) throw Error("extract_interleaved_row: " + std::string(dtype_name(interleaved)) + " is not interleaved");
   const uint64_t bb = dtype_block_bytes(base);
-  for (int64_t b = 0; b < in / 32; ++b)
-    for (int i = 0; i < int(bb); ++i) {
-      const std::byte v = group[group_offset(base, b, r, i)];
-      row[uint64_t(b) * bb + uint64_t(i)] = flips_sign(base, i) ? (v ^ std::byte{0x80}) : v;
-    }
+  const uint32_t flip = flip_of(base);
+  for (int64_t b = 0; b < in / 32; ++b) {
+    std::byte* dst = row + uint64_t(b) * bb;
+    std::memcpy(dst, group + scale_at(bb, b, r), 2);
+    for (uint64_t v = 0; v + 2 < bb; v += 4) move_unit(group + unit_at(bb, b, r, v), dst + 2 + v, flip);
+  }
 }
 
 }  // namespace g4

@@ -14,6 +14,7 @@
 #include "ops/quant_dot.h"
 #include "ops/reference_ops.h"
 #include "platform/dtype.h"
+#include "platform/error.h"
 #include "platform/row_interleave.h"
 #include "platform/tensor_view.h"
 #include "platform/thread_pool.h"
@@ -201,6 +202,19 @@ TEST_P(GemmQ8, BatchRowRangeAndThreadsDoNotChangeABit) {
   ops::matmul(x.data(), T, w.view, pooled.data(), ctx);
   EXPECT_EQ(0, std::memcmp(batched.data(), pooled.data(), batched.size() * 4));
   EXPECT_NE(ops::describe_matmul(ctx, t).find("VPDPBUSD"), std::string::npos) << ops::describe_matmul(ctx, t);
+}
+
+// The interleaved kernel works on whole 16-row groups; a range that cuts one is refused, not
+// computed from the wrong rows.
+TEST(GemmQ8Interleaved, RefusesARowRangeThatSplitsAGroup) {
+  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
+  BlockWeights w = make_weights(DType::Q8_0_R16, 32, 64, 51);
+  std::vector<float> x = test::random_activations(64, 52), y(32);
+  ops::Q8Activations a;
+  ops::quantize_activations(x.data(), 1, 64, a);
+  EXPECT_THROW(ops::gemm_q8_rows(a, w.bytes.data(), DType::Q8_0_R16, 0, 20, y.data(), 32), Error);
+  EXPECT_THROW(ops::gemm_q8_rows(a, w.bytes.data(), DType::Q8_0_R16, 8, 32, y.data(), 32), Error);
+  EXPECT_NO_THROW(ops::gemm_q8_rows(a, w.bytes.data(), DType::Q8_0_R16, 16, 32, y.data(), 32));
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, GemmQ8, ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q8_0_R16, DType::Q4_0_R16),
