@@ -6,6 +6,7 @@
 #include "ops/dot_kernels.h"
 #include "ops/gemm_bf16.h"
 #include "ops/gemm_q8.h"
+#include "ops/quant_dot.h"
 #include "ops/reference_ops.h"
 #include "platform/row_interleave.h"
 
@@ -26,9 +27,14 @@ namespace {
 
 bool simd_dtype(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
 bool simd_blocks(DType t) { return t == DType::Q8_0 || t == DType::Q4_0; }
+// Row-major block types without SIMD block dots (Q4_1, Q4_K, Q5_K, Q6_K): decode runs the scalar
+// block dots (quant_dot, the reference's own) split over the threads; prefill takes the same
+// dequantize-once path as Q8_0/Q4_0.
+bool other_blocks(DType t) { return dtype_is_quantized(t) && !simd_blocks(t) && !dtype_is_interleaved(t); }
 
-// Block-quantized rows: decode (T <= 2) reads the packed blocks directly; prefill dequantizes a
-// group of rows once and reuses it for every token.
+// Block-quantized rows: decode (T <= 2) reads the packed blocks directly (SIMD for Q8_0/Q4_0,
+// scalar quant_dot otherwise); prefill dequantizes a group of rows once and reuses it for every
+// token.
 void matmul_rows_blocks(const float* x, int64_t T, const TensorView& w, float* y, int64_t o_begin, int64_t o_end,
                         int group, std::vector<float>& scratch) {
   const int64_t out = w.shape[0], in = w.shape[1];
@@ -37,12 +43,17 @@ void matmul_rows_blocks(const float* x, int64_t T, const TensorView& w, float* y
   for (int64_t o = o_begin; o < o_end; o += group) {
     const int rows = int(std::min<int64_t>(group, o_end - o));
     if (T <= 2) {
+      const bool simd = simd_blocks(w.dtype);
       for (int64_t t = 0; t < T; ++t) {
-        if (dot_rows_blocks(x + t * in, w.data + uint64_t(o) * rb, rb, w.dtype, size_t(in), rows, tmp))
+        if (simd && dot_rows_blocks(x + t * in, w.data + uint64_t(o) * rb, rb, w.dtype, size_t(in), rows, tmp)) {
           for (int r = 0; r < rows; ++r) y[t * out + o + r] = tmp[r];
-        else
-          for (int r = 0; r < rows; ++r)
-            dot_row_blocks(x + t * in, w.data + uint64_t(o + r) * rb, w.dtype, size_t(in), &y[t * out + o + r]);
+          continue;
+        }
+        for (int r = 0; r < rows; ++r) {
+          const std::byte* row = w.data + uint64_t(o + r) * rb;
+          float& dst = y[t * out + o + r];
+          if (!(simd && dot_row_blocks(x + t * in, row, w.dtype, size_t(in), &dst))) dst = quant_dot(w.dtype, row, x + t * in, in);
+        }
       }
       continue;
     }
@@ -102,6 +113,9 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
   std::string s;
   if (simd_dtype(dtype)) s = "f32 FMA on " + name + " weights widened in registers (Highway " + target + "), f32 accumulate";
   else if (simd_blocks(dtype)) s = name + " blocks read directly by SIMD kernels (Highway " + target + "), f32 accumulate";
+  else if (other_blocks(dtype))
+    s = name + " blocks: scalar block dots split over the threads for decode, rows dequantized once for SIMD f32 "
+               "dots (Highway " + target + ") for prefill, f32 accumulate";
   else s = name + " weights on the reference loops (dequantized per row), f32 accumulate";
   if (ctx.bf16_compute && dtype == DType::BF16)
     s += " (the policy asked for bf16 compute, but this CPU has no confirmed AVX512_BF16)";
@@ -162,8 +176,9 @@ void matmul(const float* x, int64_t T, const TensorView& w, float* y, const Matm
     matmul_bf16(x, T, w, y, ctx);
     return;
   }
-  const bool blocks = simd_blocks(w.dtype) && w.shape[1] % 32 == 0;
-  if (blocks && w.shape.size() == 2 && uses_int8_kernel(ctx)) {
+  const bool blocks = (simd_blocks(w.dtype) || other_blocks(w.dtype)) && w.shape.size() == 2 &&
+                     w.shape[1] % dtype_block_size(w.dtype) == 0;
+  if (blocks && simd_blocks(w.dtype) && uses_int8_kernel(ctx)) {
     matmul_q8(x, T, w, y, ctx);
     return;
   }

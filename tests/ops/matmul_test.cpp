@@ -71,8 +71,14 @@ TEST(Matmul, BlockQuantizedMatchesReference) {
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   ThreadPool pool(2);
-  for (DType dt : {DType::Q8_0, DType::Q4_0}) {
-    for (auto [out, in] : {std::pair<int64_t, int64_t>{1, 32}, {5, 64}, {67, 96}, {130, 1024}}) {
+  // Q8_0/Q4_0 on the SIMD block dots; Q4_1 and the K-quants on scalar block dots (decode) and
+  // dequantize-once SIMD f32 dots (prefill, T = 5).
+  for (DType dt : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    const bool k = dtype_block_size(dt) == 256;
+    const std::vector<std::pair<int64_t, int64_t>> shapes =
+        k ? std::vector<std::pair<int64_t, int64_t>>{{1, 256}, {5, 512}, {67, 256}, {130, 1024}}
+          : std::vector<std::pair<int64_t, int64_t>>{{1, 32}, {5, 64}, {67, 96}, {130, 1024}};
+    for (auto [out, in] : shapes) {
       std::vector<float> dense(size_t(out * in));
       for (auto& v : dense) v = u(rng);
       std::vector<std::byte> packed(size_t(out) * row_bytes(dt, in));
@@ -92,9 +98,12 @@ TEST(Matmul, BlockQuantizedMatchesReference) {
           }
         }
         ops::MatmulContext ctx{&pool, 4};
+        std::fill(got.begin(), got.end(), std::nanf(""));  // an output left unwritten fails
         ops::matmul(x.data(), T, w, got.data(), ctx);
         for (size_t i = 0; i < got.size(); ++i)
           ASSERT_NEAR(got[i], want[i], 2e-6f * float(in) + 1e-5f) << dtype_name(dt) << " " << out << "x" << in << " T " << T;
+        if (!k && dt != DType::Q4_1) continue;
+        EXPECT_EQ(ops::describe_matmul(ctx, dt).find("reference loops"), std::string::npos) << ops::describe_matmul(ctx, dt);
       }
     }
   }
