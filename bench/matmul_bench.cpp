@@ -110,6 +110,7 @@ void run(benchmark::State& state, DType t) {
 void BM_MatmulBF16(benchmark::State& s) { run(s, DType::BF16); }
 void BM_MatmulQ8_0(benchmark::State& s) { run(s, DType::Q8_0); }
 void BM_MatmulQ4_0(benchmark::State& s) { run(s, DType::Q4_0); }
+void BM_MatmulQ4_K(benchmark::State& s) { run(s, DType::Q4_K); }  // no fast kernel: range(0) 1 equals 0
 void BM_MatmulQ8_0_R16(benchmark::State& s) { run(s, DType::Q8_0_R16); }
 void BM_MatmulQ4_0_R16(benchmark::State& s) { run(s, DType::Q4_0_R16); }
 
@@ -117,6 +118,7 @@ void BM_MatmulQ4_0_R16(benchmark::State& s) { run(s, DType::Q4_0_R16); }
 BENCHMARK(BM_MatmulBF16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ8_0)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ4_0)->G4_MATMUL_ARGS;
+BENCHMARK(BM_MatmulQ4_K)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ8_0_R16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ4_0_R16)->G4_MATMUL_ARGS;
 
