@@ -20,11 +20,13 @@ int run_command(const std::string& cmd, std::string* out) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+int g4_command(const std::string& args, std::string* out) {
+  return run_command(g4_binary().string() + " " + args + " 2>&1", out);
+}
+
 std::string g4_quick_bench(const std::string& model, const std::string& extra, int* rc) {
   std::string out;
-  *rc = run_command(g4_binary().string() + " bench --model " + model +
-                        " --prompt-len 4 --gen 2 --depth 0 --repeat 1 --threads 2 " + extra + " 2>&1",
-                    &out);
+  *rc = g4_command("bench --model " + model + " --prompt-len 4 --gen 2 --depth 0 --repeat 1 --threads 2 " + extra, &out);
   return out;
 }
 

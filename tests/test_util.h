@@ -96,6 +96,9 @@ inline float max_abs_diff(const float* a, const float* b, size_t n) {
 // Runs a shell command, returns exit code; stdout+stderr captured into *out if given.
 int run_command(const std::string& cmd, std::string* out = nullptr);
 
+// `g4 ARGS` with stdout and stderr captured together into *out; returns the exit status.
+int g4_command(const std::string& args, std::string* out);
+
 // `g4 bench --model MODEL` on a minimal workload (4-token prompt, 2 tokens, depth 0, one repeat,
 // 2 threads) plus `extra` flags; stdout and stderr together, the exit status in *rc.
 std::string g4_quick_bench(const std::string& model, const std::string& extra, int* rc);

@@ -19,6 +19,16 @@ bool Model::owns(const std::byte* p) const {
   return false;
 }
 
+const TensorView* Model::replace_view(const TensorView** slot, TensorView v) {
+  const TensorView* old = *slot;
+  owned_views.push_back(std::move(v));
+  const TensorView* now = &owned_views.back();
+  if (weights.embed_tokens == old) weights.embed_tokens = now;
+  if (weights.lm_head == old) weights.lm_head = now;
+  *slot = now;
+  return now;
+}
+
 void Model::check_unchanged() const {
   if (gguf) gguf->check_unchanged();
   else archive.check_unchanged();

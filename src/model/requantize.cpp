@@ -71,10 +71,8 @@ RequantizeReport requantize_weights(Model& m, DType target, ThreadPool* pool) {
     rep.bytes_before += src.nbytes;
     rep.bytes_after += v.nbytes;
     rep.tensors += 1;
-    m.owned_views.push_back(std::move(v));
-    *j.slot = &m.owned_views.back();
+    m.replace_view(j.slot, std::move(v));  // a tied head follows the embedding
   }
-  if (tied) w.lm_head = w.embed_tokens;
   m.owned_data.push_back(std::move(arena));
   // Keep the byte accounting truthful for bench and info.
   w.bound_bytes = w.bound_bytes - rep.bytes_before + rep.bytes_after;

@@ -27,7 +27,6 @@ InterleaveReport interleave_weights(Model& m, ThreadPool* pool) {
   const auto t0 = std::chrono::steady_clock::now();
   InterleaveReport r;
   ModelWeights& w = m.weights;
-  const bool tied = w.lm_head == w.embed_tokens;
   for (const TensorView** slot : streamed_matrices(w)) {
     const TensorView& src = **slot;
     if (!interleavable(src)) continue;
@@ -49,14 +48,11 @@ InterleaveReport interleave_weights(Model& m, ThreadPool* pool) {
     };
     if (pool) pool->parallel_for(groups, work);
     else work(0, groups, 0);
-    TensorView v = src;
-    v.dtype = interleaved_dtype(src.dtype);
-    m.owned_views.push_back(std::move(v));
-    const bool is_head = slot == &w.lm_head;
-    *slot = &m.owned_views.back();
-    if (is_head && tied) w.embed_tokens = *slot;
     ++r.tensors;
     r.bytes += src.nbytes;
+    TensorView v = src;
+    v.dtype = interleaved_dtype(src.dtype);
+    m.replace_view(slot, std::move(v));  // a tied embedding follows the head
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

@@ -150,15 +150,10 @@ PlacementReport place_weights(Model& m, WeightMemory request, ThreadPool* pool) 
   if (pool) pool->parallel_for(int64_t(pieces.size()), copy);
   else copy(0, int64_t(pieces.size()), 0);
 
-  const bool tied = m.weights.lm_head == m.weights.embed_tokens;
   for (size_t i = 0; i < slots.size(); ++i) {
-    const TensorView** s = slots[i];
-    TensorView v = **s;
+    TensorView v = **slots[i];
     v.data = arena.data() + offsets[i];
-    m.owned_views.push_back(std::move(v));
-    const bool is_head = s == &m.weights.lm_head;
-    *s = &m.owned_views.back();
-    if (is_head && tied) m.weights.embed_tokens = *s;
+    m.replace_view(slots[i], std::move(v));  // a tied embedding follows the head
   }
   r.tensors = int(slots.size());
   r.bytes = bytes;

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 #include <string>
-#include <vector>
 
 #include "platform/error.h"
 #include "platform/row_interleave.h"
@@ -294,15 +293,8 @@ float quant_dot(DType t, const std::byte* row, const float* x, int64_t n) {
 
 float dot_row(const TensorView& w, int64_t r, const float* x) {
   const int64_t cols = w.shape.empty() ? 1 : w.shape.back();
-  if (dtype_is_interleaved(w.dtype)) {  // the reference loops on an interleaved matrix: one row out of its group
-    const DType base = interleave_base(w.dtype);
-    const uint64_t rb = row_bytes(base, cols);
-    thread_local std::vector<std::byte> row;
-    row.resize(rb);
-    extract_interleaved_row(w.dtype, w.data + uint64_t(r / kInterleaveRows) * kInterleaveRows * rb, cols,
-                            int(r % kInterleaveRows), row.data());
-    return quant_dot(base, row.data(), x, cols);
-  }
+  if (dtype_is_interleaved(w.dtype))  // the reference loops on an interleaved matrix: one row out of its group
+    return quant_dot(interleave_base(w.dtype), interleaved_row(w.dtype, w.data, cols, r), x, cols);
   return quant_dot(w.dtype, w.data + uint64_t(r) * row_bytes(w.dtype, cols), x, cols);
 }
 

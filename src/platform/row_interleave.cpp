@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "platform/error.h"
 
@@ -61,6 +62,15 @@ void extract_interleaved_row(DType interleaved, const std::byte* group, int64_t 
     std::memcpy(dst, group + scale_at(bb, b, r), 2);
     for (uint64_t v = 0; v + 2 < bb; v += 4) move_unit(group + unit_at(bb, b, r, v), dst + 2 + v, flip);
   }
+}
+
+const std::byte* interleaved_row(DType interleaved, const std::byte* matrix, int64_t in, int64_t r) {
+  const uint64_t rb = row_bytes(interleave_base(interleaved), in);
+  thread_local std::vector<std::byte> row;
+  row.resize(rb);
+  extract_interleaved_row(interleaved, matrix + uint64_t(r / kInterleaveRows) * kInterleaveRows * rb, in,
+                          int(r % kInterleaveRows), row.data());
+  return row.data();
 }
 
 }  // namespace g4

@@ -35,5 +35,8 @@ DType interleave_base(DType t);
 void interleave_group(DType base, const std::byte* rows, int64_t in, std::byte* group);
 // Row r (0..15) of an interleaved group back to its row-major bytes (row_bytes(base, in) bytes).
 void extract_interleaved_row(DType interleaved, const std::byte* group, int64_t in, int r, std::byte* row);
+// Row r of an interleaved [rows, in] matrix as row-major bytes of its base format, in a
+// per-thread buffer valid until this thread's next call (for gathers and the reference loops).
+const std::byte* interleaved_row(DType interleaved, const std::byte* matrix, int64_t in, int64_t r);
 
 }  // namespace g4

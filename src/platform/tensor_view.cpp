@@ -42,13 +42,7 @@ float TensorView::at(int64_t i) const {
 void TensorView::row_to_f32(int64_t r, float* out) const {
   const int64_t cols = shape.empty() ? 1 : shape.back();
   if (dtype_is_interleaved(dtype)) {  // a gather from an interleaved matrix: one row out of its group
-    const DType base = interleave_base(dtype);
-    const uint64_t rb = row_bytes(base, cols);
-    thread_local std::vector<std::byte> row;
-    row.resize(rb);
-    extract_interleaved_row(dtype, data + uint64_t(r / kInterleaveRows) * kInterleaveRows * rb, cols,
-                            int(r % kInterleaveRows), row.data());
-    dequantize_row(base, row.data(), out, cols);
+    dequantize_row(interleave_base(dtype), interleaved_row(dtype, data, cols, r), out, cols);
     return;
   }
   dequantize_row(dtype, data + uint64_t(r) * row_bytes(dtype, cols), out, cols);

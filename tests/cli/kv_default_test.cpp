@@ -16,7 +16,7 @@ TEST(KvDefault, PolicyUnlessForcedF32ForTheReference) {
   test::TempDir dir;
   const std::string model = (dir.path() / "m").string();
   std::string out;
-  ASSERT_EQ(0, test::run_command(test::g4_binary().string() + " synth --preset tiny-e --dtype bf16 --out " + model + " 2>&1", &out)) << out;
+  ASSERT_EQ(0, test::g4_command("synth --preset tiny-e --dtype bf16 --out " + model, &out)) << out;
   const std::string policy_kv(num_format_name(resolve_policy(host_cpu(), NumFormat::BF16).kv));
   int rc = 0;
   out = test::g4_quick_bench(model, "", &rc);

@@ -17,8 +17,8 @@ TEST(WeightLayout, InterleavedWhereOwnedRowMajorWhereMapped) {
   test::TempDir dir;
   const std::string hf = (dir.path() / "m").string(), gguf = (dir.path() / "m-q4.gguf").string();
   std::string out;
-  ASSERT_EQ(0, test::run_command(test::g4_binary().string() + " synth --preset tiny-e --dtype bf16 --out " + hf + " 2>&1", &out)) << out;
-  ASSERT_EQ(0, test::run_command(test::g4_binary().string() + " quantize " + hf + " " + gguf + " --type q4_0 2>&1", &out)) << out;
+  ASSERT_EQ(0, test::g4_command("synth --preset tiny-e --dtype bf16 --out " + hf, &out)) << out;
+  ASSERT_EQ(0, test::g4_command("quantize " + hf + " " + gguf + " --type q4_0", &out)) << out;
   int rc = 0;
   out = test::g4_quick_bench(hf, "--weights q8", &rc);
   ASSERT_EQ(rc, 0) << out;
