@@ -189,9 +189,10 @@ int run(const std::vector<std::string>& argv) {
   const std::string executed = reference ? std::string("f32 reference loops")
                                          : ops::describe_matmul(mm, model->weights.layers[0].q_proj->dtype);
 
-  std::printf("g4 bench: %s (%s weights, %s KV), %d threads\n  %-34s %s\n", model->path.string().c_str(),
+  const std::string attention = describe_attention(kv_span_element(ko.dtype), ex);
+  std::printf("g4 bench: %s (%s weights, %s KV), %d threads\n  %-34s %s\n  %-34s %s\n", model->path.string().c_str(),
               std::string(dtype_name(model->weights.layers[0].q_proj->dtype)).c_str(), kv_dtype_name(ko.dtype), threads,
-              "weight products", executed.c_str());
+              "weight products", executed.c_str(), "attention", attention.c_str());
   std::printf("  %-34s %10.2f s\n", "cold load (mmap + validate)", load_s);
   std::printf("  %-34s %10.2f s  (%s)\n", "weights into memory", placed.seconds, describe_placement(placed).c_str());
   if (requant_s > 0) std::printf("  %-34s %10.2f s  (--weights %s)\n", "quantize at load", requant_s, a.get_or("--weights", "").c_str());
@@ -220,6 +221,7 @@ int run(const std::vector<std::string>& argv) {
         {"threads", threads},
         {"kernels", reference ? "reference" : ops::dot_kernel_target()},
         {"weight_products", executed},
+        {"attention", attention},
         {"prompt_len", prompt_len},
         {"gen", gen},
         {"depth", depth},

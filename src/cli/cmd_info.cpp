@@ -5,6 +5,7 @@
 #include "cli/command.h"
 #include "platform/error.h"
 #include "engine/kv_cache.h"
+#include "model/forward_cached.h"
 #include "model/model.h"
 #include "ops/dot_kernels.h"
 #include "ops/matmul.h"
@@ -98,6 +99,12 @@ int run(const std::vector<std::string>& argv) {
               "           KV dtype per command (--kv; default the policy's kv above, f32 for the reference\n"
               "           loops); AMX tiles are not used by this build\n",
               ops::describe_matmul(mm, interleaves ? interleaved_dtype(w.dtype) : w.dtype).c_str());
+  {
+    const blocks::Exec ex{&mm};
+    std::printf("executed   attention over a bf16 cache: %s;\n"
+                "           over an f32, f16 or int8 cache: the stored K/V widened to f32, FMA\n",
+                describe_attention(ops::KvElem::BF16, ex).c_str());
+  }
   std::printf("weights    %s: %d streamed matrices, %.0f MiB (%s); generate/bench/serve --weight-memory\n",
               placement.placement == "huge" ? "copied into 2 MiB huge pages at load" : "read through the mapping",
               placement.tensors, double(placement.bytes) / (1 << 20), placement.reason.c_str());

@@ -18,6 +18,8 @@
 #include "server/generation_service.h"
 #include "server/http_server.h"
 #include "cli/compute_choice.h"
+#include "engine/kv_cache.h"
+#include "model/forward_cached.h"
 #include "model/weight_placement.h"
 #include "ops/matmul.h"
 #include "platform/thread_pool.h"
@@ -114,6 +116,12 @@ int run(const std::vector<std::string>& argv) {
                               std::to_string(so.engine.threads) + " threads";
   }
   so.engine.kv.dtype = resolve_kv(a, compute, so.engine.threads == 0);
+  if (so.engine.threads > 0) {
+    ops::MatmulContext described;
+    described.bf16_compute = compute.bf16;
+    blocks::Exec ex{&described};
+    model.forward += "; attention: " + describe_attention(kv_span_element(so.engine.kv.dtype), ex);
+  }
   so.engine.kv.max_total_tokens =
       (so.engine.max_context * so.engine.max_seqs + so.engine.kv.block_tokens) / so.engine.kv.block_tokens * so.engine.kv.block_tokens;
   so.queue_limit = int(a.get_int("--queue", 64));

@@ -151,9 +151,7 @@ void KvCache::read(int layer, int seq, int64_t begin, int64_t end, float* k, flo
   }
 }
 
-namespace {
-
-ops::KvElem kv_elem(KvDType t) {
+ops::KvElem kv_span_element(KvDType t) {
   switch (t) {
     case KvDType::F32: return ops::KvElem::F32;
     case KvDType::F16: return ops::KvElem::F16;
@@ -163,12 +161,16 @@ ops::KvElem kv_elem(KvDType t) {
   return ops::KvElem::F32;
 }
 
+namespace {
+
 // Rows [row, row + n) of a ring or block, which KvRows stores contiguously.
 ops::KvSpan span_of(const KvRows& k, const KvRows& v, int64_t row, int64_t n) {
-  return {kv_elem(k.dtype()), n, k.row_data(row), v.row_data(row), k.row_scales(row), v.row_scales(row)};
+  return {kv_span_element(k.dtype()), n, k.row_data(row), v.row_data(row), k.row_scales(row), v.row_scales(row)};
 }
 
 }  // namespace
+
+std::optional<ops::KvElem> KvCache::view_element() const { return kv_span_element(opts_.dtype); }
 
 bool KvCache::view(int layer, int seq, int64_t begin, int64_t end, std::vector<ops::KvSpan>& out) const {
   const Sequence& s = seq_or_throw(seq);

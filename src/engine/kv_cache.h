@@ -36,6 +36,9 @@ struct KvFootprint {
 };
 KvFootprint kv_footprint(const ModelConfig& c, KvDType dtype);
 
+// The element type a cache of `t` hands to the attention kernels (KvStore::view_element).
+ops::KvElem kv_span_element(KvDType t);
+
 class KvCache : public KvStore {
  public:
   KvCache(const ModelConfig& c, KvCacheOptions o = {});
@@ -60,6 +63,7 @@ class KvCache : public KvStore {
   // Spans: a ring gives at most two per call (split where the slots wrap), full layers one per
   // block touched. Every position's ring slot is checked, as in read().
   bool view(int layer, int seq, int64_t begin, int64_t end, std::vector<ops::KvSpan>& out) const override;
+  std::optional<ops::KvElem> view_element() const override;
   void write(int layer, int seq, int64_t begin, int64_t n, const float* k, const float* v) override;
   void commit(int seq, int64_t new_length) override;
 

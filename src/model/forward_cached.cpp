@@ -5,7 +5,9 @@
 
 #include "model/decoder_blocks.h"
 #include "ops/reference_ops.h"
+#include "ops/attention_bf16.h"
 #include "ops/attention_kernels.h"
+#include "platform/dtype.h"
 #include "platform/error.h"
 #include "platform/thread_pool.h"
 
@@ -80,6 +82,10 @@ void attend_layer_reference(const KvStore& kv, int src, bool sliding, int64_t W,
 // often one kv head) still spreads over the pool; the slices' softmax states are merged in order
 // afterwards. Neither the slices nor the kernel's tiles depend on the batch, the chunking, the
 // spans or the thread count, so a row's result is bit-identical however it was scheduled.
+bool bf16_attention_for(std::optional<ops::KvElem> elem, const blocks::Exec& ex) {
+  return ex.matmul && ex.matmul->bf16_compute && elem == ops::KvElem::BF16 && ops::attention_bf16_available();
+}
+
 struct AttnItem {
   size_t row;
   int64_t kh, begin, end;
@@ -91,7 +97,18 @@ void attend_layer_simd(const KvStore& kv, int src, bool sliding, int64_t W, int6
                        const std::vector<Group>& groups, const std::vector<int64_t>& positions, const blocks::Vec& q,
                        const blocks::Vec& sk, const blocks::Vec& sv, blocks::Vec& a, const blocks::Exec& ex) {
   const int64_t row_w = kvh * hd, G = nH / kvh;
-  // Spans per group: the cached positions, then the step's rows of that group (f32).
+  const bool bf16 = uses_bf16_attention(kv, ex);
+  // With the bf16 kernel the step's own rows are rounded to bf16 exactly as the cache will store
+  // them (f32_to_bf16, as KvRows::write), so a row sees the same keys whether an earlier row of
+  // its sequence came in this step or a past one: chunking changes nothing.
+  std::vector<uint16_t> step_kb, step_vb;
+  if (bf16) {
+    step_kb.resize(sk.size());
+    step_vb.resize(sv.size());
+    for (size_t i = 0; i < sk.size(); ++i) step_kb[i] = f32_to_bf16(sk[i]);
+    for (size_t i = 0; i < sv.size(); ++i) step_vb[i] = f32_to_bf16(sv[i]);
+  }
+  // Spans per group: the cached positions, then the step's rows of that group (f32, or bf16).
   std::vector<ops::KvSpan> spans;
   std::vector<size_t> span_begin(groups.size() + 1);
   std::vector<blocks::Vec> gathered;  // only for a store without views
@@ -103,14 +120,19 @@ void attend_layer_simd(const KvStore& kv, int src, bool sliding, int64_t W, int6
     first_cached[gi] = sliding ? std::max<int64_t>(0, g.pos_begin - W + 1) : 0;
     const int64_t n_cached = g.pos_begin - first_cached[gi];
     if (n_cached > 0 && !kv.view(src, g.seq, first_cached[gi], g.pos_begin, spans)) {
+      if (bf16) throw Error("KV store: view_element() promised bf16 views, but view() gave none");
       blocks::Vec& k = gathered.emplace_back(size_t(n_cached * row_w));
       blocks::Vec& v = gathered.emplace_back(size_t(n_cached * row_w));
       kv.read(src, g.seq, first_cached[gi], g.pos_begin, k.data(), v.data());
       spans.push_back({ops::KvElem::F32, n_cached, k.data(), v.data(), nullptr, nullptr});
     }
     const int64_t n_step = int64_t(g.row_end - g.row_begin);
-    spans.push_back({ops::KvElem::F32, n_step, &sk[g.row_begin * size_t(row_w)], &sv[g.row_begin * size_t(row_w)], nullptr,
-                     nullptr});
+    if (bf16)
+      spans.push_back({ops::KvElem::BF16, n_step, &step_kb[g.row_begin * size_t(row_w)],
+                       &step_vb[g.row_begin * size_t(row_w)], nullptr, nullptr});
+    else
+      spans.push_back({ops::KvElem::F32, n_step, &sk[g.row_begin * size_t(row_w)], &sv[g.row_begin * size_t(row_w)],
+                       nullptr, nullptr});
   }
   span_begin[groups.size()] = spans.size();
 
@@ -148,7 +170,11 @@ void attend_layer_simd(const KvStore& kv, int src, bool sliding, int64_t W, int6
     const ops::KvSpans ks{&spans[span_begin[it.group]], span_begin[it.group + 1] - span_begin[it.group], kvh, hd};
     float* o = &partial[i * state];
     float *m = o + G * hd, *l = m + G;
-    ops::attend_partial(&q[it.row * size_t(nH * hd) + size_t(it.kh * G * hd)], G, ks, it.kh, it.begin, it.end, o, m, l);
+    const float* qr = &q[it.row * size_t(nH * hd) + size_t(it.kh * G * hd)];
+    if (bf16)
+      ops::attend_partial_bf16(qr, G, ks, it.kh, it.begin, it.end, o, m, l);
+    else
+      ops::attend_partial(qr, G, ks, it.kh, it.begin, it.end, o, m, l);
     if (it.n_split == 1) ops::attend_finish(G, hd, o, l, &a[it.row * size_t(nH * hd) + size_t(it.kh * G * hd)]);
   };
   // Item i goes to thread i mod threads: rows of a causal chunk differ in cost, neighbours
@@ -176,6 +202,21 @@ void attend_layer_simd(const KvStore& kv, int src, bool sliding, int64_t W, int6
 }
 
 }  // namespace
+
+bool uses_bf16_attention(const KvStore& kv, const blocks::Exec& ex) { return bf16_attention_for(kv.view_element(), ex); }
+
+std::string describe_attention(std::optional<ops::KvElem> elem, const blocks::Exec& ex) {
+  if (!ex.matmul) return "reference loops (f32 K/V gathered from the cache)";
+  if (bf16_attention_for(elem, ex))
+    return "bf16 K/V x bf16-rounded queries and softmax weights on VDPBF16PS (AVX512_BF16), f32 accumulate and "
+           "softmax";
+  const char* stored = !elem ? "f32 (gathered)"
+                       : *elem == ops::KvElem::BF16 ? "bf16"
+                       : *elem == ops::KvElem::F16  ? "f16"
+                       : *elem == ops::KvElem::I8   ? "int8"
+                                                    : "f32";
+  return std::string(stored) + " K/V widened to f32, f32 queries, FMA (SIMD), f32 softmax";
+}
 
 std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& kv, const blocks::Exec& ex) {
   using blocks::Vec;

@@ -2,6 +2,7 @@
 // position, attending over what the KvStore holds plus the rows of the same step. Used for
 // incremental decode, chunked prefill and continuous batching; tested against forward_reference.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "model/decoder_blocks.h"
@@ -16,6 +17,14 @@ struct BatchRow {
   int token = 0;
   bool want_logits = false;
 };
+
+// True when the SIMD pass (ex.matmul set) attends with the bf16 kernel (ops/attention_bf16.h):
+// policy compute = bf16 (ex.matmul->bf16_compute), a store whose views hold bf16, and a CPU
+// that confirmed AVX512_BF16. Otherwise it uses the f32 kernel (ops/attention_kernels.h).
+bool uses_bf16_attention(const KvStore& kv, const blocks::Exec& ex);
+// What the SIMD pass's attention executes over a store viewing `elem` elements, in words (for
+// bench and the server): nullopt elem means a store without views.
+std::string describe_attention(std::optional<ops::KvElem> elem, const blocks::Exec& ex);
 
 // Rows of one sequence must be contiguous, at consecutive positions starting at kv.length(seq),
 // and each sequence may appear once per step (violations throw g4::Error). Returns logits

@@ -3,6 +3,7 @@
 // layer only sees positions, never slots, so no cache layout can shift a position.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "ops/attention_kernels.h"
@@ -30,6 +31,10 @@ class KvStore {
     (void)layer, (void)seq, (void)begin, (void)end, (void)out;
     return false;
   }
+  // The element type view() spans hold (the same for every layer, position and sequence), or
+  // nullopt when the store has no views. The SIMD pass picks its attention kernel from this, so
+  // a step's own rows and the cached rows take the same path whatever is cached yet.
+  virtual std::optional<ops::KvElem> view_element() const { return std::nullopt; }
   // Stores K and V rows for positions [begin, begin + n) of `seq` at owning layer `layer`
   // (k, v: [n, kvh, hd] f32). Called after the whole forward step has read what it needs.
   virtual void write(int layer, int seq, int64_t begin, int64_t n, const float* k, const float* v) = 0;

@@ -21,7 +21,7 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // Positions per softmax tile; a multiple of every x86 vector width in floats.
-constexpr int64_t kTile = 128;
+constexpr int64_t kTile = kAttendTile;
 
 template <class D, typename T>
 HWY_INLINE hn::Vec<D> LoadF(D d, const T* p) {
@@ -98,12 +98,29 @@ HWY_INLINE void ScoreRows(const float* q, int64_t G, int64_t hd, const T* k, int
 
 // Scores of G query rows against n (<= kTile) keys k_s = k + s·stride, times ks[s·ks_stride]
 // when ks is set (int8).
+// Requests the cache lines of rows [s, s + count) of v (hd elements each, `stride` apart) into L2.
+template <typename T>
+HWY_INLINE void PrefetchRows(const T* v, int64_t stride, int64_t hd, int64_t s, int64_t count) {
+  constexpr int64_t kPerLine = 64 / int64_t(sizeof(T));
+  for (int64_t r = s; r < s + count; ++r)
+    for (int64_t i = 0; i < hd; i += kPerLine) __builtin_prefetch(v + r * stride + i, 0, 2);
+}
+
+// While scoring position s, the value row of s is requested: the accumulation that follows the
+// softmax then reads the tile's values from L2 instead of missing on every row (it walks them
+// column strip by column strip, which the hardware prefetcher does not follow).
 template <typename T>
 void Scores(const float* q, int64_t G, int64_t hd, const T* k, int64_t stride, const float* ks, int64_t ks_stride,
-            int64_t n, float* sc) {
+            int64_t n, float* sc, const T* v) {
   int64_t s = 0;
-  for (; s + 2 <= n; s += 2) ScoreRows<2>(q, G, hd, k + s * stride, stride, sc + s);
-  if (s < n) ScoreRows<1>(q, G, hd, k + s * stride, stride, sc + s);
+  for (; s + 2 <= n; s += 2) {
+    PrefetchRows(v, stride, hd, s, 2);
+    ScoreRows<2>(q, G, hd, k + s * stride, stride, sc + s);
+  }
+  if (s < n) {
+    PrefetchRows(v, stride, hd, s, 1);
+    ScoreRows<1>(q, G, hd, k + s * stride, stride, sc + s);
+  }
   if (ks)
     for (int64_t g = 0; g < G; ++g)
       for (int64_t j = 0; j < n; ++j) sc[g * kTile + j] *= ks[j * ks_stride];
@@ -111,7 +128,10 @@ void Scores(const float* q, int64_t G, int64_t hd, const T* k, int64_t stride, c
 
 // Online softmax step for one tile: turns sc[g] into e^(s - m_new) (padded to whole vectors
 // with zeros), rescales the running o, l by e^(m_old - m_new), adds the tile's sum to l.
-void SoftmaxTile(float* sc, int64_t G, int64_t n, int64_t hd, float* o, float* m, float* l) {
+// kRoundBf16: each e is rounded to the nearest bf16 (ties to even) before it is stored and
+// summed, so the weights the bf16 kernel multiplies by are exactly the ones l adds up.
+template <bool kRoundBf16>
+void SoftmaxTileImpl(float* sc, int64_t G, int64_t n, int64_t hd, float* o, float* m, float* l) {
   const hn::ScalableTag<float> d;
   const int64_t N = int64_t(hn::Lanes(d));
   const int64_t n_pad = (n + N - 1) / N * N;
@@ -130,12 +150,26 @@ void SoftmaxTile(float* sc, int64_t G, int64_t n, int64_t hd, float* o, float* m
     const auto vm = hn::Set(d, m[g]);
     auto sum = hn::Zero(d);
     for (int64_t j = 0; j < n_pad; j += N) {
-      const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, sg + j), vm));
+      auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, sg + j), vm));
+      if constexpr (kRoundBf16) {  // e is finite and >= 0: add half an ulp of bf16 (ties to even), truncate
+        const hn::RebindToUnsigned<decltype(d)> du;
+        const auto bits = hn::BitCast(du, e);
+        const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
+        const auto up = hn::Add(bits, hn::Add(hn::Set(du, 0x7fffu), odd));
+        e = hn::BitCast(d, hn::And(up, hn::Set(du, 0xffff0000u)));
+      }
       hn::StoreU(e, d, sg + j);
       sum = hn::Add(sum, e);
     }
     l[g] += hn::GetLane(hn::SumOfLanes(d, sum));
   }
+}
+
+void SoftmaxTile(float* sc, int64_t G, int64_t n, int64_t hd, float* o, float* m, float* l) {
+  SoftmaxTileImpl<false>(sc, G, n, hd, o, m, l);
+}
+void SoftmaxTileBf16(float* sc, int64_t G, int64_t n, int64_t hd, float* o, float* m, float* l) {
+  SoftmaxTileImpl<true>(sc, G, n, hd, o, m, l);
 }
 
 // o[g][i, i + C·N) += Σ_s w[g][s] · v_s[i, i + C·N) for GN heads, the GN·C accumulators held
@@ -210,8 +244,9 @@ struct Piece {
 template <typename T>
 void ScorePiece(const float* q, int64_t G, int64_t hd, int64_t kvh, int64_t kv_head, const Piece& pc, float* sc) {
   const T* k = static_cast<const T*>(pc.sp->k) + (pc.off * kvh + kv_head) * hd;
+  const T* v = static_cast<const T*>(pc.sp->v) + (pc.off * kvh + kv_head) * hd;
   const float* ks = std::is_same_v<T, int8_t> ? pc.sp->k_scale + pc.off * kvh + kv_head : nullptr;
-  Scores(q, G, hd, k, kvh * hd, ks, kvh, pc.n, sc + pc.col);
+  Scores(q, G, hd, k, kvh * hd, ks, kvh, pc.n, sc + pc.col, v);
 }
 
 template <typename T>
@@ -269,9 +304,14 @@ HWY_AFTER_NAMESPACE();
 
 namespace g4::ops {
 HWY_EXPORT(AttendPartial);
+HWY_EXPORT(SoftmaxTileBf16);
+
+void softmax_tile_bf16(float* sc, int64_t group, int64_t n, int64_t hd, float* o, float* m, float* l) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxTileBf16)(sc, group, n, hd, o, m, l);
+}
 
 namespace {
-constexpr int64_t kTileOnce = 128;  // = kTile in every target
+constexpr int64_t kTileOnce = kAttendTile;  // = kTile in every target
 }
 
 void attend_partial(const float* q, int64_t group, const KvSpans& kv, int64_t kv_head, int64_t begin, int64_t end,

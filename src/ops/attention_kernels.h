@@ -15,6 +15,9 @@
 
 namespace g4::ops {
 
+// Positions per softmax tile (every attention kernel tiles [begin, end) from begin by this).
+constexpr int64_t kAttendTile = 128;
+
 // Element type of cached K/V rows.
 enum class KvElem : uint8_t { F32, F16, BF16, I8 };
 
@@ -51,6 +54,12 @@ void attend_merge(int64_t group, int64_t hd, float* o, float* m, float* l, const
 
 // out [group, hd] = o / l.
 void attend_finish(int64_t group, int64_t hd, const float* o, const float* l, float* out);
+
+// One online-softmax step (for the bf16 kernel, attention_bf16.h): sc [group, kAttendTile]
+// holds the scores of n (<= kAttendTile) positions; turns them into e^(s - m_new) rounded to
+// bf16 (stored as f32, zero-padded to whole vectors), rescales o [group, hd] and l by
+// e^(m_old - m_new) and adds the rounded weights to l.
+void softmax_tile_bf16(float* sc, int64_t group, int64_t n, int64_t hd, float* o, float* m, float* l);
 
 // One query row q [nH, hd] against positions [begin, end) of kv, all heads, on the calling
 // thread: out [nH, hd]. nH must be a multiple of kv.kvh.

@@ -18,6 +18,7 @@
 #include "model/synth.h"
 #include "model/requantize.h"
 #include "model/weight_interleave.h"
+#include "ops/attention_bf16.h"
 #include "ops/gemm_bf16.h"
 #include "ops/gemm_q8.h"
 #include "platform/row_interleave.h"
@@ -49,28 +50,32 @@ class Bf16Compute : public ::testing::Test {
 test::TempDir* Bf16Compute::dir_ = nullptr;
 
 // One sequence alone, one token per step.
-std::vector<float> alone(const Model& m, const std::vector<int>& tokens, const blocks::Exec& ex) {
-  KvCache kv(m.config, {KvDType::F32, 4, 4096});
+std::vector<float> alone(const Model& m, const std::vector<int>& tokens, const blocks::Exec& ex,
+                         KvDType kv_type = KvDType::F32) {
+  KvCache kv(m.config, {kv_type, 4, 4096});
   return test::feed_chunked(m, kv, kv.add_sequence(), tokens, 1, ex);
 }
 
 // Four sequences joining at different steps (sequence i at step 2i), prefilling 5 tokens at a
 // time, then decoding together; logits per sequence in position order.
-std::vector<std::vector<float>> batched(const Model& m, const std::vector<std::vector<int>>& streams, const blocks::Exec& ex) {
-  KvCache kv(m.config, {KvDType::F32, 4, 4096});
+std::vector<std::vector<float>> batched(const Model& m, const std::vector<std::vector<int>>& streams, const blocks::Exec& ex,
+                                        KvDType kv_type = KvDType::F32) {
+  KvCache kv(m.config, {kv_type, 4, 4096});
   return test::feed_batched(m, kv, streams, ex,
                             [](size_t i, size_t fed, int step) -> size_t { return step < int(2 * i) ? 0 : fed == 0 ? 5 : 1; });
 }
 
-void expect_batching_is_exact(const Model& m, bool bf16, bool int8 = false) {
+void expect_batching_is_exact(const Model& m, bool bf16, bool int8 = false, KvDType kv_type = KvDType::F32) {
   ThreadPool pool(2);
   ops::MatmulContext mm{&pool, 4, bf16, int8};
   blocks::Exec ex{&mm};
+  ex.attention_parallel_min_fmas = 0;  // every layer's attention on the pool, in slices of 8 keys merged
+  ex.attention_slice = 8;
   std::vector<std::vector<int>> streams;
   for (size_t i = 0; i < 4; ++i) streams.push_back(random_tokens(9 + 6 * i, m.config.vocab_size, unsigned(40 + i)));
-  const auto together = batched(m, streams, ex);
+  const auto together = batched(m, streams, ex, kv_type);
   for (size_t i = 0; i < streams.size(); ++i) {
-    const auto one = alone(m, streams[i], ex);
+    const auto one = alone(m, streams[i], ex, kv_type);
     ASSERT_EQ(one.size(), together[i].size());
     EXPECT_EQ(0, std::memcmp(one.data(), together[i].data(), one.size() * sizeof(float)))
         << "sequence " << i << (bf16 ? " (bf16 compute)" : int8 ? " (int8 activations)" : " (f32 SIMD)")
@@ -85,6 +90,33 @@ TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheF32SimdPath) {
 TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheBf16Kernel) {
   if (!ops::gemm_bf16_available()) GTEST_SKIP() << "no confirmed AVX512_BF16 on this CPU";
   for (const char* p : {"tiny-e", "tiny-moe"}) expect_batching_is_exact(*model(p), true);
+}
+
+// With a bf16 KV cache the attention runs on the bf16 kernel too (ops/attention_bf16.h), and the
+// step's own rows are rounded as the cache stores them: prefilling 5 rows at once and decoding
+// one at a time still give the same bits.
+TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheBf16AttentionKernel) {
+  if (!ops::attention_bf16_available()) GTEST_SKIP() << "no confirmed AVX512_BF16 on this CPU";
+  for (const char* p : {"tiny-e", "tiny-moe"}) expect_batching_is_exact(*model(p), true, false, KvDType::BF16);
+}
+
+TEST_F(Bf16Compute, AttentionKernelFollowsPolicyAndCacheType) {
+  auto m = model("tiny-e");
+  ThreadPool pool(2);
+  ops::MatmulContext bf{&pool, 4, true}, f32{&pool, 4, false};
+  const blocks::Exec on_bf{&bf}, on_f32{&f32}, reference{};
+  KvCache kv_bf(m->config, {KvDType::BF16, 4, 64}), kv_f32(m->config, {KvDType::F32, 4, 64}),
+      kv_i8(m->config, {KvDType::Int8, 4, 64});
+  EXPECT_EQ(uses_bf16_attention(kv_bf, on_bf), ops::attention_bf16_available());
+  EXPECT_FALSE(uses_bf16_attention(kv_f32, on_bf));  // an f32 cache keeps f32 attention
+  EXPECT_FALSE(uses_bf16_attention(kv_i8, on_bf));
+  EXPECT_FALSE(uses_bf16_attention(kv_bf, on_f32));  // --compute f32
+  EXPECT_FALSE(uses_bf16_attention(kv_bf, reference));
+  if (ops::attention_bf16_available()) {
+    EXPECT_NE(describe_attention(ops::KvElem::BF16, on_bf).find("VDPBF16PS"), std::string::npos);
+  }
+  EXPECT_NE(describe_attention(ops::KvElem::I8, on_bf).find("int8 K/V widened"), std::string::npos);
+  EXPECT_NE(describe_attention(ops::KvElem::BF16, reference).find("reference"), std::string::npos);
 }
 
 // Rounding activations to bf16 moves logits; bounded against the f32 reference loops on the
@@ -111,6 +143,40 @@ TEST_F(Bf16Compute, StaysNearTheF32Reference) {
     EXPECT_GT(worst, 0.0);  // it really ran the bf16 kernel
     EXPECT_LT(mean, 0.02 * scale) << p;
     EXPECT_LT(worst, 0.5) << p;
+  }
+}
+
+// bf16 compute over a bf16 cache (the bf16 attention kernel) against the f32 whole-sequence
+// reference, with its two ingredients as the yardstick: bf16 compute over an f32 cache (the
+// weight products alone) and the reference loops over a bf16 cache (the stored K/V rounding
+// alone). Their errors add; the kernel's own rounding of queries and softmax weights may add at
+// most half again (measured figures printed). Dense models also keep the absolute bound above;
+// MoE routing can flip an expert on any of these perturbations, so only the mean binds there.
+TEST_F(Bf16Compute, Bf16AttentionErrsAboutAsMuchAsItsParts) {
+  if (!ops::attention_bf16_available()) GTEST_SKIP() << "no confirmed AVX512_BF16 on this CPU";
+  ThreadPool pool(2);
+  ops::MatmulContext mm{&pool, 4, true};
+  const blocks::Exec ex{&mm}, reference{};
+  auto mean_abs_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double s = 0;
+    for (size_t i = 0; i < a.size(); ++i) s += std::fabs(a[i] - b[i]);
+    return s / double(a.size());
+  };
+  for (const char* p : {"tiny-e", "tiny-moe"}) {
+    auto m = model(p);
+    const auto tokens = random_tokens(40, m->config.vocab_size, 9);
+    const auto whole = forward_reference(*m, tokens);
+    const double compute = mean_abs_diff(alone(*m, tokens, ex, KvDType::F32), whole);
+    const double cache = mean_abs_diff(alone(*m, tokens, reference, KvDType::BF16), whole);
+    const auto got = alone(*m, tokens, ex, KvDType::BF16);
+    const double both = mean_abs_diff(got, whole);
+    std::printf("[ bf16 kv ] %s: mean |delta logit| bf16 compute %.5f + bf16 cache %.5f -> bf16 attention %.5f (max %.4f)\n",
+                p, compute, cache, both, double(test::max_abs_diff(got.data(), whole.data(), got.size())));
+    EXPECT_GT(both, 0.0);
+    EXPECT_LE(both, 1.5 * (compute + cache)) << p;
+    if (std::string(p) == "tiny-e") {
+      EXPECT_LT(test::max_abs_diff(got.data(), whole.data(), got.size()), 0.5f);
+    }
   }
 }
 

@@ -1,0 +1,253 @@
+#include "ops/attention_bf16.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ops/gemm_bf16.h"
+#include "platform/error.h"
+
+#if defined(__x86_64__)
+// GCC 12's AVX-512 headers pass _mm512_undefined_ps() into masked builtins (see gemm_bf16.cpp).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+#define G4_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+#endif
+
+namespace g4::ops {
+
+#if defined(__x86_64__)
+namespace {
+
+constexpr int64_t kTile = kAttendTile;
+constexpr int64_t kPadRows = 16;         // score blocks take up to 16 positions; the pad rows are zero
+constexpr int64_t kPStride = kTile + 2;  // bf16 weights per head row, room for the odd tile's zero pair
+
+inline __mmask32 mask32(int64_t count) { return count >= 32 ? ~__mmask32(0) : __mmask32((uint64_t(1) << count) - 1); }
+
+// out lane j = the sum of the 16 lanes of a[j], by one fixed tree for every j: pairs of
+// elements within 128-bit lanes, then pairs of pairs, then the four 128-bit lanes
+// ((l0 + l1) + (l2 + l3)). 45 operations instead of 16 separate reductions.
+G4_BF16_TARGET inline __m512 sum16(const __m512* a) {
+  __m512 x[8], y[4];
+  #pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i)
+    x[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+  #pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    const __m512d p = _mm512_castps_pd(x[2 * i]), q = _mm512_castps_pd(x[2 * i + 1]);
+    y[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(p, q)), _mm512_castpd_ps(_mm512_unpackhi_pd(p, q)));
+  }
+  // y[i] lanes: 128-bit lane k holds partial sums of a[4i .. 4i + 3] over their lane k.
+  const __m512 w0 = _mm512_add_ps(_mm512_shuffle_f32x4(y[0], y[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                  _mm512_shuffle_f32x4(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 w1 = _mm512_add_ps(_mm512_shuffle_f32x4(y[2], y[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                  _mm512_shuffle_f32x4(y[2], y[3], _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(w0, w1, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(w0, w1, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// Scores of R query rows (bf16, [R, hd]) against P = 16 / R key rows: 16 sums, each over pairs
+// of elements in order, then reduced by sum16. sc[r * kTile + p] for the block's positions.
+template <int R>
+G4_BF16_TARGET void score_block(const uint16_t* qb, int64_t hd, const uint16_t* const* krow, float* sc) {
+  constexpr int P = 16 / R;
+  __m512 acc[16];
+  #pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j) acc[j] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < hd; i += 32) {
+    const __mmask32 mk = mask32(hd - i);  // zero-filled tail: the missing pairs add 0·0
+    __m512i kv[P];
+    #pragma GCC unroll 16
+    for (int p = 0; p < P; ++p) kv[p] = _mm512_maskz_loadu_epi16(mk, krow[p] + i);
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512i qv = _mm512_maskz_loadu_epi16(mk, qb + r * hd + i);
+      #pragma GCC unroll 16
+      for (int p = 0; p < P; ++p) acc[r * P + p] = _mm512_dpbf16_ps(acc[r * P + p], (__m512bh)qv, (__m512bh)kv[p]);
+    }
+  }
+  alignas(64) float s[16];
+  _mm512_store_ps(s, sum16(acc));
+  for (int r = 0; r < R; ++r)
+    for (int p = 0; p < P; ++p) sc[r * kTile + p] = s[r * P + p];
+}
+
+// Software prefetch: a decode step's keys and values come from memory (35 layers' caches do not
+// stay in cache), and the kernel does enough arithmetic per line that out-of-order execution
+// alone keeps few lines in flight. While scoring position s, the key row kAheadRows positions on
+// and the value row of s (read again after the softmax) are requested.
+constexpr int64_t kAheadRows = 8;
+
+inline void prefetch_row(const uint16_t* row, int64_t hd) {
+  for (int64_t i = 0; i < hd; i += 32) _mm_prefetch(reinterpret_cast<const char*>(row + i), _MM_HINT_T0);
+}
+
+// One block of R rows against n positions (padded up to a multiple of 16 / R with zero rows);
+// the first block of rows also issues the prefetches.
+template <int R>
+G4_BF16_TARGET void score_rows(const uint16_t* qb, int64_t hd, const uint16_t* const* krow, const uint16_t* const* vrow,
+                               int64_t n, float* sc, bool prefetch) {
+  constexpr int P = 16 / R;
+  for (int64_t s = 0; s < n; s += P) {
+    if (prefetch)
+      for (int64_t p = s; p < s + P; ++p) {
+        prefetch_row(krow[p + kAheadRows], hd);
+        prefetch_row(vrow[p], hd);  // into L1 (measured faster than an L2 hint)
+      }
+    score_block<R>(qb, hd, krow + s, sc + s);
+  }
+}
+
+// Scores of G rows against n positions. krow and vrow hold at least n + kAheadRows + 16 rows
+// (zero rows beyond the range).
+G4_BF16_TARGET void scores(const uint16_t* qb, int64_t G, int64_t hd, const uint16_t* const* krow,
+                           const uint16_t* const* vrow, int64_t n, float* sc) {
+  int64_t g = 0;
+  for (; g + 8 <= G; g += 8) score_rows<8>(qb + g * hd, hd, krow, vrow, n, sc + g * kTile, g == 0);
+  for (; g + 4 <= G; g += 4) score_rows<4>(qb + g * hd, hd, krow, vrow, n, sc + g * kTile, g == 0);
+  for (; g + 2 <= G; g += 2) score_rows<2>(qb + g * hd, hd, krow, vrow, n, sc + g * kTile, g == 0);
+  for (; g < G; ++g) score_rows<1>(qb + g * hd, hd, krow, vrow, n, sc + g * kTile, g == 0);
+}
+
+// o[r][c, c + 32) += Σ_j p[r][j] · v_j[c, c + 32) for R heads over `pairs` pairs of positions:
+// one VDPBF16PS per (head, 16 columns, pair), the value rows of positions 2j and 2j + 1
+// interleaved element by element (unpacklo/hi), the two weights broadcast as one 32-bit pair.
+// The accumulators hold columns in that interleaved order: lo = {0-3, 8-11, 16-19, 24-27},
+// hi = {4-7, 12-15, 20-23, 28-31}; o is permuted into it on load and back on store.
+template <int R>
+G4_BF16_TARGET void accumulate_block(const uint16_t* pb, int64_t hd, const uint16_t* const* vrow, int64_t pairs,
+                                     int64_t c, float* o) {
+  const __mmask32 mv = mask32(hd - c);
+  const __mmask16 m0 = __mmask16(mv), m1 = __mmask16(mv >> 16);
+  __m512 lo[R], hi[R];
+  #pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const __m512 n0 = _mm512_maskz_loadu_ps(m0, o + r * hd + c), n1 = _mm512_maskz_loadu_ps(m1, o + r * hd + c + 16);
+    lo[r] = _mm512_shuffle_f32x4(n0, n1, _MM_SHUFFLE(2, 0, 2, 0));
+    hi[r] = _mm512_shuffle_f32x4(n0, n1, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+  for (int64_t j = 0; j < pairs; ++j) {
+    const __m512i a = _mm512_maskz_loadu_epi16(mv, vrow[2 * j] + c), b = _mm512_maskz_loadu_epi16(mv, vrow[2 * j + 1] + c);
+    const __m512i vlo = _mm512_unpacklo_epi16(a, b), vhi = _mm512_unpackhi_epi16(a, b);
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      uint32_t pair;
+      std::memcpy(&pair, pb + r * kPStride + 2 * j, 4);  // p[2j] low, p[2j + 1] high, as vlo/vhi
+      const __m512i p2 = _mm512_set1_epi32(int(pair));
+      lo[r] = _mm512_dpbf16_ps(lo[r], (__m512bh)vlo, (__m512bh)p2);
+      hi[r] = _mm512_dpbf16_ps(hi[r], (__m512bh)vhi, (__m512bh)p2);
+    }
+  }
+  #pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const __m512 t0 = _mm512_shuffle_f32x4(lo[r], hi[r], _MM_SHUFFLE(1, 0, 1, 0));  // lo.l0 lo.l1 hi.l0 hi.l1
+    const __m512 t1 = _mm512_shuffle_f32x4(lo[r], hi[r], _MM_SHUFFLE(3, 2, 3, 2));  // lo.l2 lo.l3 hi.l2 hi.l3
+    _mm512_mask_storeu_ps(o + r * hd + c, m0, _mm512_shuffle_f32x4(t0, t0, _MM_SHUFFLE(3, 1, 2, 0)));
+    _mm512_mask_storeu_ps(o + r * hd + c + 16, m1, _mm512_shuffle_f32x4(t1, t1, _MM_SHUFFLE(3, 1, 2, 0)));
+  }
+}
+
+G4_BF16_TARGET void accumulate(const uint16_t* pb, int64_t G, int64_t hd, const uint16_t* const* vrow, int64_t n,
+                               float* o) {
+  const int64_t pairs = (n + 1) / 2;
+  for (int64_t c = 0; c < hd; c += 32) {
+    int64_t g = 0;
+    for (; g + 8 <= G; g += 8) accumulate_block<8>(pb + g * kPStride, hd, vrow, pairs, c, o + g * hd);
+    for (; g + 4 <= G; g += 4) accumulate_block<4>(pb + g * kPStride, hd, vrow, pairs, c, o + g * hd);
+    for (; g + 2 <= G; g += 2) accumulate_block<2>(pb + g * kPStride, hd, vrow, pairs, c, o + g * hd);
+    for (; g < G; ++g) accumulate_block<1>(pb + g * kPStride, hd, vrow, pairs, c, o + g * hd);
+  }
+}
+
+struct Scratch {
+  std::vector<uint16_t> qb, pb, zero;
+  std::vector<float> sc;
+  std::vector<const uint16_t*> krow, vrow;
+};
+
+G4_BF16_TARGET void attend_bf16(const float* q, int64_t G, const KvSpans& kv, int64_t kv_head, int64_t begin,
+                                int64_t end, float* o, float* m, float* l) {
+  const int64_t hd = kv.hd;
+  thread_local Scratch s;
+  s.qb.resize(size_t(G * hd));
+  s.pb.assign(size_t(G * kPStride), 0);
+  s.zero.assign(size_t(hd), 0);
+  s.sc.resize(size_t(G * kTile));
+  round_rows_to_bf16(q, G * hd, s.qb.data());
+  std::fill(o, o + G * hd, 0.0f);
+  std::fill(m, m + G, -std::numeric_limits<float>::infinity());
+  std::fill(l, l + G, 0.0f);
+  // Every position's rows, found through the spans one by one; zero rows pad the end.
+  const int64_t count = end - begin;
+  s.krow.resize(size_t(count + kPadRows + kAheadRows));
+  s.vrow.resize(size_t(count + kPadRows + kAheadRows));
+  size_t si = 0;     // span holding position p
+  int64_t base = 0;  // its first position
+  for (int64_t p = begin; p < end; ++p) {
+    while (base + kv.spans[si].n <= p) base += kv.spans[si++].n;
+    const KvSpan& sp = kv.spans[si];
+    const int64_t off = ((p - base) * kv.kvh + kv_head) * hd;
+    s.krow[size_t(p - begin)] = static_cast<const uint16_t*>(sp.k) + off;
+    s.vrow[size_t(p - begin)] = static_cast<const uint16_t*>(sp.v) + off;
+  }
+  for (size_t j = size_t(count); j < s.krow.size(); ++j) s.krow[j] = s.vrow[j] = s.zero.data();
+  for (int64_t t0 = begin; t0 < end; t0 += kTile) {
+    const int64_t n = std::min(end, t0 + kTile) - t0;
+    const uint16_t* const* krow = s.krow.data() + (t0 - begin);
+    const uint16_t* const* vrow = s.vrow.data() + (t0 - begin);
+    scores(s.qb.data(), G, hd, krow, vrow, n, s.sc.data());
+    softmax_tile_bf16(s.sc.data(), G, n, hd, o, m, l);
+    // The weights are bf16 values already (softmax_tile_bf16 rounded them): keep their top half.
+    for (int64_t g = 0; g < G; ++g) {
+      const float* e = s.sc.data() + g * kTile;
+      uint16_t* pg = s.pb.data() + g * kPStride;
+      for (int64_t j = 0; j < n; ++j) {
+        uint32_t bits;
+        std::memcpy(&bits, e + j, 4);
+        pg[j] = uint16_t(bits >> 16);
+      }
+      pg[n] = 0;  // an odd tile's last pair: weight 0 on the zero row
+    }
+    accumulate(s.pb.data(), G, hd, vrow, n, o);
+  }
+}
+
+}  // namespace
+
+bool attention_bf16_available() { return gemm_bf16_available(); }
+
+void attend_partial_bf16(const float* q, int64_t group, const KvSpans& kv, int64_t kv_head, int64_t begin, int64_t end,
+                         float* o, float* m, float* l) {
+  if (!attention_bf16_available())
+    throw Error("attention: the bf16 kernel needs AVX512_BF16 confirmed by the probe and its self-test");
+  if (group < 1 || kv.hd < 1 || kv.kvh < 1 || kv_head < 0 || kv_head >= kv.kvh || begin < 0 || end <= begin)
+    throw Error("attention: bad arguments (group " + std::to_string(group) + ", kv head " + std::to_string(kv_head) +
+                " of " + std::to_string(kv.kvh) + ", positions [" + std::to_string(begin) + ", " + std::to_string(end) +
+                "))");
+  int64_t total = 0;
+  for (size_t i = 0; i < kv.count; ++i) {
+    if (kv.spans[i].elem != KvElem::BF16)
+      throw Error("attention: the bf16 kernel reads bf16 K/V only; span " + std::to_string(i) + " holds another type");
+    total += kv.spans[i].n;
+  }
+  if (end > total)
+    throw Error("attention: positions up to " + std::to_string(end) + " asked of " + std::to_string(total) + " keys");
+  attend_bf16(q, group, kv, kv_head, begin, end, o, m, l);
+}
+
+#else
+
+bool attention_bf16_available() { return false; }
+void attend_partial_bf16(const float*, int64_t, const KvSpans&, int64_t, int64_t, int64_t, float*, float*, float*) {
+  throw Error("attention: the bf16 kernel is not built for this architecture");
+}
+
+#endif
+
+}  // namespace g4::ops
