@@ -27,9 +27,26 @@ void add_in_place(Vec& a, const Vec& b) {
   for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
 }
 
+// x · wᵢᵀ for each matrix of the same input: one hand-off to the pool for all of them on the
+// fast kernels (ops::matmul_shared_input), bit-identical to separate products.
+std::vector<Vec> linear_shared(const Vec& x, int64_t T, const std::vector<const TensorView*>& ws, const Exec& ex) {
+  std::vector<Vec> ys;
+  std::vector<ops::Product> products;
+  ys.reserve(ws.size());
+  for (const TensorView* w : ws) {
+    ys.emplace_back(static_cast<size_t>(T * w->shape[0]));
+    products.push_back({w, ys.back().data()});
+  }
+  if (ex.matmul) ops::matmul_shared_input(x.data(), T, products, *ex.matmul);
+  else
+    for (const ops::Product& p : products) ref::matmul(x.data(), T, *p.w, p.y);
+  return ys;
+}
+
 // down(gelu(gate(x)) * up(x))
 Vec gated_mlp(const Vec& x, int64_t T, const TensorView& gate, const TensorView& up, const TensorView& down, const Exec& ex) {
-  Vec g = linear(x, T, gate, ex), u = linear(x, T, up, ex);
+  std::vector<Vec> gu = linear_shared(x, T, {&gate, &up}, ex);
+  Vec &g = gu[0], &u = gu[1];
   if (ex.matmul) ops::gelu_tanh_mul(g.data(), u.data(), g.size());  // SIMD path
   else
     for (size_t i = 0; i < g.size(); ++i) g[i] = ref::gelu_tanh(g[i]) * u[i];
@@ -173,13 +190,17 @@ Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64
   Vec h = x;
   ref::rms_norm(h.data(), T, H, lw.input_norm, eps);
   Qkv out;
-  out.q = linear(h, T, *lw.q_proj, ex);  // [T, nH, hd]
+  // q [T, nH, hd]; unless KV-shared, k [T, kvh, hd] and v (K=V layers: v from the raw key projection)
+  std::vector<const TensorView*> ws{lw.q_proj};
+  if (!p.kv_shared) ws.push_back(lw.k_proj);
+  if (!p.kv_shared && lw.v_proj) ws.push_back(lw.v_proj);
+  std::vector<Vec> qkv = linear_shared(h, T, ws, ex);
+  out.q = std::move(qkv[0]);
   ref::rms_norm(out.q.data(), T * nH, hd, lw.q_norm, eps);
   for (int64_t t = 0; t < T; ++t) ref::rope(&out.q[size_t(t * nH * hd)], nH, hd, inv_freq, positions[size_t(t)]);
   if (p.kv_shared) return out;
-  Vec k_raw = linear(h, T, *lw.k_proj, ex);                     // [T, kvh, hd]
-  out.v = lw.v_proj ? linear(h, T, *lw.v_proj, ex) : k_raw;     // K=V: V from the raw key projection
-  out.k = std::move(k_raw);
+  out.v = lw.v_proj ? std::move(qkv[2]) : qkv[1];
+  out.k = std::move(qkv[1]);
   ref::rms_norm(out.k.data(), T * kvh, hd, lw.k_norm, eps);
   for (int64_t t = 0; t < T; ++t) ref::rope(&out.k[size_t(t * kvh * hd)], kvh, hd, inv_freq, positions[size_t(t)]);
   ref::rms_norm(out.v.data(), T * kvh, hd, nullptr, eps);  // v_norm: no weight, no RoPE

@@ -162,7 +162,68 @@ void matmul_q8(const float* x, int64_t T, const TensorView& w, float* y, const M
   split_rows(ctx, out, group, [&](int64_t b, int64_t e) { gemm_q8_rows(xa, w.data, w.dtype, b, e, y, out); });
 }
 
+// Which fast kernel a product takes (None: anything else).
+enum class FastKernel { None, Bf16, Int8 };
+
+FastKernel fast_kernel_of(const TensorView& w, const MatmulContext& ctx) {
+  if (w.shape.size() != 2) return FastKernel::None;
+  if (dtype_is_interleaved(w.dtype))
+    return uses_int8_kernel(ctx) && w.shape[0] % kInterleaveRows == 0 ? FastKernel::Int8 : FastKernel::None;
+  if (w.dtype == DType::BF16) return uses_bf16_kernel(ctx) ? FastKernel::Bf16 : FastKernel::None;
+  if (simd_blocks(w.dtype) && w.shape[1] % dtype_block_size(w.dtype) == 0 && uses_int8_kernel(ctx))
+    return FastKernel::Int8;
+  return FastKernel::None;
+}
+
 }  // namespace
+
+void matmul_shared_input(const float* x, int64_t T, const std::vector<Product>& products, const MatmulContext& ctx) {
+  if (products.empty()) return;
+  const FastKernel kernel = fast_kernel_of(*products[0].w, ctx);
+  const int64_t in = products[0].w->shape.size() == 2 ? products[0].w->shape[1] : -1;
+  bool together = kernel != FastKernel::None && products.size() > 1;
+  for (const Product& p : products)
+    together = together && fast_kernel_of(*p.w, ctx) == kernel && p.w->shape[1] == in;
+  if (!together) {
+    for (const Product& p : products) matmul(x, T, *p.w, p.y, ctx);
+    return;
+  }
+  // Row groups of every matrix laid end to end: unit u of product i covers rows
+  // [(u - first[i]) · group_i, ...) of that matrix, group_i its kernel's tile height.
+  std::vector<int64_t> first(products.size() + 1, 0);
+  std::vector<int> group(products.size());
+  int64_t rows = 0;
+  for (size_t i = 0; i < products.size(); ++i) {
+    const TensorView& w = *products[i].w;
+    group[i] = kernel == FastKernel::Bf16 ? 4 : dtype_is_interleaved(w.dtype) ? int(kInterleaveRows) : 4;
+    first[i + 1] = first[i] + (w.shape[0] + group[i] - 1) / group[i];
+    rows += w.shape[0];
+  }
+  thread_local std::vector<uint16_t> xb;
+  thread_local Q8Activations xq;
+  if (kernel == FastKernel::Bf16) {
+    xb.resize(size_t(T * in));
+    round_rows_to_bf16(x, T * in, xb.data());
+  } else {
+    quantize_activations(x, T, in, xq);
+  }
+  const uint16_t* xbp = xb.data();
+  const Q8Activations& xa = xq;
+  auto run_units = [&](int64_t ub, int64_t ue, int) {
+    for (size_t i = 0; i < products.size(); ++i) {
+      const int64_t b = std::max(ub, first[i]), e = std::min(ue, first[i + 1]);
+      if (b >= e) continue;
+      const TensorView& w = *products[i].w;
+      const int64_t out = w.shape[0], r0 = (b - first[i]) * group[i], r1 = std::min(out, (e - first[i]) * group[i]);
+      if (kernel == FastKernel::Bf16)
+        gemm_bf16_rows(xbp, T, in, reinterpret_cast<const uint16_t*>(w.data), r0, r1, products[i].y, out);
+      else
+        gemm_q8_rows(xa, w.data, w.dtype, r0, r1, products[i].y, out);
+    }
+  };
+  if (!ctx.pool || ctx.pool->size() == 1 || rows < 64) run_units(0, first.back(), 0);
+  else ctx.pool->parallel_for(first.back(), run_units);
+}
 
 void matmul(const float* x, int64_t T, const TensorView& w, float* y, const MatmulContext& ctx) {
   if (dtype_is_interleaved(w.dtype)) {

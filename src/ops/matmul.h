@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "platform/device.h"
 #include "platform/tensor_view.h"
@@ -38,5 +39,19 @@ bool uses_int8_kernel(const MatmulContext& ctx);
 std::string describe_matmul(const MatmulContext& ctx, DType dtype);
 
 void matmul(const float* x, int64_t T, const TensorView& w, float* y, const MatmulContext& ctx);
+
+// One of several products of the same activations: y [T, w.shape[0]] = x · wᵀ.
+struct Product {
+  const TensorView* w;
+  float* y;
+};
+
+// matmul for each product of the same x [T, in] (e.g. q, k and v of one layer). When every
+// matrix takes the same bf16 or int8 kernel, the activations are converted once and the row
+// groups of all the matrices are split over the pool in one hand-off instead of one per matrix
+// (decode runs a few hundred products per token; each hand-off costs microseconds). Every
+// output element is computed exactly as matmul computes it, so results are bit-identical to
+// separate calls. Otherwise it calls matmul once per product.
+void matmul_shared_input(const float* x, int64_t T, const std::vector<Product>& products, const MatmulContext& ctx);
 
 }  // namespace g4::ops
