@@ -1,6 +1,7 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "ops/dot_kernels.h"
@@ -129,6 +130,24 @@ namespace {
 // Output rows [0, out) in units of `group` rows (each thread's range stays group-aligned, so
 // tiles fall on the same rows whatever the split), over the pool when there is one and the
 // product is worth it; fn(o_begin, o_end).
+// Units [0, units) over the pool: in chunks handed out in order from an atomic counter, so a
+// thread that finishes its chunk early takes the next one instead of waiting at the join (decode's
+// products are memory-bound, and how the bandwidth divides between the threads varies from
+// product to product). About 8 chunks per thread. fn(unit_begin, unit_end).
+template <class Fn>
+void for_each_chunk(ThreadPool& pool, int64_t units, Fn fn) {
+  const int threads = pool.size();
+  const int64_t chunk = std::max<int64_t>(1, units / (int64_t(threads) * 8));
+  std::atomic<int64_t> next{0};
+  pool.parallel_for(threads, [&](int64_t, int64_t, int) {
+    for (;;) {
+      const int64_t b = next.fetch_add(chunk, std::memory_order_relaxed);
+      if (b >= units) break;
+      fn(b, std::min(units, b + chunk));
+    }
+  });
+}
+
 template <class Fn>
 void split_rows(const MatmulContext& ctx, int64_t out, int group, Fn fn) {
   if (!ctx.pool || ctx.pool->size() == 1 || out < 64) {
@@ -136,7 +155,7 @@ void split_rows(const MatmulContext& ctx, int64_t out, int group, Fn fn) {
     return;
   }
   const int64_t units = (out + group - 1) / group;
-  ctx.pool->parallel_for(units, [&](int64_t ub, int64_t ue, int) { fn(ub * group, std::min(out, ue * group)); });
+  for_each_chunk(*ctx.pool, units, [&](int64_t ub, int64_t ue) { fn(ub * group, std::min(out, ue * group)); });
 }
 
 // BF16 weights on VDPBF16PS: the activations are rounded to bf16 once, then rows are split
@@ -222,7 +241,7 @@ void matmul_shared_input(const float* x, int64_t T, const std::vector<Product>& 
     }
   };
   if (!ctx.pool || ctx.pool->size() == 1 || rows < 64) run_units(0, first.back(), 0);
-  else ctx.pool->parallel_for(first.back(), run_units);
+  else for_each_chunk(*ctx.pool, first.back(), [&](int64_t ub, int64_t ue) { run_units(ub, ue, 0); });
 }
 
 void matmul(const float* x, int64_t T, const TensorView& w, float* y, const MatmulContext& ctx) {
