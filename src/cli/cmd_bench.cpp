@@ -21,6 +21,7 @@
 #include "model/weight_placement.h"
 #include "ops/dot_kernels.h"
 #include "ops/matmul.h"
+#include "ops/row_reductions.h"
 #include "platform/bandwidth.h"
 #include "platform/device.h"
 #include "platform/dtype_policy.h"
@@ -133,7 +134,7 @@ int run(const std::vector<std::string>& argv) {
     std::vector<BatchRow> rows;
     for (int64_t p = 0; p < prompt_len; ++p) rows.push_back({seq, p, prompt[size_t(p)], p + 1 == prompt_len});
     auto logits = forward_cached(*model, rows, kv, ex);
-    (void)std::max_element(logits.begin(), logits.end());  // the first token is chosen here
+    (void)ops::argmax(logits.data(), int64_t(logits.size()));  // the first token is chosen here
     const double s = since(t);
     if (ttft) *ttft = s;
     kv.free_sequence(seq);
@@ -147,7 +148,7 @@ int run(const std::vector<std::string>& argv) {
     auto t = Clock::now();
     for (int64_t g = 0; g < gen; ++g) {
       auto logits = forward_cached(*model, {{seq, kv.length(seq), tok, true}}, kv, ex);
-      tok = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      tok = int(ops::argmax(logits.data(), int64_t(logits.size())));  // greedy, as the sampler
     }
     const double s = since(t);
     kv.free_sequence(seq);

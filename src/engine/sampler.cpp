@@ -6,6 +6,8 @@
 #include <limits>
 #include <numeric>
 
+#include "ops/row_reductions.h"
+
 namespace g4 {
 
 namespace {
@@ -318,12 +320,8 @@ SampleResult Sampler::sample(const float* logits, std::span<const int> prompt_to
   const bool greedy = params_.temperature == 0.0f;
 
   if (greedy && !modifies_logits()) {
-    // Nothing to change: argmax straight off the model's row, no copy.
-    float best = kNegInf;
-    int best_id = 0;
-    for (int i = 0; i < V; ++i)
-      if (logits[i] > best) { best = logits[i]; best_id = i; }  // NaN never compares greater
-    result.token = best_id;
+    // Nothing to change: argmax straight off the model's row, no copy (first maximum; NaN never wins).
+    result.token = int(ops::argmax(logits, V));
   } else {
     Scratch& s = t_scratch;
     s.ensure(V);
@@ -331,11 +329,7 @@ SampleResult Sampler::sample(const float* logits, std::span<const int> prompt_to
     for (int i = 0; i < V; ++i) work[i] = finite_or_neg_inf(logits[i]);
     process_logits(work, prompt_tokens, generated_tokens);
     if (greedy) {
-      float best = kNegInf;
-      int best_id = 0;
-      for (int i = 0; i < V; ++i)
-        if (work[i] > best) { best = work[i]; best_id = i; }
-      result.token = best_id;
+      result.token = int(ops::argmax(work, V));
     } else {
       result.token = draw(work);
     }

@@ -7,6 +7,7 @@
 #include "model/forward_reference.h"
 #include "ops/activation_kernels.h"
 #include "ops/reference_ops.h"
+#include "ops/row_reductions.h"
 #include "platform/error.h"
 
 namespace g4::blocks {
@@ -21,6 +22,12 @@ std::vector<float> inv_freq(const RopeParams& p, int64_t hd) {
 void matmul_into(const float* x, int64_t T, const TensorView& w, float* y, const Exec& ex) {
   if (ex.matmul) ops::matmul(x, T, w, y, *ex.matmul);
   else ref::matmul(x, T, w, y);
+}
+
+// RMSNorm over rows: the SIMD version on the fast path, the reference loop otherwise.
+void rms_norm(const Exec& ex, float* x, int64_t rows, int64_t n, const TensorView* w, float eps) {
+  if (ex.matmul) ops::rms_norm(x, rows, n, w, eps);
+  else ref::rms_norm(x, rows, n, w, eps);
 }
 
 void add_in_place(Vec& a, const Vec& b) {
@@ -61,7 +68,7 @@ Vec moe_block(const ModelConfig& c, const LayerWeights& lw, const Vec& r, const 
   const int64_t H = c.hidden_size, E = c.num_experts, K = c.top_k_experts, Ie = c.moe_intermediate_size;
   // Router on the raw residual: rmsnorm without weight, * scale * H^-0.5.
   Vec z = r;
-  ref::rms_norm(z.data(), T, H, nullptr, float(c.rms_norm_eps));
+  rms_norm(ex, z.data(), T, H, nullptr, float(c.rms_norm_eps));
   const float hs = float(1.0 / std::sqrt(double(H)));
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < H; ++i) z[size_t(t * H + i)] *= lw.router_scale->at(i) * hs;
@@ -164,7 +171,7 @@ Vec per_layer_inputs(const Model& m, const std::vector<int>& tokens, const Vec& 
   Vec ctx = linear(x, T, *w.per_layer_model_projection, ex);  // [T, L·P] from the scaled embeddings
   const float hs = float(1.0 / std::sqrt(double(H)));
   for (float& v : ctx) v *= hs;
-  ref::rms_norm(ctx.data(), T * L, P, w.per_layer_projection_norm, float(c.rms_norm_eps));  // per [P] slice
+  rms_norm(ex, ctx.data(), T * L, P, w.per_layer_projection_norm, float(c.rms_norm_eps));  // per [P] slice
   const float pscale = embedding_scale(P, w.embed_per_layer->dtype);
   const float inv_sqrt2 = float(1.0 / std::sqrt(2.0));
   Vec row(static_cast<size_t>(L * P));
@@ -188,7 +195,7 @@ Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64
   const float eps = float(c.rms_norm_eps);
   const auto& inv_freq = rope.for_layer(p);
   Vec h = x;
-  ref::rms_norm(h.data(), T, H, lw.input_norm, eps);
+  rms_norm(ex, h.data(), T, H, lw.input_norm, eps);
   Qkv out;
   // q [T, nH, hd]; unless KV-shared, k [T, kvh, hd] and v (K=V layers: v from the raw key projection)
   std::vector<const TensorView*> ws{lw.q_proj};
@@ -196,21 +203,21 @@ Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64
   if (!p.kv_shared && lw.v_proj) ws.push_back(lw.v_proj);
   std::vector<Vec> qkv = linear_shared(h, T, ws, ex);
   out.q = std::move(qkv[0]);
-  ref::rms_norm(out.q.data(), T * nH, hd, lw.q_norm, eps);
+  rms_norm(ex, out.q.data(), T * nH, hd, lw.q_norm, eps);
   for (int64_t t = 0; t < T; ++t) ref::rope(&out.q[size_t(t * nH * hd)], nH, hd, inv_freq, positions[size_t(t)]);
   if (p.kv_shared) return out;
   out.v = lw.v_proj ? std::move(qkv[2]) : qkv[1];
   out.k = std::move(qkv[1]);
-  ref::rms_norm(out.k.data(), T * kvh, hd, lw.k_norm, eps);
+  rms_norm(ex, out.k.data(), T * kvh, hd, lw.k_norm, eps);
   for (int64_t t = 0; t < T; ++t) ref::rope(&out.k[size_t(t * kvh * hd)], kvh, hd, inv_freq, positions[size_t(t)]);
-  ref::rms_norm(out.v.data(), T * kvh, hd, nullptr, eps);  // v_norm: no weight, no RoPE
+  rms_norm(ex, out.v.data(), T * kvh, hd, nullptr, eps);  // v_norm: no weight, no RoPE
   return out;
 }
 
 void attention_output(const Model& m, int layer, const Vec& a, Vec& x, const Exec& ex) {
   const int64_t H = m.config.hidden_size, T = int64_t(x.size()) / H;
   Vec o = linear(a, T, *m.weights.layers[size_t(layer)].o_proj, ex);  // [T, H]
-  ref::rms_norm(o.data(), T, H, m.weights.layers[size_t(layer)].post_attention_norm, float(m.config.rms_norm_eps));
+  rms_norm(ex, o.data(), T, H, m.weights.layers[size_t(layer)].post_attention_norm, float(m.config.rms_norm_eps));
   add_in_place(x, o);
 }
 
@@ -220,17 +227,17 @@ void feed_forward(const Model& m, int layer, Vec& x, const Exec& ex) {
   const int64_t H = c.hidden_size, T = int64_t(x.size()) / H;
   const float eps = float(c.rms_norm_eps);
   Vec in = x;
-  ref::rms_norm(in.data(), T, H, lw.pre_feedforward_norm, eps);
+  rms_norm(ex, in.data(), T, H, lw.pre_feedforward_norm, eps);
   Vec mo = gated_mlp(in, T, *lw.gate_proj, *lw.up_proj, *lw.down_proj, ex);
   if (c.layers[size_t(layer)].moe) {
-    ref::rms_norm(mo.data(), T, H, lw.post_feedforward_norm_1, eps);
+    rms_norm(ex, mo.data(), T, H, lw.post_feedforward_norm_1, eps);
     Vec experts_in = x;  // experts read pre_feedforward_layernorm_2(residual); the router the raw residual
-    ref::rms_norm(experts_in.data(), T, H, lw.pre_feedforward_norm_2, eps);
+    rms_norm(ex, experts_in.data(), T, H, lw.pre_feedforward_norm_2, eps);
     Vec e = moe_block(c, lw, x, experts_in, T, ex);
-    ref::rms_norm(e.data(), T, H, lw.post_feedforward_norm_2, eps);
+    rms_norm(ex, e.data(), T, H, lw.post_feedforward_norm_2, eps);
     add_in_place(mo, e);
   }
-  ref::rms_norm(mo.data(), T, H, lw.post_feedforward_norm, eps);
+  rms_norm(ex, mo.data(), T, H, lw.post_feedforward_norm, eps);
   add_in_place(x, mo);
 }
 
@@ -252,7 +259,7 @@ void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple, const Exe
       }
     }
     Vec y = linear(g, T, *lw.ple_projection, ex);  // [T, H]
-    ref::rms_norm(y.data(), T, H, lw.ple_post_norm, float(c.rms_norm_eps));
+    rms_norm(ex, y.data(), T, H, lw.ple_post_norm, float(c.rms_norm_eps));
     add_in_place(x, y);
   }
   const float scalar = lw.layer_scalar->at(0);  // the whole stream, every layer
@@ -262,7 +269,7 @@ void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple, const Exe
 Vec logits(const Model& m, Vec x, const Exec& ex) {
   const ModelConfig& c = m.config;
   const int64_t H = c.hidden_size, T = int64_t(x.size()) / H;
-  ref::rms_norm(x.data(), T, H, m.weights.final_norm, float(c.rms_norm_eps));
+  rms_norm(ex, x.data(), T, H, m.weights.final_norm, float(c.rms_norm_eps));
   Vec out = linear(x, T, *m.weights.lm_head, ex);  // tied head, no sqrt(H)
   if (c.final_logit_softcapping) {
     const float cap = float(*c.final_logit_softcapping);
