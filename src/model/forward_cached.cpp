@@ -74,6 +74,11 @@ void attend_layer_reference(const KvStore& kv, int src, bool sliding, int64_t W,
   }
 }
 
+// The bf16 attention kernel runs under compute = bf16 over a store whose views hold bf16.
+bool bf16_attention_for(std::optional<ops::KvElem> elem, const blocks::Exec& ex) {
+  return ex.matmul && ex.matmul->bf16_compute && elem == ops::KvElem::BF16 && ops::attention_bf16_available();
+}
+
 // Attention of one layer for every row of the step on the SIMD kernel (ex.matmul set), over the
 // cache's K/V in their stored element type (KvStore::view; a store without views is gathered
 // with read() instead) followed by this step's rows. Same keys per row as the reference path:
@@ -82,10 +87,6 @@ void attend_layer_reference(const KvStore& kv, int src, bool sliding, int64_t W,
 // often one kv head) still spreads over the pool; the slices' softmax states are merged in order
 // afterwards. Neither the slices nor the kernel's tiles depend on the batch, the chunking, the
 // spans or the thread count, so a row's result is bit-identical however it was scheduled.
-bool bf16_attention_for(std::optional<ops::KvElem> elem, const blocks::Exec& ex) {
-  return ex.matmul && ex.matmul->bf16_compute && elem == ops::KvElem::BF16 && ops::attention_bf16_available();
-}
-
 struct AttnItem {
   size_t row;
   int64_t kh, begin, end;
