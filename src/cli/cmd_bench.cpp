@@ -46,7 +46,9 @@ const char* kUsage =
     "--compute f32|bf16: compute dtype (default: the device policy, see `g4 info`; f32 also keeps\n"
     "activations f32 for q8/q4 weights, which otherwise use int8 products where AVX512_VNNI is confirmed;\n"
     "there the Q8_0/Q4_0 matrices in g4's memory are interleaved 16 rows at a time for the kernel).\n"
-    "--kv: KV cache storage (default: the dtype policy's, see `g4 info`; f32 with --reference).\n"
+    "--kv: KV cache storage (default: the dtype policy's, see `g4 info`; f32 with --reference); with\n"
+    "compute bf16 a bf16 cache is attended on VDPBF16PS, other caches widened to f32 (the table's\n"
+    "\"attention\" line says which).\n"
     "--reference runs the f32 reference loops instead of the SIMD kernels.";
 
 using Clock = std::chrono::steady_clock;
