@@ -663,9 +663,10 @@ TEST(ServerE2EAlone, LoadConcurrentStreams) {
 #else
   EXPECT_LE(late_peak, warm + warm / 10 + 16 * 1024) << "resident memory grew after warm-up";
 #endif
-  // Every sequence leaves the engine and returns its KV blocks. A client holds its whole response
-  // a moment before the engine thread retires the sequence, so this is polled (up to 5 s), not
-  // read once: a leak stays non-zero, a retirement in flight does not.
+  // Every sequence leaves the engine and returns its KV blocks. The gauges are a snapshot the engine
+  // takes at the end of each step, after the step's callbacks: a client can hold its [DONE] before
+  // the step that finished it has ended (the engine thread shares 2 cores with 32 clients). So this
+  // is polled (up to 5 s), not read once: a leak stays non-zero, a step in flight does not.
   auto c = srv.client();
   std::string met = c.Get("/metrics")->body;
   for (int i = 0; i < 50 && (metric(met, "g4_running_sequences") != 0 || metric(met, "g4_kv_cache_bytes") != 0); ++i) {
