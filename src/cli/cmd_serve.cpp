@@ -106,21 +106,16 @@ int run(const std::vector<std::string>& argv) {
     const std::string interleaved = describe_interleave(prepare_weights(compute, *model.model, &pool));
     if (!interleaved.empty()) model.notes.push_back("weights: " + interleaved);
   }
-  {  // after placement and interleaving: the path the products really take
+  so.engine.kv.dtype = resolve_kv(a, compute, so.engine.threads == 0);
+  {  // after placement and interleaving: the path the products and the attention really take
     ops::MatmulContext described;
     described.bf16_compute = compute.bf16;
     described.int8_activations = compute.int8;
     model.forward = so.engine.threads == 0
                         ? "f32 reference loops (--threads 0)"
                         : ops::describe_matmul(described, model.model->weights.layers[0].q_proj->dtype) + " on " +
-                              std::to_string(so.engine.threads) + " threads";
-  }
-  so.engine.kv.dtype = resolve_kv(a, compute, so.engine.threads == 0);
-  if (so.engine.threads > 0) {
-    ops::MatmulContext described;
-    described.bf16_compute = compute.bf16;
-    blocks::Exec ex{&described};
-    model.forward += "; attention: " + describe_attention(kv_span_element(so.engine.kv.dtype), ex);
+                              std::to_string(so.engine.threads) + " threads; attention: " +
+                              describe_attention(kv_span_element(so.engine.kv.dtype), blocks::Exec{&described});
   }
   so.engine.kv.max_total_tokens =
       (so.engine.max_context * so.engine.max_seqs + so.engine.kv.block_tokens) / so.engine.kv.block_tokens * so.engine.kv.block_tokens;

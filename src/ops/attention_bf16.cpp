@@ -226,18 +226,10 @@ void attend_partial_bf16(const float* q, int64_t group, const KvSpans& kv, int64
                          float* o, float* m, float* l) {
   if (!attention_bf16_available())
     throw Error("attention: the bf16 kernel needs AVX512_BF16 confirmed by the probe and its self-test");
-  if (group < 1 || kv.hd < 1 || kv.kvh < 1 || kv_head < 0 || kv_head >= kv.kvh || begin < 0 || end <= begin)
-    throw Error("attention: bad arguments (group " + std::to_string(group) + ", kv head " + std::to_string(kv_head) +
-                " of " + std::to_string(kv.kvh) + ", positions [" + std::to_string(begin) + ", " + std::to_string(end) +
-                "))");
-  int64_t total = 0;
-  for (size_t i = 0; i < kv.count; ++i) {
+  check_attend_args(group, kv, kv_head, begin, end);
+  for (size_t i = 0; i < kv.count; ++i)
     if (kv.spans[i].elem != KvElem::BF16)
       throw Error("attention: the bf16 kernel reads bf16 K/V only; span " + std::to_string(i) + " holds another type");
-    total += kv.spans[i].n;
-  }
-  if (end > total)
-    throw Error("attention: positions up to " + std::to_string(end) + " asked of " + std::to_string(total) + " keys");
   attend_bf16(q, group, kv, kv_head, begin, end, o, m, l);
 }
 

@@ -96,8 +96,6 @@ HWY_INLINE void ScoreRows(const float* q, int64_t G, int64_t hd, const T* k, int
   }
 }
 
-// Scores of G query rows against n (<= kTile) keys k_s = k + s·stride, times ks[s·ks_stride]
-// when ks is set (int8).
 // Requests the cache lines of rows [s, s + count) of v (hd elements each, `stride` apart) into L2.
 template <typename T>
 HWY_INLINE void PrefetchRows(const T* v, int64_t stride, int64_t hd, int64_t s, int64_t count) {
@@ -106,9 +104,11 @@ HWY_INLINE void PrefetchRows(const T* v, int64_t stride, int64_t hd, int64_t s, 
     for (int64_t i = 0; i < hd; i += kPerLine) __builtin_prefetch(v + r * stride + i, 0, 2);
 }
 
-// While scoring position s, the value row of s is requested: the accumulation that follows the
-// softmax then reads the tile's values from L2 instead of missing on every row (it walks them
-// column strip by column strip, which the hardware prefetcher does not follow).
+// Scores of G query rows against n (<= kTile) keys k_s = k + s·stride, times ks[s·ks_stride]
+// when ks is set (int8). While scoring position s, the value row of s (v) is requested: the
+// accumulation that follows the softmax then reads the tile's values from L2 instead of missing
+// on every row (it walks them column strip by column strip, which the hardware prefetcher does
+// not follow).
 template <typename T>
 void Scores(const float* q, int64_t G, int64_t hd, const T* k, int64_t stride, const float* ks, int64_t ks_stride,
             int64_t n, float* sc, const T* v) {
@@ -314,8 +314,7 @@ namespace {
 constexpr int64_t kTileOnce = kAttendTile;  // = kTile in every target
 }
 
-void attend_partial(const float* q, int64_t group, const KvSpans& kv, int64_t kv_head, int64_t begin, int64_t end,
-                    float* o, float* m, float* l) {
+void check_attend_args(int64_t group, const KvSpans& kv, int64_t kv_head, int64_t begin, int64_t end) {
   if (group < 1 || kv.hd < 1 || kv.kvh < 1 || kv_head < 0 || kv_head >= kv.kvh || begin < 0 || end <= begin)
     throw Error("attention: bad arguments (group " + std::to_string(group) + ", kv head " + std::to_string(kv_head) +
                 " of " + std::to_string(kv.kvh) + ", positions [" + std::to_string(begin) + ", " + std::to_string(end) +
@@ -324,6 +323,11 @@ void attend_partial(const float* q, int64_t group, const KvSpans& kv, int64_t kv
   for (size_t i = 0; i < kv.count; ++i) total += kv.spans[i].n;
   if (end > total)
     throw Error("attention: positions up to " + std::to_string(end) + " asked of " + std::to_string(total) + " keys");
+}
+
+void attend_partial(const float* q, int64_t group, const KvSpans& kv, int64_t kv_head, int64_t begin, int64_t end,
+                    float* o, float* m, float* l) {
+  check_attend_args(group, kv, kv_head, begin, end);
   thread_local std::vector<float> scratch;
   scratch.resize(size_t(group * kTileOnce));
   HWY_DYNAMIC_DISPATCH(AttendPartial)(q, group, kv.spans, kv.count, kv.kvh, kv.hd, kv_head, begin, end, o, m, l,

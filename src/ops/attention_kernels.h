@@ -48,6 +48,11 @@ struct KvSpans {
 void attend_partial(const float* q, int64_t group, const KvSpans& kv, int64_t kv_head, int64_t begin, int64_t end,
                     float* o, float* m, float* l);
 
+// Throws g4::Error naming what is wrong unless group >= 1, hd >= 1, 0 <= kv_head < kv.kvh and
+// [begin, end) is a non-empty range within the spans' positions (both attention kernels check
+// their arguments with it).
+void check_attend_args(int64_t group, const KvSpans& kv, int64_t kv_head, int64_t begin, int64_t end);
+
 // Folds the state (o2, m2, l2) of a disjoint position range into (o, m, l).
 void attend_merge(int64_t group, int64_t hd, float* o, float* m, float* l, const float* o2, const float* m2,
                   const float* l2);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <span>
 #include <vector>
 
 #include "ops/dot_kernels.h"
@@ -127,9 +128,6 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
 
 namespace {
 
-// Output rows [0, out) in units of `group` rows (each thread's range stays group-aligned, so
-// tiles fall on the same rows whatever the split), over the pool when there is one and the
-// product is worth it; fn(o_begin, o_end).
 // Units [0, units) over the pool: in chunks handed out in order from an atomic counter, so a
 // thread that finishes its chunk early takes the next one instead of waiting at the join (decode's
 // products are memory-bound, and how the bandwidth divides between the threads varies from
@@ -148,37 +146,20 @@ void for_each_chunk(ThreadPool& pool, int64_t units, Fn fn) {
   });
 }
 
+// Products with fewer output rows than this run on the calling thread: waking the pool costs more.
+constexpr int64_t kMinParallelRows = 64;
+
+// Output rows [0, out) in units of `group` rows (each thread's range stays group-aligned, so
+// tiles fall on the same rows whatever the split), over the pool when there is one and the
+// product is worth it; fn(o_begin, o_end).
 template <class Fn>
 void split_rows(const MatmulContext& ctx, int64_t out, int group, Fn fn) {
-  if (!ctx.pool || ctx.pool->size() == 1 || out < 64) {
+  if (!ctx.pool || ctx.pool->size() == 1 || out < kMinParallelRows) {
     fn(int64_t(0), out);
     return;
   }
   const int64_t units = (out + group - 1) / group;
   for_each_chunk(*ctx.pool, units, [&](int64_t ub, int64_t ue) { fn(ub * group, std::min(out, ue * group)); });
-}
-
-// BF16 weights on VDPBF16PS: the activations are rounded to bf16 once, then rows are split
-// across the pool in groups of 4 (the kernel's tile height).
-void matmul_bf16(const float* x, int64_t T, const TensorView& w, float* y, const MatmulContext& ctx) {
-  const int64_t out = w.shape[0], in = w.shape[1];
-  thread_local std::vector<uint16_t> xb;
-  xb.resize(size_t(T * in));
-  round_rows_to_bf16(x, T * in, xb.data());
-  const uint16_t* xp = xb.data();
-  const uint16_t* wb = reinterpret_cast<const uint16_t*>(w.data);
-  split_rows(ctx, out, 4, [&](int64_t b, int64_t e) { gemm_bf16_rows(xp, T, in, wb, b, e, y, out); });
-}
-
-// Q8_0/Q4_0 weights on VPDPBUSD: the activations are quantized once per product, then rows are
-// split across the pool in groups of 4 (the kernel's tile height).
-void matmul_q8(const float* x, int64_t T, const TensorView& w, float* y, const MatmulContext& ctx) {
-  const int64_t out = w.shape[0], in = w.shape[1];
-  thread_local Q8Activations xq;
-  quantize_activations(x, T, in, xq);
-  const Q8Activations& xa = xq;
-  const int group = dtype_is_interleaved(w.dtype) ? int(kInterleaveRows) : 4;  // the kernel's tile height
-  split_rows(ctx, out, group, [&](int64_t b, int64_t e) { gemm_q8_rows(xa, w.data, w.dtype, b, e, y, out); });
 }
 
 // Which fast kernel a product takes (None: anything else).
@@ -194,27 +175,19 @@ FastKernel fast_kernel_of(const TensorView& w, const MatmulContext& ctx) {
   return FastKernel::None;
 }
 
-}  // namespace
-
-void matmul_shared_input(const float* x, int64_t T, const std::vector<Product>& products, const MatmulContext& ctx) {
-  if (products.empty()) return;
-  const FastKernel kernel = fast_kernel_of(*products[0].w, ctx);
-  const int64_t in = products[0].w->shape.size() == 2 ? products[0].w->shape[1] : -1;
-  bool together = kernel != FastKernel::None && products.size() > 1;
-  for (const Product& p : products)
-    together = together && fast_kernel_of(*p.w, ctx) == kernel && p.w->shape[1] == in;
-  if (!together) {
-    for (const Product& p : products) matmul(x, T, *p.w, p.y, ctx);
-    return;
-  }
-  // Row groups of every matrix laid end to end: unit u of product i covers rows
-  // [(u - first[i]) · group_i, ...) of that matrix, group_i its kernel's tile height.
+// Products of one input x [T, in] on one fast kernel (BF16 weights on VDPBF16PS: activations
+// rounded to bf16; Q8_0/Q4_0, row-major or interleaved, on VPDPBUSD: activations quantized to
+// int8). The activations are converted once; the row groups of all the matrices (the kernel's
+// tile height: 16 interleaved rows, else 4) are laid end to end, unit u of product i covering
+// rows [(u - first[i]) · group_i, ...), and split over the pool in one hand-off.
+void run_fast(const float* x, int64_t T, std::span<const Product> products, FastKernel kernel, const MatmulContext& ctx) {
+  const int64_t in = products[0].w->shape[1];
   std::vector<int64_t> first(products.size() + 1, 0);
   std::vector<int> group(products.size());
   int64_t rows = 0;
   for (size_t i = 0; i < products.size(); ++i) {
     const TensorView& w = *products[i].w;
-    group[i] = kernel == FastKernel::Bf16 ? 4 : dtype_is_interleaved(w.dtype) ? int(kInterleaveRows) : 4;
+    group[i] = dtype_is_interleaved(w.dtype) ? int(kInterleaveRows) : 4;
     first[i + 1] = first[i] + (w.shape[0] + group[i] - 1) / group[i];
     rows += w.shape[0];
   }
@@ -226,9 +199,10 @@ void matmul_shared_input(const float* x, int64_t T, const std::vector<Product>& 
   } else {
     quantize_activations(x, T, in, xq);
   }
-  const uint16_t* xbp = xb.data();
+  // Named outside the lambda: inside it, a thread_local would be the worker thread's own copy.
+  const uint16_t* const xbp = xb.data();
   const Q8Activations& xa = xq;
-  auto run_units = [&](int64_t ub, int64_t ue, int) {
+  auto run_units = [&](int64_t ub, int64_t ue) {
     for (size_t i = 0; i < products.size(); ++i) {
       const int64_t b = std::max(ub, first[i]), e = std::min(ue, first[i + 1]);
       if (b >= e) continue;
@@ -240,28 +214,39 @@ void matmul_shared_input(const float* x, int64_t T, const std::vector<Product>& 
         gemm_q8_rows(xa, w.data, w.dtype, r0, r1, products[i].y, out);
     }
   };
-  if (!ctx.pool || ctx.pool->size() == 1 || rows < 64) run_units(0, first.back(), 0);
-  else for_each_chunk(*ctx.pool, first.back(), [&](int64_t ub, int64_t ue) { run_units(ub, ue, 0); });
+  if (!ctx.pool || ctx.pool->size() == 1 || rows < kMinParallelRows) run_units(0, first.back());
+  else for_each_chunk(*ctx.pool, first.back(), run_units);
+}
+
+}  // namespace
+
+void matmul_shared_input(const float* x, int64_t T, const std::vector<Product>& products, const MatmulContext& ctx) {
+  if (products.empty()) return;
+  const FastKernel kernel = fast_kernel_of(*products[0].w, ctx);
+  bool together = kernel != FastKernel::None;
+  for (const Product& p : products)
+    together = together && fast_kernel_of(*p.w, ctx) == kernel && p.w->shape[1] == products[0].w->shape[1];
+  if (!together) {
+    for (const Product& p : products) matmul(x, T, *p.w, p.y, ctx);
+    return;
+  }
+  run_fast(x, T, products, kernel, ctx);
 }
 
 void matmul(const float* x, int64_t T, const TensorView& w, float* y, const MatmulContext& ctx) {
-  if (dtype_is_interleaved(w.dtype)) {
-    // Interleaved rows exist only for the VNNI kernel (model/weight_interleave.h); without it the
-    // reference loops read them a row at a time (correct, slow).
-    if (uses_int8_kernel(ctx) && w.shape.size() == 2 && w.shape[0] % kInterleaveRows == 0) matmul_q8(x, T, w, y, ctx);
-    else ref::matmul(x, T, w, y);
+  if (const FastKernel kernel = fast_kernel_of(w, ctx); kernel != FastKernel::None) {
+    const Product one{&w, y};
+    run_fast(x, T, std::span<const Product>(&one, 1), kernel, ctx);
     return;
   }
-  if (w.dtype == DType::BF16 && w.shape.size() == 2 && uses_bf16_kernel(ctx)) {
-    matmul_bf16(x, T, w, y, ctx);
+  // Interleaved rows exist only for the VNNI kernel (model/weight_interleave.h); without it the
+  // reference loops read them a row at a time (correct, slow).
+  if (dtype_is_interleaved(w.dtype)) {
+    ref::matmul(x, T, w, y);
     return;
   }
   const bool blocks = (simd_blocks(w.dtype) || other_blocks(w.dtype)) && w.shape.size() == 2 &&
                      w.shape[1] % dtype_block_size(w.dtype) == 0;
-  if (blocks && simd_blocks(w.dtype) && uses_int8_kernel(ctx)) {
-    matmul_q8(x, T, w, y, ctx);
-    return;
-  }
   if (!simd_dtype(w.dtype) && !blocks) {
     ref::matmul(x, T, w, y);
     return;

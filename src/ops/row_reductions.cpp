@@ -6,10 +6,12 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "ops/row_reductions.h"
 #include "platform/dtype.h"
+#include "platform/error.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace g4::ops {
@@ -81,16 +83,14 @@ void rms_norm(float* x, int64_t rows, int64_t n, const TensorView* w, float eps)
   const float* wf = nullptr;
   thread_local std::vector<float> converted;
   if (w) {
+    if (w->shape.size() != 1 || w->shape[0] != n)
+      throw Error("rms_norm: weight '" + w->name + "' has shape " + shape_str(w->shape) + ", expected [" +
+                  std::to_string(n) + "]");
     if (w->dtype == DType::F32) {
       wf = reinterpret_cast<const float*>(w->data);
-    } else {
+    } else {  // any stored dtype, decoded the way every weight row is
       converted.resize(size_t(n));
-      if (w->dtype == DType::BF16) {
-        const uint16_t* b = reinterpret_cast<const uint16_t*>(w->data);
-        for (int64_t i = 0; i < n; ++i) converted[size_t(i)] = bf16_to_f32(b[i]);
-      } else {
-        for (int64_t i = 0; i < n; ++i) converted[size_t(i)] = w->at(i);
-      }
+      w->row_to_f32(0, converted.data());
       wf = converted.data();
     }
   }

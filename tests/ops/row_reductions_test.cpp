@@ -14,6 +14,7 @@
 
 #include "ops/reference_ops.h"
 #include "platform/dtype.h"
+#include "platform/error.h"
 #include "test_util.h"
 
 namespace g4 {
@@ -49,6 +50,20 @@ TEST(RowReductions, RmsNormMatchesDoublePrecisionAndTheReference) {
         }
       }
     }
+}
+
+TEST(RowReductions, RmsNormRefusesAWeightOfAnotherLength) {
+  std::vector<float> x(8, 1.0f), wf(7, 1.0f);
+  TensorView w = test::matrix_view(DType::F32, 1, 7, wf.data());
+  w.name = "model.layers.3.input_layernorm.weight";
+  w.shape = {7};
+  try {
+    ops::rms_norm(x.data(), 1, 8, &w, 1e-6f);
+    ADD_FAILURE() << "a [7] weight was accepted for rows of 8";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model.layers.3.input_layernorm.weight"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[8]"), std::string::npos) << e.what();
+  }
 }
 
 int64_t scalar_argmax(const std::vector<float>& x) {
