@@ -10,6 +10,7 @@
 
 #include "ops/matmul.h"
 #include "ops/quant_dot.h"
+#include "platform/device.h"
 #include "platform/dtype.h"
 #include "platform/huge_pages.h"
 #include "platform/row_interleave.h"
@@ -98,6 +99,8 @@ void run(benchmark::State& state, DType t) {
   ctx.pool = &pool;
   ctx.bf16_compute = state.range(0) == 1;
   ctx.int8_activations = state.range(0) == 1;
+  ctx.panel_rows = ops::plan_matmul(host_cpu(), 12288).tile.m;  // as the engine plans for E2B
+  ctx.panel_in = 12288;
   const int64_t T = state.range(2);
   std::vector<float> x(size_t(T * 12288), 0.25f), y(size_t(T * 12288));
   for (auto _ : state)

@@ -40,7 +40,8 @@ Engine::Engine(const Model& model, EngineOptions o, TextStreamFactory text)
     matmul_.bf16_compute = opts_.bf16_compute;
     matmul_.int8_activations = opts_.int8_activations;
     // Refuses with the arithmetic when no tiling fits this CPU's caches.
-    matmul_.rows_per_group = ops::plan_matmul(host_cpu(), model.config.widest_matmul_input()).tile.m;
+    matmul_.panel_rows = ops::plan_matmul(host_cpu(), model.config.widest_matmul_input()).tile.m;
+    matmul_.panel_in = model.config.widest_matmul_input();
   }
   if (opts_.prefill_chunk < 1) throw Error("engine: prefill_chunk must be >= 1");
   if (opts_.max_batch_tokens < opts_.max_seqs)

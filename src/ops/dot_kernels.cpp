@@ -3,6 +3,7 @@
 #define HWY_TARGET_INCLUDE "ops/dot_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
+#include <hwy/aligned_allocator.h>
 
 #include <algorithm>
 #include <cstring>
@@ -91,6 +92,104 @@ void DotRows(const float* x, const void* w, DType dtype, size_t n, size_t stride
     case DType::BF16: return DotRowsT(x, static_cast<const hwy::bfloat16_t*>(w), n, stride, rows, out);
     case DType::F16: return DotRowsT(x, static_cast<const hwy::float16_t*>(w), n, stride, rows, out);
     default: return;  // callers route other dtypes to the reference loop
+  }
+}
+
+// Tokens x rows of f32 products, each output with exactly DotRowsT's arithmetic on the same row:
+// lane-wise accumulator a over chunks 0, 2, 4, ... and b over chunks 1, 3, 5, ..., a last single
+// chunk into a, SumOfLanes(a + b), then the scalar tail in order. So a product is bit-identical
+// whether it came from here (prefill) or from DotRows (decode, widened in registers: widening is
+// exact). TB tokens x R rows per micro-tile share each load: TB loads of x and R of w feed
+// TB·R FMAs per chunk.
+// Pins v in a register: the compiler otherwise folds the same activation load into each of the
+// R FMAs that use it, and the micro-tile becomes bound by loads instead of FMAs.
+template <class V>
+HWY_INLINE V InRegister(V v) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSSE3
+  asm("" : "+v"(v.raw));
+#endif
+  return v;
+}
+
+template <int TB, int R>
+HWY_INLINE void DotMicroTile(const float* x, size_t ldx, const float* w, size_t ldw, size_t n, float* y, size_t ldy) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  using V = hn::Vec<decltype(d)>;
+  V a[TB][R], b[TB][R];
+  #pragma GCC unroll 4
+  for (int t = 0; t < TB; ++t)
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) a[t][r] = b[t][r] = hn::Zero(d);
+  size_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    V w0[R], w1[R];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      w0[r] = hn::LoadU(d, w + r * ldw + i);
+      w1[r] = hn::LoadU(d, w + r * ldw + i + N);
+    }
+    #pragma GCC unroll 4
+    for (int t = 0; t < TB; ++t) {
+      const V x0 = InRegister(hn::LoadU(d, x + t * ldx + i)), x1 = InRegister(hn::LoadU(d, x + t * ldx + i + N));
+      #pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        a[t][r] = hn::MulAdd(x0, w0[r], a[t][r]);
+        b[t][r] = hn::MulAdd(x1, w1[r], b[t][r]);
+      }
+    }
+  }
+  for (; i + N <= n; i += N)
+    #pragma GCC unroll 4
+    for (int t = 0; t < TB; ++t) {
+      const V x0 = hn::LoadU(d, x + t * ldx + i);
+      #pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) a[t][r] = hn::MulAdd(x0, hn::LoadU(d, w + r * ldw + i), a[t][r]);
+    }
+  #pragma GCC unroll 4
+  for (int t = 0; t < TB; ++t)
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(a[t][r], b[t][r])));
+      for (size_t j = i; j < n; ++j) s += x[t * ldx + j] * w[r * ldw + j];
+      y[t * ldy + r] = s;
+    }
+}
+
+// y[t · ldy + r] = x_t · w_r for t < T, r < rows (f32 rows w_r = w + r · ldw). Token blocks of
+// kTB outer, row pairs inner: the block's activations stay in L1 while the rows (a panel the
+// caller sized to L2) stream past them. Each block is first copied to 64-byte-aligned rows: an
+// unaligned 64-byte load spans two cache lines and costs two loads.
+void DotPanel(const float* x, size_t T, size_t n, const float* w, size_t ldw, size_t rows, float* y, size_t ldy) {
+  // 4 x 2 micro-tiles need 16 accumulators + 8 operands: only targets with 32 vector
+  // registers (AVX-512) hold them; others take 2 x 2.
+#if HWY_TARGET <= HWY_AVX3
+  constexpr size_t kTB = 4;
+#else
+  constexpr size_t kTB = 2;
+#endif
+  const size_t ldx = (n + 15) / 16 * 16;
+  thread_local hwy::AlignedFreeUniquePtr<float[]> block;
+  thread_local size_t block_size = 0;
+  if (block_size < kTB * ldx) {
+    block = hwy::AllocateAligned<float>(kTB * ldx);
+    block_size = kTB * ldx;
+  }
+  float* const xb = block.get();
+  for (size_t t = 0; t < T; t += kTB) {
+    const size_t tb = std::min(kTB, T - t);
+    for (size_t j = 0; j < tb; ++j) std::memcpy(xb + j * ldx, x + (t + j) * n, n * sizeof(float));
+    float* const yt = y + t * ldy;
+    size_t r = 0;
+    if (tb == kTB) {
+      for (; r + 2 <= rows; r += 2) DotMicroTile<kTB, 2>(xb, ldx, w + r * ldw, ldw, n, yt + r, ldy);
+      if (r < rows) DotMicroTile<kTB, 1>(xb, ldx, w + r * ldw, ldw, n, yt + r, ldy);
+      continue;
+    }
+    for (size_t j = 0; j < tb; ++j) {
+      for (r = 0; r + 2 <= rows; r += 2) DotMicroTile<1, 2>(xb + j * ldx, ldx, w + r * ldw, ldw, n, yt + j * ldy + r, ldy);
+      if (r < rows) DotMicroTile<1, 1>(xb + j * ldx, ldx, w + r * ldw, ldw, n, yt + j * ldy + r, ldy);
+    }
   }
 }
 
@@ -267,6 +366,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace g4::ops {
 HWY_EXPORT(DotRows);
+HWY_EXPORT(DotPanel);
 HWY_EXPORT(WidenRow);
 HWY_EXPORT(TargetName);
 HWY_EXPORT(DotRowBlocks);
@@ -282,6 +382,9 @@ bool dot_row_blocks(const float* x, const std::byte* row, DType dtype, size_t n,
 
 void dot_rows(const float* x, const void* w, DType dtype, size_t n, size_t row_stride, int rows, float* out) {
   HWY_DYNAMIC_DISPATCH(DotRows)(x, w, dtype, n, row_stride, rows, out);
+}
+void dot_panel(const float* x, size_t T, size_t n, const float* w, size_t ldw, size_t rows, float* y, size_t ldy) {
+  HWY_DYNAMIC_DISPATCH(DotPanel)(x, T, n, w, ldw, rows, y, ldy);
 }
 void widen_row(const void* src, DType dtype, size_t n, float* dst) { HWY_DYNAMIC_DISPATCH(WidenRow)(src, dtype, n, dst); }
 const char* dot_kernel_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }

@@ -20,6 +20,12 @@ bool dot_row_blocks(const float* x, const std::byte* row, DType dtype, size_t n,
 // each load of x. Returns false for other dtypes or n % 32 != 0 (caller falls back).
 bool dot_rows_blocks(const float* x, const std::byte* w, size_t row_bytes, DType dtype, size_t n, int rows, float* out);
 
+// y[t * ldy + r] = x_t . w_r for t < T, r < rows: activations x [T, n] (contiguous) and f32
+// weight rows w_r = w + r * ldw (ldw >= n; 64-byte-aligned rows load fastest). Each product is
+// bit-identical to dot_rows on the same row (and on its bf16/f16 original, since widening is
+// exact), however T and rows are cut.
+void dot_panel(const float* x, size_t T, size_t n, const float* w, size_t ldw, size_t rows, float* y, size_t ldy);
+
 // dst[i] = f32(src[i]) for a row stored as `dtype`.
 void widen_row(const void* src, DType dtype, size_t n, float* dst);
 

@@ -13,20 +13,23 @@
 
 namespace g4::ops {
 
-// Rows of W widened together for a multi-token product: the widened block
-// (rows x in x 4 bytes) must fit half of L2 so x streams past it. Throws g4::Error with the
-// arithmetic when even one row does not fit.
+// Rows of W widened together for a multi-token product (a panel, up to 64 rows): the widened
+// panel (rows x in x 4 bytes) must fit half of L2 so every token block meets it in cache.
+// Throws g4::Error with the arithmetic when even one row does not fit.
 TilePlan plan_matmul(const DeviceInfo& device, int64_t max_in);
 
 struct MatmulContext {
   ThreadPool* pool = nullptr;  // null: run on the calling thread
-  int rows_per_group = 4;      // from plan_matmul
+  int panel_rows = 4;          // from plan_matmul; decode groups min(panel_rows, 4) rows
   // Policy compute = bf16: BF16 weights multiply bf16-rounded activations with VDPBF16PS
   // (gemm_bf16.h) when the CPU has it; otherwise, and for other weight dtypes, f32 FMA.
   bool bf16_compute = false;
   // Policy activations = q8: Q8_0/Q4_0 weights multiply int8-quantized activations with VPDPBUSD
   // (gemm_q8.h) when the CPU has AVX512_VNNI; otherwise f32 activations on the block kernels.
   bool int8_activations = false;
+  // The input width plan_matmul sized panel_rows for (0: unknown): a narrower matrix's prefill
+  // panel takes proportionally more rows, up to 64. Last, so {pool, rows, bf16, int8} still reads.
+  int64_t panel_in = 0;
 };
 
 // True when matmul with this context runs BF16 weights on the bf16 dot-product kernel.

@@ -49,12 +49,12 @@ TEST(Matmul, SimdMatchesReferenceForEveryFloatDtype) {
   for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
     for (auto [out, in] : {std::pair<int64_t, int64_t>{1, 1}, {5, 17}, {67, 33}, {130, 256}, {64, 1000}}) {
       Weights w = random_weights(dt, out, in, unsigned(out * 31 + in));
-      for (int64_t T : {1, 2, 3, 7}) {
+      for (int64_t T : {1, 2, 3, 7, 9}) {
         std::vector<float> x(size_t(T * in)), want(size_t(T * out)), got(size_t(T * out));
         for (auto& v : x) v = u(rng);
         ref::matmul(x.data(), T, w.view, want.data());
         for (ThreadPool* p : {&pool1, &pool2, &pool3}) {
-          for (int group : {1, 2, 4}) {
+          for (int group : {1, 2, 4, 16, 64}) {
             ops::MatmulContext ctx{p, group};
             std::fill(got.begin(), got.end(), NAN);
             ops::matmul(x.data(), T, w.view, got.data(), ctx);
@@ -186,13 +186,46 @@ TEST(Matmul, SharedInputEqualsSeparateProductsBitForBit) {
   }
 }
 
+// Prefill (T > 2) runs every token against a widened panel of rows (dot_panel, 4 x 2 or 2 x 2
+// micro-tiles); decode (T = 1) runs dot_rows on the stored rows. Each token of a prompt must get
+// the same bits as that token alone, however the panel, the micro-tiles and the threads cut it.
+TEST(Matmul, PrefillPanelsEqualEachTokenAloneBitForBit) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  ThreadPool pool1(1), pool3(3);
+  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+    for (auto [out, in] : {std::pair<int64_t, int64_t>{1, 1}, {5, 17}, {67, 33}, {130, 256}, {200, 1010}, {9, 57}}) {
+      Weights w = random_weights(dt, out, in, unsigned(out * 7 + in));
+      for (int64_t T : {3, 4, 5, 6, 9, 17}) {
+        std::vector<float> x(size_t(T * in)), alone(size_t(T * out)), together(size_t(T * out));
+        for (auto& v : x) v = u(rng);
+        for (ThreadPool* p : {&pool1, &pool3})
+          for (int panel : {1, 2, 3, 8, 64}) {
+            ops::MatmulContext ctx{p, panel};
+            ctx.panel_in = panel == 3 ? in * 5 : 0;  // a narrower matrix than planned: 15 rows per panel
+            std::fill(together.begin(), together.end(), NAN);
+            ops::matmul(x.data(), T, w.view, together.data(), ctx);
+            std::fill(alone.begin(), alone.end(), NAN);
+            for (int64_t t = 0; t < T; ++t) ops::matmul(&x[size_t(t * in)], 1, w.view, &alone[size_t(t * out)], ctx);
+            SCOPED_TRACE(std::string(dtype_name(dt)) + " out " + std::to_string(out) + " in " + std::to_string(in) +
+                         " T " + std::to_string(T) + " panel " + std::to_string(panel) + " threads " +
+                         std::to_string(p->size()));
+            for (float v : together) ASSERT_FALSE(std::isnan(v));
+            ASSERT_EQ(0, std::memcmp(alone.data(), together.data(), alone.size() * sizeof(float)));
+          }
+      }
+    }
+  }
+}
+
 TEST(Matmul, PlanFitsL2OrRefusesWithTheArithmetic) {
   const DeviceInfo laptop = presets::avx2_laptop();
   const TilePlan p = ops::plan_matmul(laptop, 1536);
-  EXPECT_EQ(p.tile.m, 4);
+  EXPECT_EQ(p.tile.m, 64);  // 64 rows x 1536 x 4 B = 384 KiB within half of the laptop's L2
+  EXPECT_LE(uint64_t(p.tile.m) * 1536 * 4, cpu_l2_limit(laptop).bytes / 2);
   const DeviceInfo tiny = presets::with_caches(laptop, 32 << 10, 64 << 10);  // 64 KiB L2 -> 32 KiB budget
   const TilePlan q = ops::plan_matmul(tiny, 4096);                             // 4 rows = 64 KiB: too big
-  EXPECT_LT(q.tile.m, 4);
+  EXPECT_EQ(q.tile.m, 2);                                                      // 2 rows = 32 KiB fits
   EXPECT_TRUE(q.shrunk);
   try {
     ops::plan_matmul(tiny, 16384);  // one row alone is 64 KiB
