@@ -126,6 +126,14 @@ void Scores(const float* q, int64_t G, int64_t hd, const T* k, int64_t stride, c
       for (int64_t j = 0; j < n; ++j) sc[g * kTile + j] *= ks[j * ks_stride];
 }
 
+// Softmax weights below e^-44 (~2^-63.5, relative to the largest, which is 1) are taken as 0.
+// Why: a peaked softmax (Gemma 4 scales scores by 1, and hd 512 spreads them widely) leaves
+// most weights subnormal, and on Intel cores every FMA that meets a subnormal input or result
+// takes a microcode assist: attention at hd 512 ran ~30x below its FMA rate on an Ice Lake
+// VM. Such a weight is 2^-40 below the f32 rounding of a sum that is >= 1, so dropping it
+// changes nothing a result can show; VDPBF16PS treats subnormal weights as 0 in any case.
+constexpr float kMinWeightExponent = -44.0f;
+
 // Online softmax step for one tile: turns sc[g] into e^(s - m_new) (padded to whole vectors
 // with zeros), rescales the running o, l by e^(m_old - m_new), adds the tile's sum to l.
 // kRoundBf16: each e is rounded to the nearest bf16 (ties to even) before it is stored and
@@ -140,17 +148,19 @@ void SoftmaxTileImpl(float* sc, int64_t G, int64_t n, int64_t hd, float* o, floa
     float mt = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < n; ++j) mt = std::max(mt, sg[j]);
     if (mt > m[g]) {
-      const float corr = std::exp(m[g] - mt);  // 0 for the first tile (m = -inf)
+      // 0 for the first tile (m = -inf), and below kMinWeightExponent (see there).
+      const float corr = m[g] - mt >= kMinWeightExponent ? std::exp(m[g] - mt) : 0.0f;
       l[g] *= corr;
       float* og = o + g * hd;
       for (int64_t t = 0; t < hd; ++t) og[t] *= corr;
       m[g] = mt;
     }
     for (int64_t j = n; j < n_pad; ++j) sg[j] = -std::numeric_limits<float>::infinity();  // Exp gives 0
-    const auto vm = hn::Set(d, m[g]);
+    const auto vm = hn::Set(d, m[g]), floor = hn::Set(d, kMinWeightExponent);
     auto sum = hn::Zero(d);
     for (int64_t j = 0; j < n_pad; j += N) {
-      auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, sg + j), vm));
+      const auto x = hn::Sub(hn::LoadU(d, sg + j), vm);
+      auto e = hn::IfThenElseZero(hn::Ge(x, floor), hn::Exp(d, x));
       if constexpr (kRoundBf16) {  // e is finite and >= 0: add half an ulp of bf16 (ties to even), truncate
         const hn::RebindToUnsigned<decltype(d)> du;
         const auto bits = hn::BitCast(du, e);

@@ -225,6 +225,37 @@ TEST(Attention, UniformAndOneHotSoftmax) {
   for (float x : out) EXPECT_NEAR(x, float(123 % 7) - 3.0f, 1e-6);
 }
 
+// Softmax weights below e^-44 relative to the largest are dropped (subnormal weights made every
+// FMA take a microcode assist on Intel cores). What stays must be every weight a result can
+// show: a weight of e^-17 (4e-8) on a value of 1e6 moves the output by 0.04 and must be kept;
+// weights of e^-50 and e^-100 (subnormal in f32) on the same value move it by < 1e-15. The
+// truth is a double-precision softmax over all the positions.
+TEST(Attention, DropsOnlySoftmaxWeightsNoResultCanShow) {
+  const int64_t hd = 16;
+  const std::vector<float> scores = {0.0f, -17.0f, -50.0f, -100.0f, -3.0f, -44.5f, -43.5f};
+  const std::vector<float> values = {0.0f, 1e6f, 1e6f, 1e6f, 1.0f, 1e6f, -1e6f};
+  const int64_t n = int64_t(scores.size());
+  for (int64_t reps : {1, 40}) {  // 40 copies: the tail spans several 128-position tiles
+    const int64_t N = n * reps;
+    std::vector<float> k(size_t(N * hd), 0.0f), v(size_t(N * hd), 0.0f), q(size_t(hd), 0.0f);
+    q[0] = 1.0f;
+    double num = 0, den = 0;
+    for (int64_t s = 0; s < N; ++s) {
+      k[size_t(s * hd)] = scores[size_t(s % n)];
+      for (int64_t d = 0; d < hd; ++d) v[size_t(s * hd + d)] = values[size_t(s % n)];
+      const double w = std::exp(double(scores[size_t(s % n)]));
+      num += w * double(values[size_t(s % n)]);
+      den += w;
+    }
+    const double want = num / den;
+    ops::KvSpan sp{KvElem::F32, N, k.data(), v.data(), nullptr, nullptr};
+    const ops::KvSpans kv{&sp, 1, 1, hd};
+    std::vector<float> out(static_cast<size_t>(hd));
+    ops::attend_row(q.data(), 1, kv, 0, N, out.data());
+    for (float x : out) EXPECT_NEAR(x, want, 1e-6 * std::fabs(want)) << reps << " copies";
+  }
+}
+
 TEST(Attention, RefusesBadRanges) {
   std::vector<float> k(16), v(16), q(16), o(16), m(1), l(1);
   ops::KvSpan sp{KvElem::F32, 4, k.data(), v.data(), nullptr, nullptr};
