@@ -119,12 +119,7 @@ int run(const std::vector<std::string>& argv) {
   bo.repetitions = 5;
   std::fprintf(stderr, "[bench] measuring memory-read bandwidth with %d threads (again after decode) ...\n", threads);
   const BandwidthResult bw_before = measure_read_bandwidth(bo);
-  ops::MatmulContext mm;
-  mm.pool = &pool;
-  mm.panel_rows = ops::plan_matmul(host_cpu(), c.widest_matmul_input()).tile.m;
-  mm.panel_in = c.widest_matmul_input();
-  mm.bf16_compute = compute.bf16;
-  mm.int8_activations = compute.int8;
+  ops::MatmulContext mm = ops::make_matmul_context(&pool, host_cpu(), c.widest_matmul_input(), compute.bf16, compute.int8);
   blocks::Exec ex;
   if (!reference) ex.matmul = &mm;
 

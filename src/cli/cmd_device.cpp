@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "ops/matmul.h"
 #include "platform/bandwidth.h"
 #include "platform/device.h"
 #include "platform/dtype_policy.h"
@@ -65,6 +66,8 @@ int run(const std::vector<std::string>& argv) {
                     {"repetitions", r.repetitions},
                     {"seconds", r.seconds_total}});
     out["memory_read_bandwidth"] = bw;
+    const ops::PrefetchPlan pf = ops::plan_decode_prefetch(device);
+    out["decode_prefetch"] = {{"bytes", pf.bytes}, {"reason", pf.reason}};
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
@@ -75,6 +78,11 @@ int run(const std::vector<std::string>& argv) {
                 r.threads, r.threads == 1 ? "" : "s", r.repetitions, format_bytes(r.buffer_bytes).c_str(),
                 r.seconds_total);
   if (bandwidth.empty()) std::printf("  memory read: not measured (g4 device --bandwidth)\n");
+  {
+    const ops::PrefetchPlan pf = ops::plan_decode_prefetch(device);
+    std::printf("  decode prefetch: %s (%s)\n", pf.bytes ? (std::to_string(pf.bytes >> 10) + " KiB ahead").c_str() : "off",
+                pf.reason.c_str());
+  }
   for (const auto& [ckpt, policy] : policies) {
     std::printf("\ncheckpoint %s -> %s", std::string(num_format_name(ckpt)).c_str(), describe_policy(policy).c_str());
   }

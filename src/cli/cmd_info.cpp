@@ -87,9 +87,8 @@ int run(const std::vector<std::string>& argv) {
               describe_policy(resolve_policy(dev, fmt)).c_str());
   // What this build actually runs, so the policy above is never mistaken for it.
   const DevicePolicy policy = resolve_policy(dev, fmt);
-  ops::MatmulContext mm;
-  mm.bf16_compute = policy.compute == NumFormat::BF16;
-  mm.int8_activations = policy.activations == NumFormat::Q8;
+  const ops::MatmulContext mm = ops::make_matmul_context(nullptr, dev, m->config.widest_matmul_input(),
+                                                         policy.compute == NumFormat::BF16, policy.activations == NumFormat::Q8);
   const PlacementReport placement = plan_placement(*m, WeightMemory::Auto);
   // Q8_0/Q4_0 matrices copied into memory g4 owns are interleaved for the int8 kernel at load
   // (model/weight_interleave.h); read through the mapping they stay row-major.
@@ -104,6 +103,11 @@ int run(const std::vector<std::string>& argv) {
     std::printf("executed   attention over a bf16 cache: %s;\n"
                 "           over an f32, f16 or int8 cache: the stored K/V widened to f32, FMA\n",
                 describe_attention(ops::KvElem::BF16, ex).c_str());
+  }
+  {
+    const ops::PrefetchPlan pf = ops::plan_decode_prefetch(dev);
+    std::printf("executed   decode prefetch (int8 kernel): %s (%s)\n",
+                pf.bytes ? (std::to_string(pf.bytes >> 10) + " KiB ahead").c_str() : "off", pf.reason.c_str());
   }
   std::printf("weights    %s: %d streamed matrices, %.0f MiB (%s); generate/bench/serve --weight-memory\n",
               placement.placement == "huge" ? "copied into 2 MiB huge pages at load" : "read through the mapping",

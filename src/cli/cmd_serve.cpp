@@ -108,9 +108,8 @@ int run(const std::vector<std::string>& argv) {
   }
   so.engine.kv.dtype = resolve_kv(a, compute, so.engine.threads == 0);
   {  // after placement and interleaving: the path the products and the attention really take
-    ops::MatmulContext described;
-    described.bf16_compute = compute.bf16;
-    described.int8_activations = compute.int8;
+    const ops::MatmulContext described = ops::make_matmul_context(nullptr, host_cpu(), model.model->config.widest_matmul_input(),
+                                                                  compute.bf16, compute.int8);
     model.forward = so.engine.threads == 0
                         ? "f32 reference loops (--threads 0)"
                         : ops::describe_matmul(described, model.model->weights.layers[0].q_proj->dtype) + " on " +

@@ -36,12 +36,9 @@ Engine::Engine(const Model& model, EngineOptions o, TextStreamFactory text)
   if (opts_.threads < 0) throw Error("engine: threads must be >= 0");
   if (opts_.threads > 0) {
     pool_ = std::make_unique<ThreadPool>(opts_.threads);
-    matmul_.pool = pool_.get();
-    matmul_.bf16_compute = opts_.bf16_compute;
-    matmul_.int8_activations = opts_.int8_activations;
     // Refuses with the arithmetic when no tiling fits this CPU's caches.
-    matmul_.panel_rows = ops::plan_matmul(host_cpu(), model.config.widest_matmul_input()).tile.m;
-    matmul_.panel_in = model.config.widest_matmul_input();
+    matmul_ = ops::make_matmul_context(pool_.get(), host_cpu(), model.config.widest_matmul_input(), opts_.bf16_compute,
+                                       opts_.int8_activations);
   }
   if (opts_.prefill_chunk < 1) throw Error("engine: prefill_chunk must be >= 1");
   if (opts_.max_batch_tokens < opts_.max_seqs)

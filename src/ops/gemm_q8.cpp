@@ -231,11 +231,12 @@ inline int32_t load_i32(const int8_t* p) {
 // Per block column and (group, token): the int32 sum starts at −offset·Σq (offset 128 for the
 // offset-binary Q8 bytes, 8 for Q4 codes), takes 8 VPDPBUSD of 64 weight bytes x 4 broadcast
 // activation bytes, and is then scaled into the row's f32 lane: acc += sum · (d_w · d_x).
-// No software prefetch: each group is one sequential stream, which the hardware prefetcher
-// follows (distances of 0, 2, 6 and 16 KiB measured the same in bench/matmul_bench.cpp).
+// Each group is one sequential stream. prefetch > 0 (decode only: G = C = 1): each block
+// column's bytes `prefetch` ahead are also requested into L1 (the stream runs on into the next
+// group, laid end to end); whether that pays depends on the core (ops::plan_decode_prefetch).
 template <int G, int C, bool kQ4>
 G4_VNNI_TARGET void tile16(const std::byte* w, uint64_t group_bytes, const Q8Activations& a, int64_t t, float* y,
-                           int64_t ldy) {
+                           int64_t ldy, uint64_t prefetch) {
   constexpr uint64_t kColumnBytes = kQ4 ? 288 : 544;  // one block column of a 16-row group
   constexpr int32_t kOffset = kQ4 ? 8 : 128;
   const int64_t blocks = a.in / kQ8Block, in = a.in;
@@ -255,6 +256,10 @@ G4_VNNI_TARGET void tile16(const std::byte* w, uint64_t group_bytes, const Q8Act
       #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) s[g][c] = start;
     }
+    if constexpr (G == 1 && C == 1)
+      if (prefetch)
+        for (uint64_t o = 0; o < kColumnBytes; o += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(w + uint64_t(b) * kColumnBytes + prefetch + o), _MM_HINT_T0);
     #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
       const std::byte* col = w + uint64_t(g) * group_bytes + uint64_t(b) * kColumnBytes;
@@ -294,8 +299,10 @@ G4_VNNI_TARGET void tile16(const std::byte* w, uint64_t group_bytes, const Q8Act
     for (int c = 0; c < C; ++c) _mm512_storeu_ps(y + c * ldy + 16 * g, acc[g][c]);
 }
 
+using Tile16Fn = void (*)(const std::byte*, uint64_t, const Q8Activations&, int64_t, float*, int64_t, uint64_t);
+
 template <int G, bool kQ4>
-constexpr TileFn tile16_for(int c) {
+constexpr Tile16Fn tile16_for(int c) {
   return c == 1 ? tile16<G, 1, kQ4> : c == 2 ? tile16<G, 2, kQ4> : c == 3 ? tile16<G, 3, kQ4> : tile16<G, 4, kQ4>;
 }
 
@@ -305,17 +312,18 @@ constexpr TileFn tile16_for(int c) {
 // overlaps them). Prefill takes 2 groups x 4 tokens: each weight vector feeds 4 products, each
 // broadcast 2.
 template <bool kQ4>
-TileFn pick16(int g, int c) {
+Tile16Fn pick16(int g, int c) {
   return g == 2 ? tile16_for<2, kQ4>(c) : tile16_for<1, kQ4>(c);
 }
 
 void gemm_interleaved_rows(const Q8Activations& a, const std::byte* w, bool q4, int64_t o_begin, int64_t o_end, float* y,
-                           int64_t ldy) {
+                           int64_t ldy, uint64_t decode_prefetch) {
   const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(q4 ? DType::Q4_0 : DType::Q8_0, a.in);
   const int64_t g_begin = o_begin / kInterleaveRows, g_end = o_end / kInterleaveRows;
   auto run = [&](int g_count, int c, int64_t g, int64_t t) {
     (q4 ? pick16<true>(g_count, c) : pick16<false>(g_count, c))(w + uint64_t(g) * group_bytes, group_bytes, a, t,
-                                                                 y + t * ldy + g * kInterleaveRows, ldy);
+                                                                 y + t * ldy + g * kInterleaveRows, ldy,
+                                                                 a.T == 1 ? decode_prefetch : 0);
   };
   if (a.T == 1) {  // decode: one group at a time, one sequential stream for the hardware prefetcher
     for (int64_t g = g_begin; g < g_end; ++g) run(1, 1, g, 0);
@@ -353,12 +361,12 @@ bool gemm_q8_available() {
 }
 
 void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,
-                  int64_t ldy) {
+                  int64_t ldy, uint64_t decode_prefetch_bytes) {
   if (dtype_is_interleaved(dtype)) {
     if (o_begin % kInterleaveRows || o_end % kInterleaveRows)
       throw Error("gemm_q8_rows: rows [" + std::to_string(o_begin) + ", " + std::to_string(o_end) + ") of " +
                   std::string(dtype_name(dtype)) + " weights must be whole groups of 16");
-    gemm_interleaved_rows(a, w, dtype == DType::Q4_0_R16, o_begin, o_end, y, ldy);
+    gemm_interleaved_rows(a, w, dtype == DType::Q4_0_R16, o_begin, o_end, y, ldy, decode_prefetch_bytes);
     return;
   }
   const bool q4 = dtype == DType::Q4_0;
@@ -378,7 +386,7 @@ void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64
 #else  // not x86-64: never available; callers check first
 
 bool gemm_q8_available() { return false; }
-void gemm_q8_rows(const Q8Activations&, const std::byte*, DType, int64_t, int64_t, float*, int64_t) {}
+void gemm_q8_rows(const Q8Activations&, const std::byte*, DType, int64_t, int64_t, float*, int64_t, uint64_t) {}
 
 #endif
 

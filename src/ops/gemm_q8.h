@@ -51,7 +51,9 @@ bool quantize_block_matches_scalar(const float* xb);
 // or nibble weights as the unsigned operand, −offset·Σq as each block's starting sum) and keep
 // one f32 lane per row: the same exact int32 block sums, then per block one FMA of
 // sum · (weight scale × activation scale) in block order, as the row-major tiles do per pair.
+// decode_prefetch_bytes > 0: a one-token product on interleaved rows requests each block column's
+// bytes that far ahead with software prefetch (ops::plan_decode_prefetch says when it pays).
 void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,
-                  int64_t ldy);
+                  int64_t ldy, uint64_t decode_prefetch_bytes = 0);
 
 }  // namespace g4::ops

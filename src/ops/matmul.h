@@ -30,7 +30,21 @@ struct MatmulContext {
   // The input width plan_matmul sized panel_rows for (0: unknown): a narrower matrix's prefill
   // panel takes proportionally more rows, up to 64. Last, so {pool, rows, bf16, int8} still reads.
   int64_t panel_in = 0;
+  // Software prefetch distance for one-token products on the interleaved int8 kernel (0: off).
+  uint64_t decode_prefetch_bytes = 0;
 };
+
+// Whether decode's weight stream gets software prefetch on this CPU, how far ahead, and why.
+struct PrefetchPlan {
+  uint64_t bytes = 0;
+  std::string reason;
+};
+PrefetchPlan plan_decode_prefetch(const DeviceInfo& device);
+
+// The context the engine and the CLI run products with on `device`: panels planned for the
+// widest input (plan_matmul; throws with the arithmetic when none fits), decode prefetch planned.
+MatmulContext make_matmul_context(ThreadPool* pool, const DeviceInfo& device, int64_t widest_in, bool bf16_compute,
+                                  bool int8_activations);
 
 // True when matmul with this context runs BF16 weights on the bf16 dot-product kernel.
 bool uses_bf16_kernel(const MatmulContext& ctx);

@@ -11,7 +11,9 @@ struct BandwidthOptions {
   // L3, which a VM's few cores do not get), and small enough that first touch plus passes stay
   // under a second.
   uint64_t buffer_bytes = 0;
-  int repetitions = 3;  // the best pass is reported: the others lost time to the scheduler
+  // The best pass is reported (the others lost time to the scheduler); odd passes add software
+  // prefetch 8 KiB ahead of the loads, so with >= 2 the figure is the better of both ways to read.
+  int repetitions = 3;
 };
 
 struct BandwidthResult {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -13,6 +14,7 @@
 #include "ops/matmul.h"
 #include "ops/quant_dot.h"
 #include "ops/reference_ops.h"
+#include "platform/device_presets.h"
 #include "platform/dtype.h"
 #include "platform/error.h"
 #include "platform/row_interleave.h"
@@ -215,6 +217,48 @@ TEST(GemmQ8Interleaved, RefusesARowRangeThatSplitsAGroup) {
   EXPECT_THROW(ops::gemm_q8_rows(a, w.bytes.data(), DType::Q8_0_R16, 0, 20, y.data(), 32), Error);
   EXPECT_THROW(ops::gemm_q8_rows(a, w.bytes.data(), DType::Q8_0_R16, 8, 32, y.data(), 32), Error);
   EXPECT_NO_THROW(ops::gemm_q8_rows(a, w.bytes.data(), DType::Q8_0_R16, 16, 32, y.data(), 32));
+}
+
+// Decode's software prefetch (plan_decode_prefetch) changes what is requested from memory, never
+// what is computed: with and without it the products are the same bits, and a prefetch that runs
+// past the end of the matrix (the last groups) is harmless.
+TEST(GemmQ8Interleaved, DecodePrefetchChangesNoBits) {
+  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
+  for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16}) {
+    const int64_t in = 256, out = 64;
+    BlockWeights w = make_weights(t, out, in, 61);
+    std::vector<float> x = test::random_activations(in, 62), plain(static_cast<size_t>(out)), ahead(static_cast<size_t>(out));
+    ops::Q8Activations a;
+    ops::quantize_activations(x.data(), 1, in, a);
+    ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, plain.data(), out, 0);
+    for (uint64_t bytes : {64ull, 8192ull, 1ull << 20}) {
+      std::fill(ahead.begin(), ahead.end(), NAN);
+      ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, ahead.data(), out, bytes);
+      EXPECT_EQ(0, std::memcmp(plain.data(), ahead.data(), plain.size() * 4)) << dtype_name(t) << " " << bytes;
+    }
+  }
+}
+
+TEST(GemmQ8Dispatch, DecodePrefetchIsPlannedPerVendorWithAReason) {
+  DeviceInfo d = presets::avx2_laptop();
+  d.vendor = "GenuineIntel";
+  EXPECT_EQ(ops::plan_decode_prefetch(d).bytes, 8192u);
+  EXPECT_NE(ops::plan_decode_prefetch(d).reason.find("Intel"), std::string::npos);
+  d.vendor = "AuthenticAMD";
+  EXPECT_EQ(ops::plan_decode_prefetch(d).bytes, 0u);
+  EXPECT_NE(ops::plan_decode_prefetch(d).reason.find("AMD"), std::string::npos);
+  d.vendor = "SomeoneElse";
+  EXPECT_EQ(ops::plan_decode_prefetch(d).bytes, 0u);
+  EXPECT_NE(ops::plan_decode_prefetch(d).reason.find("SomeoneElse"), std::string::npos);
+  const ops::MatmulContext c = ops::make_matmul_context(nullptr, d, 1536, false, true);
+  EXPECT_EQ(c.decode_prefetch_bytes, 0u);
+  EXPECT_EQ(c.panel_in, 1536);
+  EXPECT_GE(c.panel_rows, 4);
+  d.vendor = "GenuineIntel";
+  if (ops::gemm_q8_available()) {  // the description names the kernel that runs, so only where it can
+    EXPECT_NE(ops::describe_matmul(ops::make_matmul_context(nullptr, d, 1536, false, true), DType::Q4_0_R16).find("8 KiB"),
+              std::string::npos);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, GemmQ8, ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q8_0_R16, DType::Q4_0_R16),
