@@ -66,8 +66,10 @@ int run(const std::vector<std::string>& argv) {
                     {"repetitions", r.repetitions},
                     {"seconds", r.seconds_total}});
     out["memory_read_bandwidth"] = bw;
-    const ops::PrefetchPlan pf = ops::plan_decode_prefetch(device);
-    out["decode_prefetch"] = {{"bytes", pf.bytes}, {"reason", pf.reason}};
+    const ops::DecodePlan dp = ops::plan_decode_streaming(device);
+    out["decode_streaming"] = {{"streams_per_thread", dp.streaming.groups},
+                               {"prefetch_bytes", dp.streaming.prefetch_bytes},
+                               {"reason", dp.reason}};
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
@@ -79,9 +81,9 @@ int run(const std::vector<std::string>& argv) {
                 r.seconds_total);
   if (bandwidth.empty()) std::printf("  memory read: not measured (g4 device --bandwidth)\n");
   {
-    const ops::PrefetchPlan pf = ops::plan_decode_prefetch(device);
-    std::printf("  decode prefetch: %s (%s)\n", pf.bytes ? (std::to_string(pf.bytes >> 10) + " KiB ahead").c_str() : "off",
-                pf.reason.c_str());
+    const ops::DecodePlan dp = ops::plan_decode_streaming(device);
+    std::printf("  decode weight stream (int8 kernel): %s (%s)\n", ops::describe_decode_streaming(dp.streaming).c_str(),
+                dp.reason.c_str());
   }
   for (const auto& [ckpt, policy] : policies) {
     std::printf("\ncheckpoint %s -> %s", std::string(num_format_name(ckpt)).c_str(), describe_policy(policy).c_str());

@@ -105,9 +105,9 @@ int run(const std::vector<std::string>& argv) {
                 describe_attention(ops::KvElem::BF16, ex).c_str());
   }
   {
-    const ops::PrefetchPlan pf = ops::plan_decode_prefetch(dev);
-    std::printf("executed   decode prefetch (int8 kernel): %s (%s)\n",
-                pf.bytes ? (std::to_string(pf.bytes >> 10) + " KiB ahead").c_str() : "off", pf.reason.c_str());
+    const ops::DecodePlan dp = ops::plan_decode_streaming(dev);
+    std::printf("executed   decode weight stream (int8 kernel): %s (%s)\n", ops::describe_decode_streaming(dp.streaming).c_str(),
+                dp.reason.c_str());
   }
   std::printf("weights    %s: %d streamed matrices, %.0f MiB (%s); generate/bench/serve --weight-memory\n",
               placement.placement == "huge" ? "copied into 2 MiB huge pages at load" : "read through the mapping",

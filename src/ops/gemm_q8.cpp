@@ -256,10 +256,13 @@ G4_VNNI_TARGET void tile16(const std::byte* w, uint64_t group_bytes, const Q8Act
       #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) s[g][c] = start;
     }
-    if constexpr (G == 1 && C == 1)
+    if constexpr (C == 1)
       if (prefetch)
-        for (uint64_t o = 0; o < kColumnBytes; o += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(w + uint64_t(b) * kColumnBytes + prefetch + o), _MM_HINT_T0);
+        #pragma GCC unroll 4
+        for (int g = 0; g < G; ++g)
+          for (uint64_t o = 0; o < kColumnBytes; o += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(w + uint64_t(g) * group_bytes + uint64_t(b) * kColumnBytes + prefetch + o),
+                         _MM_HINT_T0);
     #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
       const std::byte* col = w + uint64_t(g) * group_bytes + uint64_t(b) * kColumnBytes;
@@ -306,27 +309,31 @@ constexpr Tile16Fn tile16_for(int c) {
   return c == 1 ? tile16<G, 1, kQ4> : c == 2 ? tile16<G, 2, kQ4> : c == 3 ? tile16<G, 3, kQ4> : tile16<G, 4, kQ4>;
 }
 
-// Decode (one token) takes one group per tile: a single sequential stream of weights, which
-// measured as fast as or faster than 2 or 4 groups at once (bench/matmul_bench.cpp, T = 1; each
-// block's 8-deep VPDPBUSD chain is independent of the next block's, so out-of-order execution
-// overlaps them). Prefill takes 2 groups x 4 tokens: each weight vector feeds 4 products, each
-// broadcast 2.
+// Decode (one token) takes DecodeStreaming::groups groups per tile, one sequential stream each:
+// on AMD Zen 5 one stream measured as fast as 2 or 4, on an Ice Lake VM 4 streams read 15-20%
+// more (bench/matmul_bench.cpp, T = 1). Prefill takes 2 groups x 4 tokens: each weight vector
+// feeds 4 products, each broadcast 2.
 template <bool kQ4>
 Tile16Fn pick16(int g, int c) {
-  return g == 2 ? tile16_for<2, kQ4>(c) : tile16_for<1, kQ4>(c);
+  return g == 4 ? tile16_for<4, kQ4>(c) : g == 2 ? tile16_for<2, kQ4>(c) : tile16_for<1, kQ4>(c);
 }
 
 void gemm_interleaved_rows(const Q8Activations& a, const std::byte* w, bool q4, int64_t o_begin, int64_t o_end, float* y,
-                           int64_t ldy, uint64_t decode_prefetch) {
+                           int64_t ldy, DecodeStreaming decode) {
   const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(q4 ? DType::Q4_0 : DType::Q8_0, a.in);
   const int64_t g_begin = o_begin / kInterleaveRows, g_end = o_end / kInterleaveRows;
   auto run = [&](int g_count, int c, int64_t g, int64_t t) {
     (q4 ? pick16<true>(g_count, c) : pick16<false>(g_count, c))(w + uint64_t(g) * group_bytes, group_bytes, a, t,
                                                                  y + t * ldy + g * kInterleaveRows, ldy,
-                                                                 a.T == 1 ? decode_prefetch : 0);
+                                                                 a.T == 1 ? decode.prefetch_bytes : 0);
   };
-  if (a.T == 1) {  // decode: one group at a time, one sequential stream for the hardware prefetcher
-    for (int64_t g = g_begin; g < g_end; ++g) run(1, 1, g, 0);
+  if (a.T == 1) {  // decode: decode.groups sequential streams side by side, then the remainder
+    int64_t g = g_begin;
+    if (decode.groups >= 4)
+      for (; g + 4 <= g_end; g += 4) run(4, 1, g, 0);
+    if (decode.groups >= 2)
+      for (; g + 2 <= g_end; g += 2) run(2, 1, g, 0);
+    for (; g < g_end; ++g) run(1, 1, g, 0);
     return;
   }
   for (int64_t t0 = 0; t0 < a.T; t0 += kTokenBlock) {
@@ -361,12 +368,12 @@ bool gemm_q8_available() {
 }
 
 void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,
-                  int64_t ldy, uint64_t decode_prefetch_bytes) {
+                  int64_t ldy, DecodeStreaming decode) {
   if (dtype_is_interleaved(dtype)) {
     if (o_begin % kInterleaveRows || o_end % kInterleaveRows)
       throw Error("gemm_q8_rows: rows [" + std::to_string(o_begin) + ", " + std::to_string(o_end) + ") of " +
                   std::string(dtype_name(dtype)) + " weights must be whole groups of 16");
-    gemm_interleaved_rows(a, w, dtype == DType::Q4_0_R16, o_begin, o_end, y, ldy, decode_prefetch_bytes);
+    gemm_interleaved_rows(a, w, dtype == DType::Q4_0_R16, o_begin, o_end, y, ldy, decode);
     return;
   }
   const bool q4 = dtype == DType::Q4_0;
@@ -386,7 +393,7 @@ void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64
 #else  // not x86-64: never available; callers check first
 
 bool gemm_q8_available() { return false; }
-void gemm_q8_rows(const Q8Activations&, const std::byte*, DType, int64_t, int64_t, float*, int64_t, uint64_t) {}
+void gemm_q8_rows(const Q8Activations&, const std::byte*, DType, int64_t, int64_t, float*, int64_t, DecodeStreaming) {}
 
 #endif
 

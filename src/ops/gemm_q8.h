@@ -42,6 +42,14 @@ void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& 
 // (true where there is no AVX-512 path).
 bool quantize_block_matches_scalar(const float* xb);
 
+// Decode (one token) on interleaved rows streams `groups` 16-row groups side by side (1, 2 or 4:
+// that many concurrent weight streams per thread) and, with prefetch_bytes > 0, requests each
+// group's block columns that far ahead with software prefetch.
+struct DecodeStreaming {
+  int groups = 1;
+  uint64_t prefetch_bytes = 0;
+};
+
 // y[t * ldy + o] for o in [o_begin, o_end), t in [0, a.T): Σ_i a[t, i] · w[o, i], where w holds
 // rows of `dtype` blocks, a.in values each: Q8_0 or Q4_0 row-major, or Q8_0_R16 / Q4_0_R16
 // (platform/row_interleave.h; then o_begin and o_end are multiples of 16). Requires
@@ -51,9 +59,9 @@ bool quantize_block_matches_scalar(const float* xb);
 // or nibble weights as the unsigned operand, −offset·Σq as each block's starting sum) and keep
 // one f32 lane per row: the same exact int32 block sums, then per block one FMA of
 // sum · (weight scale × activation scale) in block order, as the row-major tiles do per pair.
-// decode_prefetch_bytes > 0: a one-token product on interleaved rows requests each block column's
-// bytes that far ahead with software prefetch (ops::plan_decode_prefetch says when it pays).
+// `decode`: how a one-token product on interleaved rows reads its weights (DecodeStreaming;
+// ops::plan_decode_streaming says what pays on a CPU). It changes no result bits.
 void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,
-                  int64_t ldy, uint64_t decode_prefetch_bytes = 0);
+                  int64_t ldy, DecodeStreaming decode = {});
 
 }  // namespace g4::ops

@@ -30,18 +30,25 @@ TilePlan plan_matmul(const DeviceInfo& device, int64_t max_in) {
   return plan_tiles(p, l2);
 }
 
-PrefetchPlan plan_decode_prefetch(const DeviceInfo& device) {
-  PrefetchPlan p;
+DecodePlan plan_decode_streaming(const DeviceInfo& device) {
+  DecodePlan p;
   if (device.vendor == "GenuineIntel") {
-    p.bytes = 8u << 10;
-    p.reason = "Intel core: one core's hardware prefetch leaves DRAM bandwidth unused (Q4_0 decode products "
-               "+20-35%, Q8_0 +5-10% with 4-8 KiB on an Ice Lake VM, bench/matmul_bench.cpp)";
+    p.streaming = {4, 8u << 10};
+    p.reason = "Intel core: one stream per core leaves DRAM bandwidth unused (on an Ice Lake VM, Q4_0/Q8_0 decode "
+               "products read +20-35% with prefetch 4-8 KiB ahead and another 15-20% with 4 streams; "
+               "bench/matmul_bench.cpp)";
   } else if (device.vendor == "AuthenticAMD") {
-    p.reason = "AMD core: the hardware prefetcher keeps up (1 and 4 KiB measured slower on Zen 5, 16 KiB no gain)";
+    p.streaming = {1, 0};
+    p.reason = "AMD core: one stream keeps up (on Zen 5, 2 or 4 streams no faster, prefetch 1 and 4 KiB ahead slower)";
   } else {
-    p.reason = "unmeasured CPU vendor '" + device.vendor + "': left to the hardware prefetcher";
+    p.reason = "unmeasured CPU vendor '" + device.vendor + "': one stream, no software prefetch";
   }
   return p;
+}
+
+std::string describe_decode_streaming(const DecodeStreaming& s) {
+  std::string d = std::to_string(s.groups) + (s.groups == 1 ? " stream" : " streams") + " per thread";
+  return d + (s.prefetch_bytes ? ", prefetch " + std::to_string(s.prefetch_bytes >> 10) + " KiB ahead" : ", no prefetch");
 }
 
 MatmulContext make_matmul_context(ThreadPool* pool, const DeviceInfo& device, int64_t widest_in, bool bf16_compute,
@@ -52,7 +59,7 @@ MatmulContext make_matmul_context(ThreadPool* pool, const DeviceInfo& device, in
   c.panel_in = widest_in;
   c.bf16_compute = bf16_compute;
   c.int8_activations = int8_activations;
-  c.decode_prefetch_bytes = plan_decode_prefetch(device).bytes;
+  c.decode = plan_decode_streaming(device).streaming;
   return c;
 }
 
@@ -150,9 +157,7 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
     return std::string(dtype_name(interleave_base(dtype))) +
            " weights, 16 rows interleaved, x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
            "16 rows per instruction, exact int32 block sums, f32 accumulate" +
-           (ctx.decode_prefetch_bytes ? "; decode prefetches " + std::to_string(ctx.decode_prefetch_bytes >> 10) +
-                                            " KiB ahead"
-                                      : std::string());
+           "; decode: " + describe_decode_streaming(ctx.decode);
   if (dtype_is_interleaved(dtype)) return name + " weights on the reference loops (one row at a time out of its group)";
   std::string s;
   if (simd_dtype(dtype)) s = "f32 FMA on " + name + " weights widened in registers (Highway " + target + "), f32 accumulate";
@@ -261,7 +266,7 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
       if (kernel == FastKernel::Bf16)
         gemm_bf16_rows(xbp, T, in, reinterpret_cast<const uint16_t*>(w.data), r0, r1, products[i].y, out);
       else
-        gemm_q8_rows(xa, w.data, w.dtype, r0, r1, products[i].y, out, ctx.decode_prefetch_bytes);
+        gemm_q8_rows(xa, w.data, w.dtype, r0, r1, products[i].y, out, ctx.decode);
     }
   };
   if (!ctx.pool || ctx.pool->size() == 1 || rows < kMinParallelRows) run_units(0, first.back());

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/gemm_q8.h"
 #include "platform/device.h"
 #include "platform/tensor_view.h"
 #include "platform/thread_pool.h"
@@ -30,16 +31,17 @@ struct MatmulContext {
   // The input width plan_matmul sized panel_rows for (0: unknown): a narrower matrix's prefill
   // panel takes proportionally more rows, up to 64. Last, so {pool, rows, bf16, int8} still reads.
   int64_t panel_in = 0;
-  // Software prefetch distance for one-token products on the interleaved int8 kernel (0: off).
-  uint64_t decode_prefetch_bytes = 0;
+  // How one-token products on the interleaved int8 kernel read their weights.
+  DecodeStreaming decode{};
 };
 
-// Whether decode's weight stream gets software prefetch on this CPU, how far ahead, and why.
-struct PrefetchPlan {
-  uint64_t bytes = 0;
+// How decode's weight stream is read on this CPU (streams per thread, software prefetch), and why.
+struct DecodePlan {
+  DecodeStreaming streaming;
   std::string reason;
 };
-PrefetchPlan plan_decode_prefetch(const DeviceInfo& device);
+DecodePlan plan_decode_streaming(const DeviceInfo& device);
+std::string describe_decode_streaming(const DecodeStreaming& s);  // "4 streams per thread, prefetch 8 KiB ahead"
 
 // The context the engine and the CLI run products with on `device`: panels planned for the
 // widest input (plan_matmul; throws with the arithmetic when none fits), decode prefetch planned.

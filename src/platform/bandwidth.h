@@ -11,8 +11,9 @@ struct BandwidthOptions {
   // L3, which a VM's few cores do not get), and small enough that first touch plus passes stay
   // under a second.
   uint64_t buffer_bytes = 0;
-  // The best pass is reported (the others lost time to the scheduler); odd passes add software
-  // prefetch 8 KiB ahead of the loads, so with >= 2 the figure is the better of both ways to read.
+  // The best pass is reported (the others lost time to the scheduler). Passes cycle through one
+  // stream per thread, eight streams per thread, and one stream with software prefetch 8 KiB
+  // ahead, so with >= 3 the figure is the best of the three ways to read.
   int repetitions = 3;
 };
 

@@ -219,45 +219,54 @@ TEST(GemmQ8Interleaved, RefusesARowRangeThatSplitsAGroup) {
   EXPECT_NO_THROW(ops::gemm_q8_rows(a, w.bytes.data(), DType::Q8_0_R16, 16, 32, y.data(), 32));
 }
 
-// Decode's software prefetch (plan_decode_prefetch) changes what is requested from memory, never
-// what is computed: with and without it the products are the same bits, and a prefetch that runs
-// past the end of the matrix (the last groups) is harmless.
-TEST(GemmQ8Interleaved, DecodePrefetchChangesNoBits) {
+// How decode reads its weights (plan_decode_streaming: 1, 2 or 4 groups side by side, software
+// prefetch) changes what is requested from memory and in which order, never what is computed:
+// every streaming gives the same bits as one group at a time without prefetch, including group
+// counts that leave a remainder and a prefetch that runs past the end of the matrix.
+TEST(GemmQ8Interleaved, DecodeStreamingChangesNoBits) {
   if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
   for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16}) {
-    const int64_t in = 256, out = 64;
+    const int64_t in = 256, out = 16 * 7;  // 7 groups: 4 + 2 + 1
     BlockWeights w = make_weights(t, out, in, 61);
-    std::vector<float> x = test::random_activations(in, 62), plain(static_cast<size_t>(out)), ahead(static_cast<size_t>(out));
+    std::vector<float> x = test::random_activations(in, 62), plain(static_cast<size_t>(out)), other(static_cast<size_t>(out));
     ops::Q8Activations a;
     ops::quantize_activations(x.data(), 1, in, a);
-    ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, plain.data(), out, 0);
-    for (uint64_t bytes : {64ull, 8192ull, 1ull << 20}) {
-      std::fill(ahead.begin(), ahead.end(), NAN);
-      ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, ahead.data(), out, bytes);
-      EXPECT_EQ(0, std::memcmp(plain.data(), ahead.data(), plain.size() * 4)) << dtype_name(t) << " " << bytes;
-    }
+    ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, plain.data(), out, {1, 0});
+    for (int groups : {1, 2, 4})
+      for (uint64_t bytes : {0ull, 64ull, 8192ull, 1ull << 20})
+        for (auto [b, e] : {std::pair<int64_t, int64_t>{0, out}, {16, 96}, {48, 64}}) {
+          std::fill(other.begin(), other.end(), NAN);
+          ops::gemm_q8_rows(a, w.bytes.data(), t, b, e, other.data(), out, {groups, bytes});
+          EXPECT_EQ(0, std::memcmp(plain.data() + b, other.data() + b, size_t(e - b) * 4))
+              << dtype_name(t) << " groups " << groups << " prefetch " << bytes << " rows " << b << "-" << e;
+          for (int64_t r = 0; r < out; ++r)  // and no row outside the range is written
+            if (r < b || r >= e) ASSERT_TRUE(std::isnan(other[size_t(r)])) << "row " << r << " groups " << groups;
+        }
   }
 }
 
-TEST(GemmQ8Dispatch, DecodePrefetchIsPlannedPerVendorWithAReason) {
+TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   DeviceInfo d = presets::avx2_laptop();
   d.vendor = "GenuineIntel";
-  EXPECT_EQ(ops::plan_decode_prefetch(d).bytes, 8192u);
-  EXPECT_NE(ops::plan_decode_prefetch(d).reason.find("Intel"), std::string::npos);
+  EXPECT_EQ(ops::plan_decode_streaming(d).streaming.prefetch_bytes, 8192u);
+  EXPECT_EQ(ops::plan_decode_streaming(d).streaming.groups, 4);
+  EXPECT_NE(ops::plan_decode_streaming(d).reason.find("Intel"), std::string::npos);
   d.vendor = "AuthenticAMD";
-  EXPECT_EQ(ops::plan_decode_prefetch(d).bytes, 0u);
-  EXPECT_NE(ops::plan_decode_prefetch(d).reason.find("AMD"), std::string::npos);
+  EXPECT_EQ(ops::plan_decode_streaming(d).streaming.prefetch_bytes, 0u);
+  EXPECT_EQ(ops::plan_decode_streaming(d).streaming.groups, 1);
+  EXPECT_NE(ops::plan_decode_streaming(d).reason.find("AMD"), std::string::npos);
   d.vendor = "SomeoneElse";
-  EXPECT_EQ(ops::plan_decode_prefetch(d).bytes, 0u);
-  EXPECT_NE(ops::plan_decode_prefetch(d).reason.find("SomeoneElse"), std::string::npos);
+  EXPECT_EQ(ops::plan_decode_streaming(d).streaming.prefetch_bytes, 0u);
+  EXPECT_NE(ops::plan_decode_streaming(d).reason.find("SomeoneElse"), std::string::npos);
   const ops::MatmulContext c = ops::make_matmul_context(nullptr, d, 1536, false, true);
-  EXPECT_EQ(c.decode_prefetch_bytes, 0u);
+  EXPECT_EQ(c.decode.prefetch_bytes, 0u);
   EXPECT_EQ(c.panel_in, 1536);
   EXPECT_GE(c.panel_rows, 4);
   d.vendor = "GenuineIntel";
   if (ops::gemm_q8_available()) {  // the description names the kernel that runs, so only where it can
-    EXPECT_NE(ops::describe_matmul(ops::make_matmul_context(nullptr, d, 1536, false, true), DType::Q4_0_R16).find("8 KiB"),
-              std::string::npos);
+    const std::string desc =
+        ops::describe_matmul(ops::make_matmul_context(nullptr, d, 1536, false, true), DType::Q4_0_R16);
+    EXPECT_NE(desc.find("4 streams per thread, prefetch 8 KiB ahead"), std::string::npos) << desc;
   }
 }
 
