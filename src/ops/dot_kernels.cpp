@@ -4,6 +4,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 #include <hwy/aligned_allocator.h>
+#include <hwy/cache_control.h>
 
 #include <algorithm>
 #include <cstring>
@@ -14,6 +15,7 @@
 #endif
 
 #include "ops/dot_kernels.h"
+#include "platform/error.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace g4::ops {
@@ -36,71 +38,6 @@ HWY_INLINE hn::Vec<D> LoadWidened(D d, const T* p) {
   }
 }
 
-// Up to 4 rows share each load of x; two accumulators per row hide FMA latency.
-template <typename T>
-void DotRowsT(const float* x, const T* w, size_t n, size_t stride, int rows, float* out) {
-  const hn::ScalableTag<float> d;
-  const size_t N = hn::Lanes(d);
-  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
-  auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
-  const T* w0 = w;
-  const T* w1 = w + stride * (rows > 1 ? 1 : 0);
-  const T* w2 = w + stride * (rows > 2 ? 2 : 0);
-  const T* w3 = w + stride * (rows > 3 ? 3 : 0);
-  size_t i = 0;
-  for (; i + 2 * N <= n; i += 2 * N) {
-    const auto x0 = hn::LoadU(d, x + i), x1 = hn::LoadU(d, x + i + N);
-    a0 = hn::MulAdd(x0, LoadWidened(d, w0 + i), a0);
-    b0 = hn::MulAdd(x1, LoadWidened(d, w0 + i + N), b0);
-    if (rows > 1) {
-      a1 = hn::MulAdd(x0, LoadWidened(d, w1 + i), a1);
-      b1 = hn::MulAdd(x1, LoadWidened(d, w1 + i + N), b1);
-    }
-    if (rows > 2) {
-      a2 = hn::MulAdd(x0, LoadWidened(d, w2 + i), a2);
-      b2 = hn::MulAdd(x1, LoadWidened(d, w2 + i + N), b2);
-    }
-    if (rows > 3) {
-      a3 = hn::MulAdd(x0, LoadWidened(d, w3 + i), a3);
-      b3 = hn::MulAdd(x1, LoadWidened(d, w3 + i + N), b3);
-    }
-  }
-  for (; i + N <= n; i += N) {
-    const auto x0 = hn::LoadU(d, x + i);
-    a0 = hn::MulAdd(x0, LoadWidened(d, w0 + i), a0);
-    if (rows > 1) a1 = hn::MulAdd(x0, LoadWidened(d, w1 + i), a1);
-    if (rows > 2) a2 = hn::MulAdd(x0, LoadWidened(d, w2 + i), a2);
-    if (rows > 3) a3 = hn::MulAdd(x0, LoadWidened(d, w3 + i), a3);
-  }
-  float s[4] = {hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, b0))), hn::GetLane(hn::SumOfLanes(d, hn::Add(a1, b1))),
-                hn::GetLane(hn::SumOfLanes(d, hn::Add(a2, b2))), hn::GetLane(hn::SumOfLanes(d, hn::Add(a3, b3)))};
-  const T* wr[4] = {w0, w1, w2, w3};
-  for (; i < n; ++i)
-    for (int r = 0; r < rows; ++r) {
-      float wv;
-      if constexpr (std::is_same_v<T, float>) wv = wr[r][i];
-      else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) wv = hwy::F32FromBF16(wr[r][i]);
-      else wv = F16Scalar(wr[r][i]);
-      s[r] += x[i] * wv;
-    }
-  for (int r = 0; r < rows; ++r) out[r] = s[r];
-}
-
-void DotRows(const float* x, const void* w, DType dtype, size_t n, size_t stride, int rows, float* out) {
-  switch (dtype) {
-    case DType::F32: return DotRowsT(x, static_cast<const float*>(w), n, stride, rows, out);
-    case DType::BF16: return DotRowsT(x, static_cast<const hwy::bfloat16_t*>(w), n, stride, rows, out);
-    case DType::F16: return DotRowsT(x, static_cast<const hwy::float16_t*>(w), n, stride, rows, out);
-    default: return;  // callers route other dtypes to the reference loop
-  }
-}
-
-// Tokens x rows of f32 products, each output with exactly DotRowsT's arithmetic on the same row:
-// lane-wise accumulator a over chunks 0, 2, 4, ... and b over chunks 1, 3, 5, ..., a last single
-// chunk into a, SumOfLanes(a + b), then the scalar tail in order. So a product is bit-identical
-// whether it came from here (prefill) or from DotRows (decode, widened in registers: widening is
-// exact). TB tokens x R rows per micro-tile share each load: TB loads of x and R of w feed
-// TB·R FMAs per chunk.
 // Pins v in a register: the compiler otherwise folds the same activation load into each of the
 // R FMAs that use it, and the micro-tile becomes bound by loads instead of FMAs.
 template <class V>
@@ -111,6 +48,80 @@ HWY_INLINE V InRegister(V v) {
   return v;
 }
 
+// R rows (1-8) share each load of x; two accumulators per row hide FMA latency: a over chunks
+// 0, 2, 4, ..., b over 1, 3, 5, ..., a last single chunk into a, SumOfLanes(a + b), then the
+// scalar tail in order (DotMicroTile keeps exactly this arithmetic). prefetch > 0: each row's
+// bytes that far ahead are requested with software prefetch (one row = one stream).
+template <int R, typename T>
+HWY_INLINE void DotRowsR(const float* x, const T* w, size_t n, size_t stride, size_t prefetch, float* out) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  using V = hn::Vec<decltype(d)>;
+  V a[R], b[R];
+  #pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) a[r] = b[r] = hn::Zero(d);
+  size_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    if (prefetch) {
+      #pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) hwy::Prefetch(reinterpret_cast<const char*>(w + r * stride + i) + prefetch);
+    }
+    const V x0 = InRegister(hn::LoadU(d, x + i)), x1 = InRegister(hn::LoadU(d, x + i + N));
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      a[r] = hn::MulAdd(x0, LoadWidened(d, w + r * stride + i), a[r]);
+      b[r] = hn::MulAdd(x1, LoadWidened(d, w + r * stride + i + N), b[r]);
+    }
+  }
+  for (; i + N <= n; i += N) {
+    const V x0 = hn::LoadU(d, x + i);
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) a[r] = hn::MulAdd(x0, LoadWidened(d, w + r * stride + i), a[r]);
+  }
+  #pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    float sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(a[r], b[r])));
+    for (size_t j = i; j < n; ++j) {
+      float wv;
+      if constexpr (std::is_same_v<T, float>) wv = w[r * stride + j];
+      else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) wv = hwy::F32FromBF16(w[r * stride + j]);
+      else wv = F16Scalar(w[r * stride + j]);
+      sum += x[j] * wv;
+    }
+    out[r] = sum;
+  }
+}
+
+template <typename T>
+void DotRowsT(const float* x, const T* w, size_t n, size_t stride, int rows, size_t prefetch, float* out) {
+  switch (rows) {
+    case 1: return DotRowsR<1>(x, w, n, stride, prefetch, out);
+    case 2: return DotRowsR<2>(x, w, n, stride, prefetch, out);
+    case 3: return DotRowsR<3>(x, w, n, stride, prefetch, out);
+    case 4: return DotRowsR<4>(x, w, n, stride, prefetch, out);
+    case 5: return DotRowsR<5>(x, w, n, stride, prefetch, out);
+    case 6: return DotRowsR<6>(x, w, n, stride, prefetch, out);
+    case 7: return DotRowsR<7>(x, w, n, stride, prefetch, out);
+    case 8: return DotRowsR<8>(x, w, n, stride, prefetch, out);
+    default: return;  // dot_rows checks
+  }
+}
+
+void DotRows(const float* x, const void* w, DType dtype, size_t n, size_t stride, int rows, float* out, size_t prefetch) {
+  switch (dtype) {
+    case DType::F32: return DotRowsT(x, static_cast<const float*>(w), n, stride, rows, prefetch, out);
+    case DType::BF16: return DotRowsT(x, static_cast<const hwy::bfloat16_t*>(w), n, stride, rows, prefetch, out);
+    case DType::F16: return DotRowsT(x, static_cast<const hwy::float16_t*>(w), n, stride, rows, prefetch, out);
+    default: return;  // callers route other dtypes to the reference loop
+  }
+}
+
+// Tokens x rows of f32 products, each output with exactly DotRowsR's arithmetic on the same row:
+// lane-wise accumulator a over chunks 0, 2, 4, ... and b over chunks 1, 3, 5, ..., a last single
+// chunk into a, SumOfLanes(a + b), then the scalar tail in order. So a product is bit-identical
+// whether it came from here (prefill) or from DotRows (decode, widened in registers: widening is
+// exact). TB tokens x R rows per micro-tile share each load: TB loads of x and R of w feed
+// TB·R FMAs per chunk.
 template <int TB, int R>
 HWY_INLINE void DotMicroTile(const float* x, size_t ldx, const float* w, size_t ldw, size_t n, float* y, size_t ldy) {
   const hn::ScalableTag<float> d;
@@ -380,8 +391,11 @@ bool dot_row_blocks(const float* x, const std::byte* row, DType dtype, size_t n,
   return HWY_DYNAMIC_DISPATCH(DotRowBlocks)(x, row, dtype, n, out);
 }
 
-void dot_rows(const float* x, const void* w, DType dtype, size_t n, size_t row_stride, int rows, float* out) {
-  HWY_DYNAMIC_DISPATCH(DotRows)(x, w, dtype, n, row_stride, rows, out);
+void dot_rows(const float* x, const void* w, DType dtype, size_t n, size_t row_stride, int rows, float* out,
+              size_t prefetch_bytes) {
+  if (rows < 1 || rows > kMaxDotRows)
+    throw Error("dot_rows: " + std::to_string(rows) + " rows; 1 to " + std::to_string(kMaxDotRows) + " share a call");
+  HWY_DYNAMIC_DISPATCH(DotRows)(x, w, dtype, n, row_stride, rows, out, prefetch_bytes);
 }
 void dot_panel(const float* x, size_t T, size_t n, const float* w, size_t ldw, size_t rows, float* y, size_t ldy) {
   HWY_DYNAMIC_DISPATCH(DotPanel)(x, T, n, w, ldw, rows, y, ldy);

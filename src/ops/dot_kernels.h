@@ -9,8 +9,13 @@
 
 namespace g4::ops {
 
-// out[r] = Σ_i x[i] · w_r[i] for r < rows (rows <= 4), w_r = w + r * row_stride elements of `dtype`.
-void dot_rows(const float* x, const void* w, DType dtype, size_t n, size_t row_stride, int rows, float* out);
+inline constexpr int kMaxDotRows = 8;
+
+// out[r] = Σ_i x[i] · w_r[i] for r < rows (1 <= rows <= kMaxDotRows; throws g4::Error otherwise),
+// w_r = w + r * row_stride elements of `dtype`. Each row's sum is the same bits whatever `rows`.
+// prefetch_bytes > 0: each row's bytes that far ahead are requested with software prefetch.
+void dot_rows(const float* x, const void* w, DType dtype, size_t n, size_t row_stride, int rows, float* out,
+              size_t prefetch_bytes = 0);
 
 // Σ_i x[i] · w[i] for one row of Q8_0 or Q4_0 blocks (32 values each, f16 scale), without
 // materialising the dequantized row. Returns false for other dtypes (caller falls back).

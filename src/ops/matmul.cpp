@@ -35,8 +35,8 @@ DecodePlan plan_decode_streaming(const DeviceInfo& device) {
   if (device.vendor == "GenuineIntel") {
     p.streaming = {4, 8u << 10};
     p.reason = "Intel core: one stream per core leaves DRAM bandwidth unused (on an Ice Lake VM, Q4_0/Q8_0 decode "
-               "products read +20-35% with prefetch 4-8 KiB ahead and another 15-20% with 4 streams; "
-               "bench/matmul_bench.cpp)";
+               "products read +20-35% with prefetch 4-8 KiB ahead and another 15-20% with 4 row groups side by side; "
+               "BF16 on the f32 kernels +10-15% with 8 rows per call and prefetch; bench/matmul_bench.cpp)";
   } else if (device.vendor == "AuthenticAMD") {
     p.streaming = {1, 0};
     p.reason = "AMD core: one stream keeps up (on Zen 5, 2 or 4 streams no faster, prefetch 1 and 4 KiB ahead slower)";
@@ -85,7 +85,7 @@ size_t panel_scratch(std::vector<float>& v, int64_t rows, int64_t in, float** da
 // (SIMD for Q8_0/Q4_0, scalar quant_dot otherwise), up to 4 rows sharing each load of x; prefill
 // dequantizes a panel of `group` rows once and runs every token against it (dot_panel).
 void matmul_rows_blocks(const float* x, int64_t T, const TensorView& w, float* y, int64_t o_begin, int64_t o_end,
-                        int group, std::vector<float>& scratch) {
+                        int group, std::vector<float>& scratch, size_t) {
   const int64_t out = w.shape[0], in = w.shape[1];
   const uint64_t rb = row_bytes(w.dtype, in);
   float tmp[4];
@@ -113,21 +113,21 @@ void matmul_rows_blocks(const float* x, int64_t T, const TensorView& w, float* y
   }
 }
 
-// Output rows [o_begin, o_end) for all T tokens, in groups of `group` rows: up to 4 rows per
-// dot_rows call for decode; for prefill a panel (plan_matmul sizes it to half of L2) that every
+// Output rows [o_begin, o_end) for all T tokens, in groups of `group` rows: up to 8 rows per
+// dot_rows call for decode (one weight stream each, prefetched as ctx.decode says); for prefill a panel (plan_matmul sizes it to half of L2) that every
 // token block meets while it is in cache. Before panels, prefill re-read all T activation rows
 // from L3 for every 4 weight rows and ran at ~13% of this CPU's FMA peak.
 void matmul_rows(const float* x, int64_t T, const TensorView& w, float* y, int64_t o_begin, int64_t o_end, int group,
-                 std::vector<float>& scratch) {
+                 std::vector<float>& scratch, size_t prefetch) {
   const int64_t out = w.shape[0], in = w.shape[1];
   const size_t esz = dtype_size(w.dtype);
-  float tmp[4];
+  float tmp[kMaxDotRows];
   for (int64_t o = o_begin; o < o_end; o += group) {
     const int rows = int(std::min<int64_t>(group, o_end - o));
     const std::byte* wr = w.data + size_t(o * in) * esz;
     if (T <= 2) {
       for (int64_t t = 0; t < T; ++t) {
-        dot_rows(x + t * in, wr, w.dtype, size_t(in), size_t(in), rows, tmp);
+        dot_rows(x + t * in, wr, w.dtype, size_t(in), size_t(in), rows, tmp, prefetch);
         for (int r = 0; r < rows; ++r) y[t * out + o + r] = tmp[r];
       }
       continue;
@@ -138,6 +138,12 @@ void matmul_rows(const float* x, int64_t T, const TensorView& w, float* y, int64
     for (int r = 0; r < rows; ++r) widen_row(wr + size_t(r * in) * esz, w.dtype, size_t(in), panel + r * ld);
     dot_panel(x, size_t(T), size_t(in), panel, ld, size_t(rows), y + o, size_t(out));
   }
+}
+
+// Rows per dot_rows call when decode runs the float kernels: one weight stream per row, 4, or
+// as many more as ctx.decode plans (up to kMaxDotRows).
+int float_decode_rows(const MatmulContext& ctx) {
+  return std::min(kMaxDotRows, std::clamp(ctx.panel_rows, 1, 4) * std::max(1, ctx.decode.groups));
 }
 
 }  // namespace
@@ -160,7 +166,11 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
            "; decode: " + describe_decode_streaming(ctx.decode);
   if (dtype_is_interleaved(dtype)) return name + " weights on the reference loops (one row at a time out of its group)";
   std::string s;
-  if (simd_dtype(dtype)) s = "f32 FMA on " + name + " weights widened in registers (Highway " + target + "), f32 accumulate";
+  if (simd_dtype(dtype))
+    s = "f32 FMA on " + name + " weights widened in registers (Highway " + target + "), f32 accumulate; decode: " +
+        std::to_string(float_decode_rows(ctx)) + " rows per call" +
+        (ctx.decode.prefetch_bytes ? ", prefetch " + std::to_string(ctx.decode.prefetch_bytes >> 10) + " KiB ahead" : "") +
+        "; prefill: panels of rows widened once";
   else if (simd_blocks(dtype)) s = name + " blocks read directly by SIMD kernels (Highway " + target + "), f32 accumulate";
   else if (other_blocks(dtype))
     s = name + " blocks: scalar block dots split over the threads for decode, rows dequantized once for SIMD f32 "
@@ -307,10 +317,14 @@ void matmul(const float* x, int64_t T, const TensorView& w, float* y, const Matm
     return;
   }
   auto rows_fn = blocks ? matmul_rows_blocks : matmul_rows;
-  const int group = T <= 2 ? std::clamp(ctx.panel_rows, 1, 4) : panel_rows_for(ctx, w.shape[1]);
+  // Decode: up to 4 rows per call (the block kernels' limit), or on the float kernels as many
+  // concurrent row streams as ctx.decode plans, up to 8. Prefill: a panel.
+  const int decode_rows = blocks ? std::clamp(ctx.panel_rows, 1, 4) : float_decode_rows(ctx);
+  const int group = T <= 2 ? decode_rows : panel_rows_for(ctx, w.shape[1]);
+  const size_t prefetch = size_t(ctx.decode.prefetch_bytes);
   split_rows(ctx, w.shape[0], group, [&](int64_t b, int64_t e) {
     thread_local std::vector<float> scratch;
-    rows_fn(x, T, w, y, b, e, group, scratch);
+    rows_fn(x, T, w, y, b, e, group, scratch, prefetch);
   });
 }
 

@@ -54,15 +54,17 @@ TEST(Matmul, SimdMatchesReferenceForEveryFloatDtype) {
         for (auto& v : x) v = u(rng);
         ref::matmul(x.data(), T, w.view, want.data());
         for (ThreadPool* p : {&pool1, &pool2, &pool3}) {
-          for (int group : {1, 2, 4, 16, 64}) {
-            ops::MatmulContext ctx{p, group};
-            std::fill(got.begin(), got.end(), NAN);
-            ops::matmul(x.data(), T, w.view, got.data(), ctx);
-            for (size_t i = 0; i < got.size(); ++i)
-              // Same products, different summation order: f32 rounding only.
-              ASSERT_NEAR(got[i], want[i], 2e-6f * float(in) + 1e-6f)
-                  << dtype_name(dt) << " out " << out << " in " << in << " T " << T << " threads " << p->size();
-          }
+          for (int group : {1, 2, 4, 16, 64})
+            for (int streams : {1, 2, 4}) {  // decode: up to 4, 8 or 8 rows per call
+              ops::MatmulContext ctx{p, group};
+              ctx.decode = {streams, streams == 4 ? 8192u : 0u};
+              std::fill(got.begin(), got.end(), NAN);
+              ops::matmul(x.data(), T, w.view, got.data(), ctx);
+              for (size_t i = 0; i < got.size(); ++i)
+                // Same products, different summation order: f32 rounding only.
+                ASSERT_NEAR(got[i], want[i], 2e-6f * float(in) + 1e-6f)
+                    << dtype_name(dt) << " out " << out << " in " << in << " T " << T << " threads " << p->size();
+            }
         }
       }
     }
@@ -203,6 +205,7 @@ TEST(Matmul, PrefillPanelsEqualEachTokenAloneBitForBit) {
           for (int panel : {1, 2, 3, 8, 64}) {
             ops::MatmulContext ctx{p, panel};
             ctx.panel_in = panel == 3 ? in * 5 : 0;  // a narrower matrix than planned: 15 rows per panel
+            if (panel == 8) ctx.decode = {4, 8192};  // decode alone: 8 rows per call, prefetch
             std::fill(together.begin(), together.end(), NAN);
             ops::matmul(x.data(), T, w.view, together.data(), ctx);
             std::fill(alone.begin(), alone.end(), NAN);
@@ -216,6 +219,14 @@ TEST(Matmul, PrefillPanelsEqualEachTokenAloneBitForBit) {
       }
     }
   }
+}
+
+TEST(Matmul, DotRowsRefusesARowCountItCannotHold) {
+  std::vector<float> x(16, 1.0f), w(16 * 9, 1.0f), out(9);
+  for (int rows : {0, 9, -1})
+    EXPECT_THROW(ops::dot_rows(x.data(), w.data(), DType::F32, 16, 16, rows, out.data()), Error) << rows;
+  ops::dot_rows(x.data(), w.data(), DType::F32, 16, 16, 8, out.data(), 4096);
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(out[size_t(r)], 16.0f);
 }
 
 TEST(Matmul, PlanFitsL2OrRefusesWithTheArithmetic) {
