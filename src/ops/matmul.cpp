@@ -85,7 +85,7 @@ size_t panel_scratch(std::vector<float>& v, int64_t rows, int64_t in, float** da
 // (SIMD for Q8_0/Q4_0, scalar quant_dot otherwise), up to 4 rows sharing each load of x; prefill
 // dequantizes a panel of `group` rows once and runs every token against it (dot_panel).
 void matmul_rows_blocks(const float* x, int64_t T, const TensorView& w, float* y, int64_t o_begin, int64_t o_end,
-                        int group, std::vector<float>& scratch, size_t) {
+                        int group, std::vector<float>& scratch, size_t /*prefetch: the block dots take none*/) {
   const int64_t out = w.shape[0], in = w.shape[1];
   const uint64_t rb = row_bytes(w.dtype, in);
   float tmp[4];
@@ -113,10 +113,11 @@ void matmul_rows_blocks(const float* x, int64_t T, const TensorView& w, float* y
   }
 }
 
-// Output rows [o_begin, o_end) for all T tokens, in groups of `group` rows: up to 8 rows per
-// dot_rows call for decode (one weight stream each, prefetched as ctx.decode says); for prefill a panel (plan_matmul sizes it to half of L2) that every
-// token block meets while it is in cache. Before panels, prefill re-read all T activation rows
-// from L3 for every 4 weight rows and ran at ~13% of this CPU's FMA peak.
+// Output rows [o_begin, o_end) for all T tokens, in groups of `group` rows: for decode up to 8
+// rows per dot_rows call (one weight stream each, `prefetch` bytes ahead as ctx.decode says); for
+// prefill a panel (plan_matmul sizes it to half of L2) that every token block meets while it is
+// in cache. Before panels, prefill re-read all T activation rows from L3 for every 4 weight rows
+// and ran at ~13% of an Ice Lake core's FMA peak.
 void matmul_rows(const float* x, int64_t T, const TensorView& w, float* y, int64_t o_begin, int64_t o_end, int group,
                  std::vector<float>& scratch, size_t prefetch) {
   const int64_t out = w.shape[0], in = w.shape[1];
