@@ -231,9 +231,9 @@ inline int32_t load_i32(const int8_t* p) {
 // Per block column and (group, token): the int32 sum starts at −offset·Σq (offset 128 for the
 // offset-binary Q8 bytes, 8 for Q4 codes), takes 8 VPDPBUSD of 64 weight bytes x 4 broadcast
 // activation bytes, and is then scaled into the row's f32 lane: acc += sum · (d_w · d_x).
-// Each group is one sequential stream. prefetch > 0 (decode only: G = C = 1): each block
-// column's bytes `prefetch` ahead are also requested into L1 (the stream runs on into the next
-// group, laid end to end); whether that pays depends on the core (ops::plan_decode_prefetch).
+// Each group is one sequential stream. prefetch > 0 (decode only: C = 1): each group's block
+// column `prefetch` bytes ahead is also requested into L1 (the stream runs on into the next
+// group, laid end to end); whether that pays depends on the core (ops::plan_decode_streaming).
 template <int G, int C, bool kQ4>
 G4_VNNI_TARGET void tile16(const std::byte* w, uint64_t group_bytes, const Q8Activations& a, int64_t t, float* y,
                            int64_t ldy, uint64_t prefetch) {

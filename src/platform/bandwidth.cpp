@@ -38,7 +38,7 @@ uint64_t read_slice_portable(const uint64_t* words, size_t count) {
 #if defined(__x86_64__)
 // Wide loads with four independent chains: one core keeps enough reads in flight to be
 // limited by memory, not by the loop. The slice is read as `streams` contiguous parts advanced
-// together, 64 bytes each per step (a core's hardware prefetcher tracks several streams at once,
+// together, 128 bytes each per step (a core's hardware prefetcher tracks several streams at once,
 // and on Intel cores 8 streams read ~30% more than one); prefetch_bytes > 0 also requests each
 // stream's bytes that far ahead with software prefetch, as decode's int8 kernel does on Intel.
 __attribute__((target("avx2"))) uint64_t read_slice_avx2(const uint64_t* words, size_t count, int streams,
