@@ -38,7 +38,8 @@ const char* kUsage =
     "Measures, in one run: cold load time; cold and warm prefill tok/s (--prompt-len tokens);\n"
     "time to first token; decode tok/s at depth 0 and at --depth (the cache is filled with\n"
     "synthetic K/V to that length: attention cost depends on length, not content); peak RSS;\n"
-    "weight bytes read per decoded token; the memory-read bandwidth; and decode as a fraction of\n"
+    "weight bytes read per decoded token; the memory-read bandwidth (best pass of one stream, eight\n"
+    "streams and prefetching streams per thread); and decode as a fraction of\n"
     "the roofline (bandwidth / bytes per token). Progress on stderr, a table on stdout.\n"
     "--weights q8|q4 re-encodes the weight matrices in memory at load (time reported).\n"
     "--weight-memory: where the streamed matrices live (default auto: copied into 2 MiB huge pages\n"
@@ -49,7 +50,9 @@ const char* kUsage =
     "--kv: KV cache storage (default: the dtype policy's, see `g4 info`; f32 with --reference); with\n"
     "compute bf16 a bf16 cache is attended on VDPBF16PS, other caches widened to f32 (the table's\n"
     "\"attention\" line says which).\n"
-    "--reference runs the f32 reference loops instead of the SIMD kernels.";
+    "--reference runs the f32 reference loops instead of the SIMD kernels.\n"
+    "--json FILE also writes the figures with the device, the dtype policy, the kernels, the decode\n"
+    "streaming plan and the prefill panel rows as one JSON object.";
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
