@@ -95,12 +95,9 @@ const Weights& weights(DType t, int set) {
 void run(benchmark::State& state, DType t) {
   const Weights& w = weights(t, int(state.range(3)));
   ThreadPool pool(int(state.range(1)));
-  ops::MatmulContext ctx;
-  ctx.pool = &pool;
-  ctx.bf16_compute = state.range(0) == 1;
-  ctx.int8_activations = state.range(0) == 1;
-  ctx.panel_rows = ops::plan_matmul(host_cpu(), 12288).tile.m;  // as the engine plans for E2B
-  ctx.panel_in = 12288;
+  // Planned as the engine plans for E2B (widest input 12288): panels and decode streaming.
+  const ops::MatmulContext ctx =
+      ops::make_matmul_context(&pool, host_cpu(), 12288, state.range(0) == 1, state.range(0) == 1);
   const int64_t T = state.range(2);
   std::vector<float> x(size_t(T * 12288), 0.25f), y(size_t(T * 12288));
   for (auto _ : state)

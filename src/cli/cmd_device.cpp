@@ -82,11 +82,7 @@ int run(const std::vector<std::string>& argv) {
                 r.threads, r.threads == 1 ? "" : "s", r.repetitions, format_bytes(r.buffer_bytes).c_str(),
                 r.seconds_total);
   if (bandwidth.empty()) std::printf("  memory read: not measured (g4 device --bandwidth)\n");
-  {
-    const ops::DecodePlan dp = ops::plan_decode_streaming(device);
-    std::printf("  decode weight stream (int8 kernel): %s (%s)\n", ops::describe_decode_streaming(dp.streaming).c_str(),
-                dp.reason.c_str());
-  }
+  std::printf("  decode weight streams: %s\n", ops::describe_decode_plan(ops::plan_decode_streaming(device)).c_str());
   for (const auto& [ckpt, policy] : policies) {
     std::printf("\ncheckpoint %s -> %s", std::string(num_format_name(ckpt)).c_str(), describe_policy(policy).c_str());
   }

@@ -104,11 +104,7 @@ int run(const std::vector<std::string>& argv) {
                 "           over an f32, f16 or int8 cache: the stored K/V widened to f32, FMA\n",
                 describe_attention(ops::KvElem::BF16, ex).c_str());
   }
-  {
-    const ops::DecodePlan dp = ops::plan_decode_streaming(dev);
-    std::printf("executed   decode weight stream (int8 kernel): %s (%s)\n", ops::describe_decode_streaming(dp.streaming).c_str(),
-                dp.reason.c_str());
-  }
+  std::printf("executed   decode weight streams: %s\n", ops::describe_decode_plan(ops::plan_decode_streaming(dev)).c_str());
   std::printf("weights    %s: %d streamed matrices, %.0f MiB (%s); generate/bench/serve --weight-memory\n",
               placement.placement == "huge" ? "copied into 2 MiB huge pages at load" : "read through the mapping",
               placement.tensors, double(placement.bytes) / (1 << 20), placement.reason.c_str());

@@ -48,48 +48,74 @@ HWY_INLINE V InRegister(V v) {
   return v;
 }
 
-// R rows (1-8) share each load of x; two accumulators per row hide FMA latency: a over chunks
-// 0, 2, 4, ..., b over 1, 3, 5, ..., a last single chunk into a, SumOfLanes(a + b), then the
-// scalar tail in order (DotMicroTile keeps exactly this arithmetic). prefetch > 0: each row's
-// bytes that far ahead are requested with software prefetch (one row = one stream).
-template <int R, typename T>
-HWY_INLINE void DotRowsR(const float* x, const T* w, size_t n, size_t stride, size_t prefetch, float* out) {
+template <typename T>
+HWY_INLINE float ScalarF(T v) {
+  if constexpr (std::is_same_v<T, float>) return v;
+  else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) return hwy::F32FromBF16(v);
+  else return F16Scalar(v);
+}
+
+// y[t · ldy + r] = x_t · w_r for TB tokens (x_t = x + t · ldx) and R weight rows (w_r = w + r · ldw,
+// stored as T, widened in registers): the one kernel behind both decode (DotRows, TB = 1) and
+// prefill (DotPanel), so a product is the same bits whichever computed it. Per (t, r): lane-wise
+// accumulator a over chunks 0, 2, 4, ..., b over 1, 3, 5, ..., a last single chunk into a,
+// SumOfLanes(a + b), then the scalar tail in order. Each load of w serves TB tokens, each load
+// of x R rows. prefetch > 0: each row's bytes that far ahead are requested with software
+// prefetch (one row = one stream).
+template <int TB, int R, typename T>
+HWY_INLINE void DotTile(const float* x, size_t ldx, const T* w, size_t ldw, size_t n, size_t prefetch, float* y,
+                        size_t ldy) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
   using V = hn::Vec<decltype(d)>;
-  V a[R], b[R];
+  V a[TB][R], b[TB][R];
   #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) a[r] = b[r] = hn::Zero(d);
+  for (int t = 0; t < TB; ++t)
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) a[t][r] = b[t][r] = hn::Zero(d);
   size_t i = 0;
   for (; i + 2 * N <= n; i += 2 * N) {
     if (prefetch) {
       #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) hwy::Prefetch(reinterpret_cast<const char*>(w + r * stride + i) + prefetch);
+      for (int r = 0; r < R; ++r) hwy::Prefetch(reinterpret_cast<const char*>(w + r * ldw + i) + prefetch);
     }
-    const V x0 = InRegister(hn::LoadU(d, x + i)), x1 = InRegister(hn::LoadU(d, x + i + N));
+    V w0[R], w1[R];
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      a[r] = hn::MulAdd(x0, LoadWidened(d, w + r * stride + i), a[r]);
-      b[r] = hn::MulAdd(x1, LoadWidened(d, w + r * stride + i + N), b[r]);
+      w0[r] = LoadWidened(d, w + r * ldw + i);
+      w1[r] = LoadWidened(d, w + r * ldw + i + N);
     }
-  }
-  for (; i + N <= n; i += N) {
-    const V x0 = hn::LoadU(d, x + i);
     #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) a[r] = hn::MulAdd(x0, LoadWidened(d, w + r * stride + i), a[r]);
-  }
-  #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    float sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(a[r], b[r])));
-    for (size_t j = i; j < n; ++j) {
-      float wv;
-      if constexpr (std::is_same_v<T, float>) wv = w[r * stride + j];
-      else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) wv = hwy::F32FromBF16(w[r * stride + j]);
-      else wv = F16Scalar(w[r * stride + j]);
-      sum += x[j] * wv;
+    for (int t = 0; t < TB; ++t) {
+      const V x0 = InRegister(hn::LoadU(d, x + t * ldx + i)), x1 = InRegister(hn::LoadU(d, x + t * ldx + i + N));
+      #pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        a[t][r] = hn::MulAdd(x0, w0[r], a[t][r]);
+        b[t][r] = hn::MulAdd(x1, w1[r], b[t][r]);
+      }
     }
-    out[r] = sum;
   }
+  for (; i + N <= n; i += N)
+    #pragma GCC unroll 8
+    for (int t = 0; t < TB; ++t) {
+      const V x0 = hn::LoadU(d, x + t * ldx + i);
+      #pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) a[t][r] = hn::MulAdd(x0, LoadWidened(d, w + r * ldw + i), a[t][r]);
+    }
+  #pragma GCC unroll 8
+  for (int t = 0; t < TB; ++t)
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      float sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(a[t][r], b[t][r])));
+      for (size_t j = i; j < n; ++j) sum += x[t * ldx + j] * ScalarF(w[r * ldw + j]);
+      y[t * ldy + r] = sum;
+    }
+}
+
+// R rows (1-8) share each load of x (decode: one token).
+template <int R, typename T>
+HWY_INLINE void DotRowsR(const float* x, const T* w, size_t n, size_t stride, size_t prefetch, float* out) {
+  DotTile<1, R>(x, 0, w, stride, n, prefetch, out, 0);
 }
 
 template <typename T>
@@ -114,57 +140,6 @@ void DotRows(const float* x, const void* w, DType dtype, size_t n, size_t stride
     case DType::F16: return DotRowsT(x, static_cast<const hwy::float16_t*>(w), n, stride, rows, prefetch, out);
     default: return;  // callers route other dtypes to the reference loop
   }
-}
-
-// Tokens x rows of f32 products, each output with exactly DotRowsR's arithmetic on the same row:
-// lane-wise accumulator a over chunks 0, 2, 4, ... and b over chunks 1, 3, 5, ..., a last single
-// chunk into a, SumOfLanes(a + b), then the scalar tail in order. So a product is bit-identical
-// whether it came from here (prefill) or from DotRows (decode, widened in registers: widening is
-// exact). TB tokens x R rows per micro-tile share each load: TB loads of x and R of w feed
-// TB·R FMAs per chunk.
-template <int TB, int R>
-HWY_INLINE void DotMicroTile(const float* x, size_t ldx, const float* w, size_t ldw, size_t n, float* y, size_t ldy) {
-  const hn::ScalableTag<float> d;
-  const size_t N = hn::Lanes(d);
-  using V = hn::Vec<decltype(d)>;
-  V a[TB][R], b[TB][R];
-  #pragma GCC unroll 4
-  for (int t = 0; t < TB; ++t)
-    #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) a[t][r] = b[t][r] = hn::Zero(d);
-  size_t i = 0;
-  for (; i + 2 * N <= n; i += 2 * N) {
-    V w0[R], w1[R];
-    #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      w0[r] = hn::LoadU(d, w + r * ldw + i);
-      w1[r] = hn::LoadU(d, w + r * ldw + i + N);
-    }
-    #pragma GCC unroll 4
-    for (int t = 0; t < TB; ++t) {
-      const V x0 = InRegister(hn::LoadU(d, x + t * ldx + i)), x1 = InRegister(hn::LoadU(d, x + t * ldx + i + N));
-      #pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        a[t][r] = hn::MulAdd(x0, w0[r], a[t][r]);
-        b[t][r] = hn::MulAdd(x1, w1[r], b[t][r]);
-      }
-    }
-  }
-  for (; i + N <= n; i += N)
-    #pragma GCC unroll 4
-    for (int t = 0; t < TB; ++t) {
-      const V x0 = hn::LoadU(d, x + t * ldx + i);
-      #pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) a[t][r] = hn::MulAdd(x0, hn::LoadU(d, w + r * ldw + i), a[t][r]);
-    }
-  #pragma GCC unroll 4
-  for (int t = 0; t < TB; ++t)
-    #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(a[t][r], b[t][r])));
-      for (size_t j = i; j < n; ++j) s += x[t * ldx + j] * w[r * ldw + j];
-      y[t * ldy + r] = s;
-    }
 }
 
 // y[t · ldy + r] = x_t · w_r for t < T, r < rows (f32 rows w_r = w + r · ldw). Token blocks of
@@ -193,13 +168,13 @@ void DotPanel(const float* x, size_t T, size_t n, const float* w, size_t ldw, si
     float* const yt = y + t * ldy;
     size_t r = 0;
     if (tb == kTB) {
-      for (; r + 2 <= rows; r += 2) DotMicroTile<kTB, 2>(xb, ldx, w + r * ldw, ldw, n, yt + r, ldy);
-      if (r < rows) DotMicroTile<kTB, 1>(xb, ldx, w + r * ldw, ldw, n, yt + r, ldy);
+      for (; r + 2 <= rows; r += 2) DotTile<kTB, 2>(xb, ldx, w + r * ldw, ldw, n, 0, yt + r, ldy);
+      if (r < rows) DotTile<kTB, 1>(xb, ldx, w + r * ldw, ldw, n, 0, yt + r, ldy);
       continue;
     }
     for (size_t j = 0; j < tb; ++j) {
-      for (r = 0; r + 2 <= rows; r += 2) DotMicroTile<1, 2>(xb + j * ldx, ldx, w + r * ldw, ldw, n, yt + j * ldy + r, ldy);
-      if (r < rows) DotMicroTile<1, 1>(xb + j * ldx, ldx, w + r * ldw, ldw, n, yt + j * ldy + r, ldy);
+      for (r = 0; r + 2 <= rows; r += 2) DotTile<1, 2>(xb + j * ldx, ldx, w + r * ldw, ldw, n, 0, yt + j * ldy + r, ldy);
+      if (r < rows) DotTile<1, 1>(xb + j * ldx, ldx, w + r * ldw, ldw, n, 0, yt + j * ldy + r, ldy);
     }
   }
 }
@@ -398,6 +373,9 @@ void dot_rows(const float* x, const void* w, DType dtype, size_t n, size_t row_s
   HWY_DYNAMIC_DISPATCH(DotRows)(x, w, dtype, n, row_stride, rows, out, prefetch_bytes);
 }
 void dot_panel(const float* x, size_t T, size_t n, const float* w, size_t ldw, size_t rows, float* y, size_t ldy) {
+  if (ldw < n || (T > 1 && ldy < rows))
+    throw Error("dot_panel: row strides ldw " + std::to_string(ldw) + " (n " + std::to_string(n) + "), ldy " +
+                std::to_string(ldy) + " (rows " + std::to_string(rows) + ") would overlap rows");
   HWY_DYNAMIC_DISPATCH(DotPanel)(x, T, n, w, ldw, rows, y, ldy);
 }
 void widen_row(const void* src, DType dtype, size_t n, float* dst) { HWY_DYNAMIC_DISPATCH(WidenRow)(src, dtype, n, dst); }

@@ -51,6 +51,10 @@ std::string describe_decode_streaming(const DecodeStreaming& s) {
   return d + (s.prefetch_bytes ? ", prefetch " + std::to_string(s.prefetch_bytes >> 10) + " KiB ahead" : ", no prefetch");
 }
 
+std::string describe_decode_plan(const DecodePlan& p) {
+  return describe_decode_streaming(p.streaming) + " (" + p.reason + ")";
+}
+
 MatmulContext make_matmul_context(ThreadPool* pool, const DeviceInfo& device, int64_t widest_in, bool bf16_compute,
                                   bool int8_activations) {
   MatmulContext c;

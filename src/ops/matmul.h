@@ -42,6 +42,8 @@ struct DecodePlan {
 };
 DecodePlan plan_decode_streaming(const DeviceInfo& device);
 std::string describe_decode_streaming(const DecodeStreaming& s);  // "4 streams per thread, prefetch 8 KiB ahead"
+// The plan and its reason in one line, for g4 device and g4 info.
+std::string describe_decode_plan(const DecodePlan& p);
 
 // The context the engine and the CLI run products with on `device`: panels planned for the
 // widest input (plan_matmul; throws with the arithmetic when none fits), decode prefetch planned.

@@ -239,8 +239,11 @@ TEST(GemmQ8Interleaved, DecodeStreamingChangesNoBits) {
           ops::gemm_q8_rows(a, w.bytes.data(), t, b, e, other.data(), out, {groups, bytes});
           EXPECT_EQ(0, std::memcmp(plain.data() + b, other.data() + b, size_t(e - b) * 4))
               << dtype_name(t) << " groups " << groups << " prefetch " << bytes << " rows " << b << "-" << e;
-          for (int64_t r = 0; r < out; ++r)  // and no row outside the range is written
-            if (r < b || r >= e) ASSERT_TRUE(std::isnan(other[size_t(r)])) << "row " << r << " groups " << groups;
+          for (int64_t r = 0; r < out; ++r) {  // and no row outside the range is written
+            if (r < b || r >= e) {
+              ASSERT_TRUE(std::isnan(other[size_t(r)])) << "row " << r << " groups " << groups;
+            }
+          }
         }
   }
 }
