@@ -229,6 +229,15 @@ TEST(Matmul, DotRowsRefusesARowCountItCannotHold) {
   for (int r = 0; r < 8; ++r) EXPECT_EQ(out[size_t(r)], 16.0f);
 }
 
+TEST(Matmul, DotPanelRefusesOverlappingRowStrides) {
+  std::vector<float> x(32, 1.0f), w(64, 1.0f), y(8, NAN);
+  EXPECT_THROW(ops::dot_panel(x.data(), 2, 16, w.data(), 8, 2, y.data(), 2), Error);   // ldw < n
+  EXPECT_THROW(ops::dot_panel(x.data(), 2, 16, w.data(), 16, 4, y.data(), 2), Error);  // ldy < rows
+  ops::dot_panel(x.data(), 2, 16, w.data(), 16, 2, y.data(), 4);
+  for (int t = 0; t < 2; ++t)
+    for (int r = 0; r < 2; ++r) EXPECT_EQ(y[size_t(t * 4 + r)], 16.0f);
+}
+
 TEST(Matmul, PlanFitsL2OrRefusesWithTheArithmetic) {
   const DeviceInfo laptop = presets::avx2_laptop();
   const TilePlan p = ops::plan_matmul(laptop, 1536);
