@@ -61,7 +61,7 @@ HWY_INLINE float ScalarF(T v) {
 // accumulator a over chunks 0, 2, 4, ..., b over 1, 3, 5, ..., a last single chunk into a,
 // SumOfLanes(a + b), then the scalar tail in order. Each load of w serves TB tokens, each load
 // of x R rows. prefetch > 0: each row's bytes that far ahead are requested with software
-// prefetch (one row = one stream).
+// prefetch (one row = one stream, continuing in row r + R: decode calls on R rows at a time).
 template <int TB, int R, typename T>
 HWY_INLINE void DotTile(const float* x, size_t ldx, const T* w, size_t ldw, size_t n, size_t prefetch, float* y,
                         size_t ldy) {
@@ -73,11 +73,18 @@ HWY_INLINE void DotTile(const float* x, size_t ldx, const T* w, size_t ldw, size
   for (int t = 0; t < TB; ++t)
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) a[t][r] = b[t][r] = hn::Zero(d);
+  // Prefetch target: `ahead` bytes along row r's stream, which runs on past the row's end into
+  // row r + R (what the next call of this decode loop reads), not into row r + 1 (another stream
+  // of this call); skip = the extra rows' bytes once the target has left row r.
+  const size_t row_bytes = ldw * sizeof(T);
+  size_t ahead = prefetch, skip = 0, wrap = row_bytes;
   size_t i = 0;
   for (; i + 2 * N <= n; i += 2 * N) {
     if (prefetch) {
+      for (; ahead >= wrap; wrap += row_bytes) skip += size_t(R - 1) * row_bytes;
       #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) hwy::Prefetch(reinterpret_cast<const char*>(w + r * ldw + i) + prefetch);
+      for (int r = 0; r < R; ++r) hwy::Prefetch(reinterpret_cast<const char*>(w + r * ldw) + ahead + skip);
+      ahead += 2 * N * sizeof(T);
     }
     V w0[R], w1[R];
     #pragma GCC unroll 8

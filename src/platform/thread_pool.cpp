@@ -1,6 +1,8 @@
 #include "platform/thread_pool.h"
 
 #include <chrono>
+#include <string>
+#include <vector>
 
 #include "platform/error.h"
 
@@ -97,6 +99,39 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   if (spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) return;
   std::unique_lock<std::mutex> lock(mu_);
   done_cv_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+}
+
+void ThreadPool::parallel_chunks(int64_t units, int64_t chunk, const std::function<void(int64_t, int64_t, int)>& fn) {
+  if (units <= 0) return;
+  if (chunk < 1) throw Error("thread pool: chunk must be >= 1, got " + std::to_string(chunk));
+  if (units >= (int64_t(1) << 32))
+    throw Error("thread pool: " + std::to_string(units) + " units in one hand-off (at most 2^32 - 1)");
+  const int threads = size();
+  // Each share's remaining [front, back) in one word (front in the low half), so its owner (from
+  // the front) and thieves (from the back) claim chunks with one compare-exchange each.
+  struct alignas(64) Share {
+    std::atomic<uint64_t> range{0};
+  };
+  std::vector<Share> shares(static_cast<size_t>(threads));
+  for (int t = 0; t < threads; ++t) {
+    const int64_t b = units * t / threads, e = units * (t + 1) / threads;
+    shares[size_t(t)].range.store(uint64_t(b) | (uint64_t(e) << 32), std::memory_order_relaxed);
+  }
+  parallel_for(threads, [&](int64_t own, int64_t, int thread) {
+    for (int k = 0; k < threads; ++k) {  // k = 0: its own share; then the others', in turn
+      std::atomic<uint64_t>& range = shares[size_t((own + k) % threads)].range;
+      uint64_t v = range.load(std::memory_order_relaxed);
+      for (;;) {
+        const int64_t f = int64_t(v & 0xffffffffu), b = int64_t(v >> 32);
+        if (f >= b) break;
+        const int64_t nf = k == 0 ? std::min(b, f + chunk) : f, nb = k == 0 ? b : std::max(f, b - chunk);
+        if (!range.compare_exchange_weak(v, uint64_t(nf) | (uint64_t(nb) << 32), std::memory_order_relaxed)) continue;
+        if (k == 0) fn(f, nf, thread);
+        else fn(nb, b, thread);
+        v = range.load(std::memory_order_relaxed);
+      }
+    }
+  });
 }
 
 }  // namespace g4

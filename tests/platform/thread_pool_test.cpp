@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -54,6 +55,63 @@ TEST(ThreadPool, DestroysWhileWorkersSleepOrSpin) {
     pool.parallel_for(10, [](int64_t, int64_t, int) {});
     if (i % 2) std::this_thread::sleep_for(std::chrono::microseconds(2 * ThreadPool::kSpinMicros));
   }
+}
+
+// parallel_chunks: every unit exactly once, no chunk longer than asked, and each thread walks its
+// own contiguous share [units·t/size, units·(t+1)/size) front to back (what keeps a memory-bound
+// kernel's streams running on from chunk to chunk).
+TEST(ThreadPool, ChunksCoverEveryUnitOnceAndWalkEachShareInOrder) {
+  for (int threads : {1, 2, 3, 5})
+    for (int64_t units : {1, 2, 3, 7, 64, 1001})
+      for (int64_t chunk : {1, 3, 100}) {
+        ThreadPool pool(threads);
+        SCOPED_TRACE(std::to_string(threads) + " threads, " + std::to_string(units) + " units, chunk " +
+                     std::to_string(chunk));
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(units));
+        std::mutex mu;
+        std::vector<std::vector<std::pair<int64_t, int64_t>>> calls(static_cast<size_t>(threads));
+        pool.parallel_chunks(units, chunk, [&](int64_t b, int64_t e, int t) {
+          ASSERT_LT(b, e);
+          ASSERT_LE(e - b, chunk);
+          for (int64_t i = b; i < e; ++i) hits[size_t(i)].fetch_add(1);
+          std::lock_guard<std::mutex> lock(mu);
+          calls[size_t(t)].emplace_back(b, e);
+        });
+        for (int64_t i = 0; i < units; ++i) ASSERT_EQ(hits[size_t(i)].load(), 1) << "unit " << i;
+        for (int t = 0; t < threads; ++t) {
+          const int64_t share_b = units * t / threads, share_e = units * (t + 1) / threads;
+          int64_t next = share_b;  // the owner's chunks of its share: consecutive, from the front
+          for (auto [b, e] : calls[size_t(t)]) {
+            if (b < share_b || b >= share_e) continue;  // taken from another thread's share
+            EXPECT_EQ(b, next) << "thread " << t;
+            next = e;
+          }
+        }
+      }
+}
+
+// A thread that is slow on its own share has chunks taken from the back of it by the others,
+// and still no unit runs twice or is skipped.
+TEST(ThreadPool, ChunksOfASlowThreadAreTakenFromTheBack) {
+  ThreadPool pool(2);
+  const int64_t units = 100;
+  std::vector<std::atomic<int>> by(static_cast<size_t>(units));
+  for (auto& b : by) b.store(-1);
+  pool.parallel_chunks(units, 5, [&](int64_t b, int64_t e, int t) {
+    if (t == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (int64_t i = b; i < e; ++i) {
+      const int before = by[size_t(i)].exchange(t);
+      ASSERT_EQ(before, -1) << "unit " << i << " ran twice";
+    }
+  });
+  for (int64_t i = 0; i < units; ++i) ASSERT_NE(by[size_t(i)].load(), -1) << "unit " << i << " skipped";
+  EXPECT_EQ(by[99].load(), 0) << "thread 0 should have taken the back of thread 1's share";
+  for (int64_t i = 0; i < 50; ++i) EXPECT_EQ(by[size_t(i)].load(), 0) << "unit " << i;
+}
+
+TEST(ThreadPool, ChunksRefuseAZeroChunk) {
+  ThreadPool pool(2);
+  EXPECT_THROW(pool.parallel_chunks(10, 0, [](int64_t, int64_t, int) {}), std::exception);
 }
 
 }  // namespace
