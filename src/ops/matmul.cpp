@@ -195,10 +195,13 @@ namespace {
 // chunk to chunk, and a thread done early takes chunks from the others instead of waiting at the
 // join: decode's products are memory-bound, and how the bandwidth divides between the threads
 // varies from product to product). On an Ice Lake VM contiguous shares read 4-9% more than the
-// same chunks dealt out in turn (bench/matmul_bench.cpp, Q4_0_R16 decode). fn(unit_begin, unit_end).
+// same chunks dealt out in turn (bench/matmul_bench.cpp, Q4_0_R16 decode). Chunks are whole
+// multiples of `align` units (the kernel's widest tile), so no chunk ends in narrower tiles
+// except where the units do. fn(unit_begin, unit_end).
 template <class Fn>
-void for_each_chunk(ThreadPool& pool, int64_t units, Fn fn) {
-  const int64_t chunk = std::max<int64_t>(1, units / (int64_t(pool.size()) * 8));
+void for_each_chunk(ThreadPool& pool, int64_t units, Fn fn, int64_t align = 1) {
+  const int64_t even = std::max<int64_t>(1, units / (int64_t(pool.size()) * 8));
+  const int64_t chunk = (even + align - 1) / align * align;
   pool.parallel_chunks(units, chunk, [&](int64_t b, int64_t e, int) { fn(b, e); });
 }
 
@@ -278,8 +281,13 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
         gemm_q8_rows(xa, w.data, w.dtype, r0, r1, products[i].y, out, ctx.decode);
     }
   };
-  if (!ctx.pool || ctx.pool->size() == 1 || rows < kMinParallelRows) run_units(0, first.back());
-  else for_each_chunk(*ctx.pool, first.back(), run_units);
+  if (!ctx.pool || ctx.pool->size() == 1 || rows < kMinParallelRows) {
+    run_units(0, first.back());
+    return;
+  }
+  // The int8 kernel's tiles: decode.groups groups side by side for decode, 2 for prefill.
+  const int64_t align = kernel == FastKernel::Int8 ? (T == 1 ? std::max(1, ctx.decode.groups) : 2) : 1;
+  for_each_chunk(*ctx.pool, first.back(), run_units, align);
 }
 
 }  // namespace

@@ -101,6 +101,12 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   done_cv_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
 }
 
+int64_t ThreadPool::share_begin(int64_t units, int64_t chunk, int threads, int t) {
+  if (t >= threads) return units;
+  const int64_t even = units * t / threads;
+  return std::min(units, (even + chunk / 2) / chunk * chunk);
+}
+
 void ThreadPool::parallel_chunks(int64_t units, int64_t chunk, const std::function<void(int64_t, int64_t, int)>& fn) {
   if (units <= 0) return;
   if (chunk < 1) throw Error("thread pool: chunk must be >= 1, got " + std::to_string(chunk));
@@ -114,7 +120,7 @@ void ThreadPool::parallel_chunks(int64_t units, int64_t chunk, const std::functi
   };
   std::vector<Share> shares(static_cast<size_t>(threads));
   for (int t = 0; t < threads; ++t) {
-    const int64_t b = units * t / threads, e = units * (t + 1) / threads;
+    const int64_t b = share_begin(units, chunk, threads, t), e = share_begin(units, chunk, threads, t + 1);
     shares[size_t(t)].range.store(uint64_t(b) | (uint64_t(e) << 32), std::memory_order_relaxed);
   }
   parallel_for(threads, [&](int64_t own, int64_t, int thread) {

@@ -31,12 +31,15 @@ class ThreadPool {
   // Not reentrant: fn must not call parallel_for on the same pool.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t, int)>& fn);
   // [0, units) in chunks of at most `chunk` units, each unit exactly once: fn(begin, end, thread).
-  // Thread t owns the contiguous share [units·t/size, units·(t+1)/size) and walks it front to
+  // Thread t owns the contiguous share [share_begin(t), share_begin(t + 1)) and walks it front to
   // back; a thread done with its own share takes chunks from the back of the others', so no
-  // thread idles at the join while work is left. Blocks until all finish; not reentrant.
+  // thread idles at the join while work is left. Shares (and so every chunk) start at multiples
+  // of `chunk`. Blocks until all finish; not reentrant.
   // Why shares, not chunks dealt out in turn: a thread's chunks stay consecutive in memory, so a
   // memory-bound kernel's streams (and its prefetch) run on from one chunk into the next.
   void parallel_chunks(int64_t units, int64_t chunk, const std::function<void(int64_t, int64_t, int)>& fn);
+  // Where thread t's share starts: units·t/threads rounded to the nearest multiple of chunk.
+  static int64_t share_begin(int64_t units, int64_t chunk, int threads, int t);
 
  private:
   void worker(int index);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -57,8 +58,8 @@ TEST(ThreadPool, DestroysWhileWorkersSleepOrSpin) {
   }
 }
 
-// parallel_chunks: every unit exactly once, no chunk longer than asked, and each thread walks its
-// own contiguous share [units·t/size, units·(t+1)/size) front to back (what keeps a memory-bound
+// parallel_chunks: every unit exactly once, no chunk longer than asked, shares at whole chunks,
+// and each thread walks its own contiguous share front to back (what keeps a memory-bound
 // kernel's streams running on from chunk to chunk).
 TEST(ThreadPool, ChunksCoverEveryUnitOnceAndWalkEachShareInOrder) {
   for (int threads : {1, 2, 3, 5})
@@ -79,7 +80,12 @@ TEST(ThreadPool, ChunksCoverEveryUnitOnceAndWalkEachShareInOrder) {
         });
         for (int64_t i = 0; i < units; ++i) ASSERT_EQ(hits[size_t(i)].load(), 1) << "unit " << i;
         for (int t = 0; t < threads; ++t) {
-          const int64_t share_b = units * t / threads, share_e = units * (t + 1) / threads;
+          const int64_t share_b = ThreadPool::share_begin(units, chunk, threads, t),
+                        share_e = ThreadPool::share_begin(units, chunk, threads, t + 1);
+          EXPECT_TRUE(share_b % chunk == 0 || share_b == units) << share_b;
+          EXPECT_LE(share_b, share_e);
+          // Even shares, rounded to whole chunks: none more than a chunk off units / threads.
+          EXPECT_LE(std::abs(share_e - share_b - units / threads), chunk + 1);
           int64_t next = share_b;  // the owner's chunks of its share: consecutive, from the front
           for (auto [b, e] : calls[size_t(t)]) {
             if (b < share_b || b >= share_e) continue;  // taken from another thread's share
