@@ -33,8 +33,9 @@ class ThreadPool {
   // [0, units) in chunks of at most `chunk` units, each unit exactly once: fn(begin, end, thread).
   // Thread t owns the contiguous share [share_begin(t), share_begin(t + 1)) and walks it front to
   // back; a thread done with its own share takes chunks from the back of the others', so no
-  // thread idles at the join while work is left. Shares (and so every chunk) start at multiples
-  // of `chunk`. Blocks until all finish; not reentrant.
+  // thread idles at the join while work is left. Shares start at multiples of `chunk`, and so do
+  // all chunks but those taken from the back of the last share (they end at `units`). Blocks
+  // until all finish; not reentrant.
   // Why shares, not chunks dealt out in turn: a thread's chunks stay consecutive in memory, so a
   // memory-bound kernel's streams (and its prefetch) run on from one chunk into the next.
   void parallel_chunks(int64_t units, int64_t chunk, const std::function<void(int64_t, int64_t, int)>& fn);
