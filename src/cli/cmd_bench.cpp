@@ -254,9 +254,7 @@ int run(const std::vector<std::string>& argv) {
         {"peak_rss_bytes", peak_rss_bytes()},
         {"device", device_to_json(host_cpu())},
         {"policy", policy_to_json(policy)},
-        {"decode_streaming", {{"streams_per_thread", mm.decode.groups},
-                              {"prefetch_bytes", mm.decode.prefetch_bytes},
-                              {"reason", ops::plan_decode_streaming(host_cpu()).reason}}},
+        {"decode_streaming", ops::decode_plan_to_json(ops::plan_decode_streaming(host_cpu()))},  // as mm.decode
         {"prefill_panel_rows", mm.panel_rows},
     };
     std::ofstream(*jf) << j.dump(2) << "\n";

@@ -68,10 +68,7 @@ int run(const std::vector<std::string>& argv) {
                     {"repetitions", r.repetitions},
                     {"seconds", r.seconds_total}});
     out["memory_read_bandwidth"] = bw;
-    const ops::DecodePlan dp = ops::plan_decode_streaming(device);
-    out["decode_streaming"] = {{"streams_per_thread", dp.streaming.groups},
-                               {"prefetch_bytes", dp.streaming.prefetch_bytes},
-                               {"reason", dp.reason}};
+    out["decode_streaming"] = ops::decode_plan_to_json(ops::plan_decode_streaming(device));
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }

@@ -6,6 +6,8 @@
 #include <span>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "ops/dot_kernels.h"
 #include "ops/gemm_bf16.h"
 #include "ops/gemm_q8.h"
@@ -46,13 +48,23 @@ DecodePlan plan_decode_streaming(const DeviceInfo& device) {
   return p;
 }
 
+namespace {
+std::string prefetch_phrase(uint64_t bytes) {  // "prefetch 8 KiB ahead" / "no prefetch"
+  return bytes ? "prefetch " + std::to_string(bytes >> 10) + " KiB ahead" : "no prefetch";
+}
+}  // namespace
+
 std::string describe_decode_streaming(const DecodeStreaming& s) {
-  std::string d = std::to_string(s.groups) + (s.groups == 1 ? " stream" : " streams") + " per thread";
-  return d + (s.prefetch_bytes ? ", prefetch " + std::to_string(s.prefetch_bytes >> 10) + " KiB ahead" : ", no prefetch");
+  return std::to_string(s.groups) + (s.groups == 1 ? " stream" : " streams") + " per thread, " +
+         prefetch_phrase(s.prefetch_bytes);
 }
 
 std::string describe_decode_plan(const DecodePlan& p) {
   return describe_decode_streaming(p.streaming) + " (" + p.reason + ")";
+}
+
+nlohmann::json decode_plan_to_json(const DecodePlan& p) {
+  return {{"streams_per_thread", p.streaming.groups}, {"prefetch_bytes", p.streaming.prefetch_bytes}, {"reason", p.reason}};
 }
 
 MatmulContext make_matmul_context(ThreadPool* pool, const DeviceInfo& device, int64_t widest_in, bool bf16_compute,
@@ -173,8 +185,7 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
   std::string s;
   if (simd_dtype(dtype))
     s = "f32 FMA on " + name + " weights widened in registers (Highway " + target + "), f32 accumulate; decode: " +
-        std::to_string(float_decode_rows(ctx)) + " rows per call" +
-        (ctx.decode.prefetch_bytes ? ", prefetch " + std::to_string(ctx.decode.prefetch_bytes >> 10) + " KiB ahead" : "") +
+        std::to_string(float_decode_rows(ctx)) + " rows per call, " + prefetch_phrase(ctx.decode.prefetch_bytes) +
         "; prefill: panels of rows widened once";
   else if (simd_blocks(dtype)) s = name + " blocks read directly by SIMD kernels (Highway " + target + "), f32 accumulate";
   else if (other_blocks(dtype))
@@ -285,8 +296,9 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
     run_units(0, first.back());
     return;
   }
-  // The int8 kernel's tiles: decode.groups groups side by side for decode, 2 for prefill.
-  const int64_t align = kernel == FastKernel::Int8 ? (T == 1 ? std::max(1, ctx.decode.groups) : 2) : 1;
+  // Interleaved int8 tiles: decode.groups 16-row groups side by side for decode, 2 for prefill.
+  const bool interleaved = std::all_of(group.begin(), group.end(), [](int g) { return g == int(kInterleaveRows); });
+  const int64_t align = kernel == FastKernel::Int8 && interleaved ? (T == 1 ? std::max(1, ctx.decode.groups) : 2) : 1;
   for_each_chunk(*ctx.pool, first.back(), run_units, align);
 }
 

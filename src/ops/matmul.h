@@ -44,6 +44,8 @@ DecodePlan plan_decode_streaming(const DeviceInfo& device);
 std::string describe_decode_streaming(const DecodeStreaming& s);  // "4 streams per thread, prefetch 8 KiB ahead"
 // The plan and its reason in one line, for g4 device and g4 info.
 std::string describe_decode_plan(const DecodePlan& p);
+// {"streams_per_thread", "prefetch_bytes", "reason"}, for g4 device --json and g4 bench --json.
+nlohmann::json decode_plan_to_json(const DecodePlan& p);
 
 // The context the engine and the CLI run products with on `device`: panels planned for the
 // widest input (plan_matmul; throws with the arithmetic when none fits), decode prefetch planned.

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "ops/matmul.h"
 #include "ops/quant_dot.h"
 #include "ops/reference_ops.h"
@@ -266,6 +268,10 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   EXPECT_EQ(c.panel_in, 1536);
   EXPECT_GE(c.panel_rows, 4);
   d.vendor = "GenuineIntel";
+  const nlohmann::json j = ops::decode_plan_to_json(ops::plan_decode_streaming(d));  // g4 device/bench --json
+  EXPECT_EQ(j.at("streams_per_thread"), 4);
+  EXPECT_EQ(j.at("prefetch_bytes"), 8192);
+  EXPECT_NE(j.at("reason").get<std::string>().find("Intel"), std::string::npos);
   if (ops::gemm_q8_available()) {  // the description names the kernel that runs, so only where it can
     const std::string desc =
         ops::describe_matmul(ops::make_matmul_context(nullptr, d, 1536, false, true), DType::Q4_0_R16);

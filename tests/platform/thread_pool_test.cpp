@@ -3,11 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#include "platform/error.h"
 
 namespace g4 {
 namespace {
@@ -96,28 +100,48 @@ TEST(ThreadPool, ChunksCoverEveryUnitOnceAndWalkEachShareInOrder) {
       }
 }
 
-// A thread that is slow on its own share has chunks taken from the back of it by the others,
-// and still no unit runs twice or is skipped.
+// A thread held on its first chunk has the rest of its share taken from the back by the other,
+// and still no unit runs twice or is skipped. Thread 1 waits (up to 10 s) until thread 0 has run
+// a unit of share 1, so the outcome does not depend on how the threads are scheduled.
 TEST(ThreadPool, ChunksOfASlowThreadAreTakenFromTheBack) {
   ThreadPool pool(2);
   const int64_t units = 100;
   std::vector<std::atomic<int>> by(static_cast<size_t>(units));
   for (auto& b : by) b.store(-1);
+  std::atomic<bool> stolen{false};
+  int64_t first_stolen = -1;  // written by thread 0 only, read after the join
   pool.parallel_chunks(units, 5, [&](int64_t b, int64_t e, int t) {
-    if (t == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (t == 1) {
+      const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!stolen.load() && std::chrono::steady_clock::now() < limit) std::this_thread::yield();
+    }
+    if (t == 0 && b >= 50 && !stolen.exchange(true)) first_stolen = b;
     for (int64_t i = b; i < e; ++i) {
       const int before = by[size_t(i)].exchange(t);
       ASSERT_EQ(before, -1) << "unit " << i << " ran twice";
     }
   });
   for (int64_t i = 0; i < units; ++i) ASSERT_NE(by[size_t(i)].load(), -1) << "unit " << i << " skipped";
-  EXPECT_EQ(by[99].load(), 0) << "thread 0 should have taken the back of thread 1's share";
+  EXPECT_TRUE(stolen.load()) << "thread 0 never took a chunk of thread 1's share";
+  EXPECT_EQ(first_stolen, 95) << "thread 0 should take the back of thread 1's share first";
   for (int64_t i = 0; i < 50; ++i) EXPECT_EQ(by[size_t(i)].load(), 0) << "unit " << i;
 }
 
-TEST(ThreadPool, ChunksRefuseAZeroChunk) {
+// A chunk below 1, and more units than a share's 32-bit bounds hold, are refused with the number
+// (before any unit runs).
+TEST(ThreadPool, ChunksRefuseWhatTheyCannotSplit) {
   ThreadPool pool(2);
-  EXPECT_THROW(pool.parallel_chunks(10, 0, [](int64_t, int64_t, int) {}), std::exception);
+  std::atomic<int> ran{0};
+  auto fn = [&](int64_t, int64_t, int) { ran.fetch_add(1); };
+  for (auto [units, chunk] : {std::pair<int64_t, int64_t>{10, 0}, {10, -3}, {int64_t(1) << 32, 1}}) {
+    try {
+      pool.parallel_chunks(units, chunk, fn);
+      ADD_FAILURE() << units << " units, chunk " << chunk << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::to_string(chunk < 1 ? chunk : units)), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(ran.load(), 0);
 }
 
 }  // namespace
