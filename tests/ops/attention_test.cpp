@@ -205,6 +205,37 @@ TEST(Attention, SubRangesAndMergedSplitsMatchReference) {
   }
 }
 
+// The query rows may live anywhere (the kernel copies them to 64-byte alignment, since a row at
+// malloc's 16-byte offset split every vector load across cache lines): the same rows at every
+// float offset within a cache line give the same bits, and match the reference.
+TEST(Attention, QueryPlacementChangesNoBits) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int64_t hd : {int64_t(512), int64_t(40)}) {  // a whole number of vectors, and a tail
+    const int64_t nH = 8, kvh = 1, n = 300;
+    const Stored k = make_rows(KvElem::BF16, n, kvh, hd, rng), v = make_rows(KvElem::BF16, n, kvh, hd, rng);
+    const auto spans = cut_spans(KvElem::BF16, k, v, n, kvh, hd, {64});
+    const ops::KvSpans kv{spans.data(), spans.size(), kvh, hd};
+    std::vector<float> q0(size_t(nH * hd));
+    for (float& x : q0) x = u(rng) * 3.0f;
+    std::vector<float> want(q0.size()), first(q0.size());
+    ref::attend_row(q0.data(), k.f32.data(), v.f32.data(), n, nH, kvh, hd, want.data());
+    std::vector<float> buf(q0.size() + 16);
+    for (size_t off = 0; off < 16; ++off) {
+      std::fill(buf.begin(), buf.end(), std::nanf(""));  // anything read beyond the rows shows
+      std::copy(q0.begin(), q0.end(), buf.begin() + std::ptrdiff_t(off));
+      std::vector<float> got(q0.size());
+      ops::attend_row(buf.data() + off, nH, kv, 0, n, got.data());
+      if (off == 0) {
+        first = got;
+        EXPECT_LE(max_abs_diff(got, want), kTol) << "hd " << hd;
+      }
+      EXPECT_EQ(std::memcmp(got.data(), first.data(), got.size() * sizeof(float)), 0)
+          << "hd " << hd << ", offset " << off;
+    }
+  }
+}
+
 // Equal keys: the softmax is uniform, so the output is exactly the mean of V; a single huge
 // score picks its value row (no overflow, no NaN).
 TEST(Attention, UniformAndOneHotSoftmax) {
@@ -228,12 +259,12 @@ TEST(Attention, UniformAndOneHotSoftmax) {
 // Softmax weights below e^-44 relative to the largest are dropped (subnormal weights made every
 // FMA take a microcode assist on Intel cores). What stays must be every weight a result can
 // show: a weight of e^-17 (4e-8) on a value of 1e6 moves the output by 0.04 and must be kept;
-// weights of e^-50 and e^-100 (subnormal in f32) on the same value move it by < 1e-15. The
+// weights of e^-50, e^-100 and e^-1000 (subnormal or zero in f32) on the same value move it by < 1e-15. The
 // truth is a double-precision softmax over all the positions.
 TEST(Attention, DropsOnlySoftmaxWeightsNoResultCanShow) {
   const int64_t hd = 16;
-  const std::vector<float> scores = {0.0f, -17.0f, -50.0f, -100.0f, -3.0f, -44.5f, -43.5f};
-  const std::vector<float> values = {0.0f, 1e6f, 1e6f, 1e6f, 1.0f, 1e6f, -1e6f};
+  const std::vector<float> scores = {0.0f, -17.0f, -50.0f, -100.0f, -3.0f, -44.5f, -43.5f, -1000.0f};
+  const std::vector<float> values = {0.0f, 1e6f, 1e6f, 1e6f, 1.0f, 1e6f, -1e6f, 1e6f};
   const int64_t n = int64_t(scores.size());
   for (int64_t reps : {1, 40}) {  // 40 copies: the tail spans several 128-position tiles
     const int64_t N = n * reps;
