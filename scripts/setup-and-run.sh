@@ -11,9 +11,9 @@ echo "== g4 synth: a random-weight Gemma 4 (E2B-like, tiny) with its own tokeniz
 $G4 synth --preset tiny-e --seed 1 --out "$MODEL"
 echo "== g4 info"
 $G4 info --model "$MODEL"
-echo "== g4 generate (random weights: the text is noise by design, and the degeneracy guard says so)"
+echo "== g4 generate (random weights: the text is noise by design; the degeneracy guard's verdict ends the log line, and short noise is usually ok: noise is not a loop)"
 $G4 generate --model "$MODEL" --chat --prompt "Write a haiku about the sea." -n 48 --temperature 0.8 --seed 7
-echo "== g4 serve: the OpenAI-compatible server on 127.0.0.1, answering one chat request (noise again, flagged by the guard)"
+echo "== g4 serve: the OpenAI-compatible server on 127.0.0.1, answering one chat request (noise again; the guard's verdict is in g4.degeneracy)"
 LOG=$(mktemp)
 $G4 serve --model "$MODEL" --port 0 --ready-interval 0 2>"$LOG" &
 SERVER=$!
