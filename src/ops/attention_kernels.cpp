@@ -362,11 +362,17 @@ void attend_partial(const float* q, int64_t group, const KvSpans& kv, int64_t kv
   // cache lines (the whole kernel ran 1.37x faster aligned at hd 512 on an Ice Lake VM).
   thread_local hwy::AlignedFreeUniquePtr<float[]> scratch;
   thread_local size_t scratch_size = 0;
-  const size_t hd_pad = size_t((kv.hd + 15) / 16 * 16);
-  const size_t need = size_t(group) * (size_t(kTileOnce) + hd_pad);
+  const size_t hd_pad = size_t((kv.hd + 15) / 16 * 16);  // row stride: whole 64-byte lines
+  if (size_t(group) > (size_t(1) << 40) / (size_t(kTileOnce) + hd_pad))
+    throw Error("attention: " + std::to_string(group) + " query rows of " + std::to_string(kv.hd) +
+                " values are more than the scratch can hold");
+  const size_t need = size_t(group) * (size_t(kTileOnce) + hd_pad);  // scores [G, kTile], rows [G, hd_pad]
   if (scratch_size < need) {
     scratch = hwy::AllocateAligned<float>(need);
-    scratch_size = need;
+    scratch_size = scratch ? need : 0;
+    if (!scratch)
+      throw Error("attention: cannot allocate " + std::to_string(need * sizeof(float)) + " bytes of scratch for " +
+                  std::to_string(group) + " query rows of " + std::to_string(kv.hd));
   }
   float* qa = scratch.get() + size_t(group * kTileOnce);
   for (int64_t g = 0; g < group; ++g) std::memcpy(qa + size_t(g) * hd_pad, q + g * kv.hd, size_t(kv.hd) * 4);

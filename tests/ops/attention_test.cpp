@@ -295,6 +295,22 @@ TEST(Attention, RefusesBadRanges) {
   EXPECT_THROW(ops::attend_partial(q.data(), 1, kv, 0, 2, 2, o.data(), m.data(), l.data()), Error);  // empty
   EXPECT_THROW(ops::attend_partial(q.data(), 1, kv, 1, 0, 2, o.data(), m.data(), l.data()), Error);  // kv head
   EXPECT_THROW(ops::attend_row(q.data(), 3, ops::KvSpans{&sp, 1, 2, 4}, 0, 2, o.data()), Error);    // 3 heads, 2 kv
+  // A group or head size whose scratch (scores and aligned query rows) cannot be had, or whose
+  // size wraps a size_t (2^60 rows x 144 floats = 9 x 2^64 floats), is refused with the numbers
+  // before anything is allocated or read.
+  const std::vector<std::pair<int64_t, int64_t>> too_wide = {
+      {int64_t(1) << 36, 4}, {int64_t(1) << 60, 4}, {1, int64_t(1) << 42}};
+  for (auto [group, hd] : too_wide) {
+    const ops::KvSpans wide{&sp, 1, 1, hd};
+    try {
+      ops::attend_partial(q.data(), group, wide, 0, 0, 2, o.data(), m.data(), l.data());
+      ADD_FAILURE() << "no error for " << group << " rows of " << hd;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::to_string(group) + " query rows of " + std::to_string(hd)),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace
