@@ -1,13 +1,13 @@
 #include "ops/attention_bf16.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "ops/gemm_bf16.h"
+#include "platform/aligned_rows.h"
 #include "platform/error.h"
 
 #if defined(__x86_64__)
@@ -176,11 +176,9 @@ G4_BF16_TARGET void attend_bf16(const float* q, int64_t G, const KvSpans& kv, in
                                 int64_t end, float* o, float* m, float* l) {
   const int64_t hd = kv.hd;
   thread_local Scratch s;
-  // The rounded query rows start on a cache line (32 elements of slack): a row at malloc's
-  // 16-byte offset splits every 64-byte load of the score loop in two (measured on the f32
-  // kernel, attention_kernels.cpp, which has the same loop shape).
-  s.qb.resize(size_t(G * hd + 32));
-  uint16_t* qb = reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(s.qb.data()) + 63) & ~uintptr_t(63));
+  // The rounded query rows ([G, hd], contiguous) start on a cache line, as in the f32 kernel.
+  size_t qb_stride = 0;
+  uint16_t* qb = aligned_rows(s.qb, 1, size_t(G * hd), qb_stride);
   s.pb.assign(size_t(G * kPStride), 0);
   s.zero.assign(size_t(hd), 0);
   s.sc.resize(size_t(G * kTile));

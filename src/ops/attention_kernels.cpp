@@ -54,7 +54,7 @@ HWY_INLINE float ToF(T x) {
 
 // sc[r * kTile + s + p] = scale_{s+p} · (q_r · k_{s+p}) for ROWS query rows and NPOS positions:
 // each k load serves ROWS rows, each q load NPOS positions (ROWS · NPOS independent sums).
-// q: [ROWS, qs], rows qs >= hd floats apart (AttendPartial gets them 64-byte aligned).
+// q: [ROWS, qs], rows qs >= hd floats apart (attend_partial copies them onto cache lines).
 template <int ROWS, int NPOS, typename T>
 HWY_INLINE void ScoreBlock(const float* q, int64_t qs, int64_t hd, const T* k, int64_t stride, float* sc) {
   const hn::ScalableTag<float> d;
@@ -327,8 +327,7 @@ void AttendPartial(const float* q, int64_t qs, int64_t G, const KvSpan* spans, s
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <hwy/aligned_allocator.h>
-
+#include "platform/aligned_rows.h"
 #include "platform/error.h"
 
 namespace g4::ops {
@@ -357,27 +356,20 @@ void check_attend_args(int64_t group, const KvSpans& kv, int64_t kv_head, int64_
 void attend_partial(const float* q, int64_t group, const KvSpans& kv, int64_t kv_head, int64_t begin, int64_t end,
                     float* o, float* m, float* l) {
   check_attend_args(group, kv, kv_head, begin, end);
-  // The query rows are copied to 64-byte alignment: the score loop loads each query vector once
-  // per key, and a row at a 16-byte offset (what malloc gives) splits every such load across two
-  // cache lines (the whole kernel ran 1.37x faster aligned at hd 512 on an Ice Lake VM).
-  thread_local hwy::AlignedFreeUniquePtr<float[]> scratch;
-  thread_local size_t scratch_size = 0;
-  const size_t hd_pad = size_t((kv.hd + 15) / 16 * 16);  // row stride: whole 64-byte lines
-  if (size_t(group) > (size_t(1) << 40) / (size_t(kTileOnce) + hd_pad))
+  // The query rows are copied onto cache lines (aligned_rows.h): the score loop loads each query
+  // vector once per key, and rows at malloc's 16-byte offset split every such load in two (the
+  // whole kernel ran 1.37x faster aligned at hd 512 on an Ice Lake VM).
+  constexpr size_t kMaxScratch = size_t(1) << 40;  // floats; bounds the products below
+  if (size_t(group) > kMaxScratch / (size_t(kTileOnce) + size_t(kv.hd) + 16))
     throw Error("attention: " + std::to_string(group) + " query rows of " + std::to_string(kv.hd) +
                 " values are more than the scratch can hold");
-  const size_t need = size_t(group) * (size_t(kTileOnce) + hd_pad);  // scores [G, kTile], rows [G, hd_pad]
-  if (scratch_size < need) {
-    scratch = hwy::AllocateAligned<float>(need);
-    scratch_size = scratch ? need : 0;
-    if (!scratch)
-      throw Error("attention: cannot allocate " + std::to_string(need * sizeof(float)) + " bytes of scratch for " +
-                  std::to_string(group) + " query rows of " + std::to_string(kv.hd));
-  }
-  float* qa = scratch.get() + size_t(group * kTileOnce);
-  for (int64_t g = 0; g < group; ++g) std::memcpy(qa + size_t(g) * hd_pad, q + g * kv.hd, size_t(kv.hd) * 4);
-  HWY_DYNAMIC_DISPATCH(AttendPartial)(qa, int64_t(hd_pad), group, kv.spans, kv.count, kv.kvh, kv.hd, kv_head, begin,
-                                      end, o, m, l, scratch.get());
+  thread_local std::vector<float> score_tile, query_rows;
+  score_tile.resize(size_t(group * kTileOnce));
+  size_t qs = 0;
+  float* qa = aligned_rows(query_rows, size_t(group), size_t(kv.hd), qs);
+  for (int64_t g = 0; g < group; ++g) std::memcpy(qa + size_t(g) * qs, q + g * kv.hd, size_t(kv.hd) * sizeof(float));
+  HWY_DYNAMIC_DISPATCH(AttendPartial)(qa, int64_t(qs), group, kv.spans, kv.count, kv.kvh, kv.hd, kv_head, begin, end,
+                                      o, m, l, score_tile.data());
 }
 
 void attend_merge(int64_t group, int64_t hd, float* o, float* m, float* l, const float* o2, const float* m2,

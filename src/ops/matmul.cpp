@@ -13,6 +13,7 @@
 #include "ops/gemm_q8.h"
 #include "ops/quant_dot.h"
 #include "ops/reference_ops.h"
+#include "platform/aligned_rows.h"
 #include "platform/row_interleave.h"
 
 namespace g4::ops {
@@ -64,7 +65,9 @@ std::string describe_decode_plan(const DecodePlan& p) {
 }
 
 nlohmann::json decode_plan_to_json(const DecodePlan& p) {
-  return {{"streams_per_thread", p.streaming.groups}, {"prefetch_bytes", p.streaming.prefetch_bytes}, {"reason", p.reason}};
+  return {{"streams_per_thread", p.streaming.groups},
+          {"prefetch_bytes", p.streaming.prefetch_bytes},
+          {"reason", p.reason}};
 }
 
 MatmulContext make_matmul_context(ThreadPool* pool, const DeviceInfo& device, int64_t widest_in, bool bf16_compute,
@@ -91,9 +94,8 @@ bool other_blocks(DType t) { return dtype_is_quantized(t) && !simd_blocks(t) && 
 // Scratch for a prefill panel of `rows` f32 rows of `in` values: rows 64-byte aligned (stride
 // rounded up to 16 floats), so dot_panel's loads never span two cache lines. Returns the stride.
 size_t panel_scratch(std::vector<float>& v, int64_t rows, int64_t in, float** data) {
-  const size_t ld = size_t(in + 15) / 16 * 16;
-  v.resize(size_t(rows) * ld + 16);
-  *data = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t(63));
+  size_t ld = 0;
+  *data = aligned_rows(v, size_t(rows), size_t(in), ld);
   return ld;
 }
 

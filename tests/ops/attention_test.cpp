@@ -205,8 +205,8 @@ TEST(Attention, SubRangesAndMergedSplitsMatchReference) {
   }
 }
 
-// The query rows may live anywhere (the kernel copies them to 64-byte alignment, since a row at
-// malloc's 16-byte offset split every vector load across cache lines): the same rows at every
+// The query rows may live anywhere (the kernel copies them onto cache lines, aligned_rows.h,
+// since a row at malloc's 16-byte offset split every vector load in two): the same rows at every
 // float offset within a cache line give the same bits, and match the reference.
 TEST(Attention, QueryPlacementChangesNoBits) {
   std::mt19937 rng(5);
@@ -259,8 +259,8 @@ TEST(Attention, UniformAndOneHotSoftmax) {
 // Softmax weights below e^-44 relative to the largest are dropped (subnormal weights made every
 // FMA take a microcode assist on Intel cores). What stays must be every weight a result can
 // show: a weight of e^-17 (4e-8) on a value of 1e6 moves the output by 0.04 and must be kept;
-// weights of e^-50, e^-100 and e^-1000 (subnormal or zero in f32) on the same value move it by < 1e-15. The
-// truth is a double-precision softmax over all the positions.
+// weights of e^-50, e^-100 and e^-1000 (subnormal or zero in f32) on the same value move it by
+// < 1e-15. The truth is a double-precision softmax over all the positions.
 TEST(Attention, DropsOnlySoftmaxWeightsNoResultCanShow) {
   const int64_t hd = 16;
   const std::vector<float> scores = {0.0f, -17.0f, -50.0f, -100.0f, -3.0f, -44.5f, -43.5f, -1000.0f};
