@@ -23,6 +23,16 @@ namespace hn = hwy::HWY_NAMESPACE;
 // Positions per softmax tile; a multiple of every x86 vector width in floats.
 constexpr int64_t kTile = kAttendTile;
 
+// The value rows' memory traffic, split between the two passes over a tile. The score pass
+// requests the first kValueStripsAhead strips (2 vectors wide: AccumulateHeads' column strips) of
+// each value row while it streams the keys; the accumulation, walking strip j over the tile's
+// positions, requests strip j + kValueStripsAhead of the same rows. Requesting whole value rows in
+// the score pass (as before) put all of a tile's reads in that pass and none in the other, so the
+// memory sat idle for half of the kernel's time: from memory, hd 512, one thread, 3.55-3.61M ->
+// 4.45-4.54M positions/s; hd 256 7.7 -> 8.6M (Ice Lake VM; 2 and 3 strips ahead were best of
+// 0-8; none at all: 2.7M).
+constexpr int64_t kValueStripsAhead = 2;
+
 template <class D, typename T>
 HWY_INLINE hn::Vec<D> LoadF(D d, const T* p) {
   if constexpr (std::is_same_v<T, float>) {
@@ -103,19 +113,20 @@ HWY_INLINE void ScoreRows(const float* q, int64_t qs, int64_t G, int64_t hd, con
   }
 }
 
-// Requests the cache lines of rows [s, s + count) of v (hd elements each, `stride` apart) into L2.
+// Requests the first kValueStripsAhead strips of rows [s, s + count) of v (`stride` apart) into L2.
 template <typename T>
 HWY_INLINE void PrefetchRows(const T* v, int64_t stride, int64_t hd, int64_t s, int64_t count) {
   constexpr int64_t kPerLine = 64 / int64_t(sizeof(T));
+  const hn::ScalableTag<float> d;
+  const int64_t lim = std::min<int64_t>(hd, kValueStripsAhead * 2 * int64_t(hn::Lanes(d)));
   for (int64_t r = s; r < s + count; ++r)
-    for (int64_t i = 0; i < hd; i += kPerLine) __builtin_prefetch(v + r * stride + i, 0, 2);
+    for (int64_t i = 0; i < lim; i += kPerLine) __builtin_prefetch(v + r * stride + i, 0, 2);
 }
 
 // Scores of G query rows against n (<= kTile) keys k_s = k + s·stride, times ks[s·ks_stride]
-// when ks is set (int8). While scoring position s, the value row of s (v) is requested: the
-// accumulation that follows the softmax then reads the tile's values from L2 instead of missing
-// on every row (it walks them column strip by column strip, which the hardware prefetcher does
-// not follow).
+// when ks is set (int8). While scoring position s, the first strips of the value row of s (v)
+// are requested, the rest during the accumulation (kValueStripsAhead): the accumulation walks
+// the values column strip by column strip, which the hardware prefetcher does not follow.
 template <typename T>
 void Scores(const float* q, int64_t qs, int64_t G, int64_t hd, const T* k, int64_t stride, const float* ks,
             int64_t ks_stride, int64_t n, float* sc, const T* v) {
@@ -199,9 +210,11 @@ void SoftmaxTileBf16(float* sc, int64_t G, int64_t n, int64_t hd, float* o, floa
 
 // o[g][i, i + C·N) += Σ_s w[g][s] · v_s[i, i + C·N) for GN heads, the GN·C accumulators held
 // in registers across all n positions: each v load serves GN heads and o is loaded and stored
-// once per pass. Every element is summed in position order, one FMA per position.
+// once per pass. Every element is summed in position order, one FMA per position. pf (may be
+// null): the strip to request into L2 for a later pass, pf + s·stride beside v_s.
 template <int GN, int C, typename T>
-HWY_INLINE void AccumulateBlock(const float* w, int64_t hd, const T* v, int64_t stride, int64_t n, float* o) {
+HWY_INLINE void AccumulateBlock(const float* w, int64_t hd, const T* v, int64_t stride, int64_t n, float* o,
+                                const T* pf) {
   const hn::ScalableTag<float> d;
   const int64_t N = int64_t(hn::Lanes(d));
   // Fully unrolled so the accumulators live in registers (GCC keeps a looped array in memory).
@@ -209,6 +222,9 @@ HWY_INLINE void AccumulateBlock(const float* w, int64_t hd, const T* v, int64_t 
   #pragma GCC unroll 16
   for (int j = 0; j < GN * C; ++j) acc[j] = hn::LoadU(d, o + (j / C) * hd + (j % C) * N);
   for (int64_t s = 0; s < n; ++s) {
+    if (pf)
+      for (size_t b = 0; b < C * N * sizeof(T); b += 64)
+        __builtin_prefetch(reinterpret_cast<const char*>(pf + s * stride) + b, 0, 2);
     hn::Vec<decltype(d)> x[C];
     #pragma GCC unroll 2
     for (int c = 0; c < C; ++c) x[c] = LoadF(d, v + s * stride + c * N);
@@ -228,8 +244,10 @@ HWY_INLINE void AccumulateHeads(const float* w, int64_t hd, const T* v, int64_t 
   const hn::ScalableTag<float> d;
   const int64_t N = int64_t(hn::Lanes(d));
   int64_t i = 0;
-  for (; i + 2 * N <= hd; i += 2 * N) AccumulateBlock<GN, 2>(w, hd, v + i, stride, n, o + i);
-  for (; i + N <= hd; i += N) AccumulateBlock<GN, 1>(w, hd, v + i, stride, n, o + i);
+  const int64_t ahead = kValueStripsAhead * 2 * N;
+  for (; i + 2 * N <= hd; i += 2 * N)
+    AccumulateBlock<GN, 2>(w, hd, v + i, stride, n, o + i, i + ahead < hd ? v + i + ahead : nullptr);
+  for (; i + N <= hd; i += N) AccumulateBlock<GN, 1>(w, hd, v + i, stride, n, o + i, static_cast<const T*>(nullptr));
   for (; i < hd; ++i)  // head dims that are not a multiple of the vector width
     for (int g = 0; g < GN; ++g)
       for (int64_t s = 0; s < n; ++s) o[g * hd + i] += w[g * kTile + s] * ToF(v[s * stride + i]);

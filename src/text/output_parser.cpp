@@ -12,7 +12,7 @@ namespace {
 constexpr std::string_view kChannelOpen = "<|channel>", kChannelClose = "<channel|>";
 constexpr std::string_view kCallOpen = "<|tool_call>", kCallClose = "<tool_call|>";
 
-std::string trim(std::string_view s) {
+std::string trim_ascii_space(std::string_view s) {
   size_t b = 0, e = s.size();
   while (b < e && std::isspace(uint8_t(s[b]))) ++b;
   while (e > b && std::isspace(uint8_t(s[e - 1]))) --e;
@@ -77,7 +77,7 @@ ParsedOutput parse_model_output(std::string_view text) {
       else if (block == "thought")
         block = {};
       if (!out.thinking.empty()) out.thinking += "\n";
-      out.thinking += trim(block);
+      out.thinking += trim_ascii_space(block);
       at = close == std::string_view::npos ? text.size() : close + kChannelClose.size();
     } else {
       const size_t body = tc + kCallOpen.size();
@@ -96,7 +96,7 @@ ParsedOutput parse_model_output(std::string_view text) {
   for (std::string_view end : {std::string_view("<turn|>"), std::string_view("<eos>")})
     if (const size_t p = rest.find(end); p != std::string::npos) rest.erase(p);
   erase_all(rest, "<|tool_response>");
-  out.content = trim(rest);
+  out.content = trim_ascii_space(rest);
   return out;
 }
 

@@ -24,9 +24,9 @@ namespace {
 
 using ops::KvElem;
 
-constexpr double kTol = 1.0 / 256;
+constexpr double kBf16Tol = 1.0 / 256;
 
-struct Case {
+struct Bf16Case {
   int64_t G, kvh, hd, n;
 };
 
@@ -35,7 +35,7 @@ struct Data {
   std::vector<uint16_t> k, v;    // [n, kvh, hd] bf16
 };
 
-Data make(const Case& c, std::mt19937& rng, float score_scale) {
+Data make(const Bf16Case& c, std::mt19937& rng, float score_scale) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   Data d;
   d.q.resize(size_t(c.G * c.hd));
@@ -48,7 +48,7 @@ Data make(const Case& c, std::mt19937& rng, float score_scale) {
 }
 
 // out [G, hd] over positions [begin, end) of kv head kh, in double on the rounded operands.
-std::vector<double> truth(const Case& c, const Data& d, int64_t kh, int64_t begin, int64_t end) {
+std::vector<double> truth(const Bf16Case& c, const Data& d, int64_t kh, int64_t begin, int64_t end) {
   std::vector<double> out(size_t(c.G * c.hd), 0.0);
   for (int64_t g = 0; g < c.G; ++g) {
     std::vector<double> s;
@@ -70,7 +70,7 @@ std::vector<double> truth(const Case& c, const Data& d, int64_t kh, int64_t begi
 }
 
 // Spans over [0, n) with the given lengths (the last one takes the rest).
-std::vector<ops::KvSpan> cut(const Case& c, const Data& d, const std::vector<int64_t>& lengths) {
+std::vector<ops::KvSpan> cut(const Bf16Case& c, const Data& d, const std::vector<int64_t>& lengths) {
   std::vector<ops::KvSpan> spans;
   int64_t at = 0;
   for (size_t i = 0; at < c.n; ++i) {
@@ -86,14 +86,14 @@ struct Result {
   std::vector<float> o, m, l;
 };
 
-Result run(const Case& c, const Data& d, const std::vector<ops::KvSpan>& spans, int64_t kh, int64_t begin, int64_t end) {
+Result run(const Bf16Case& c, const Data& d, const std::vector<ops::KvSpan>& spans, int64_t kh, int64_t begin, int64_t end) {
   Result r{std::vector<float>(size_t(c.G * c.hd)), std::vector<float>(size_t(c.G)), std::vector<float>(size_t(c.G))};
   const ops::KvSpans ks{spans.data(), spans.size(), c.kvh, c.hd};
   ops::attend_partial_bf16(d.q.data(), c.G, ks, kh, begin, end, r.o.data(), r.m.data(), r.l.data());
   return r;
 }
 
-std::vector<float> finish(const Case& c, const Result& r) {
+std::vector<float> finish(const Bf16Case& c, const Result& r) {
   std::vector<float> out(r.o.size());
   ops::attend_finish(c.G, c.hd, r.o.data(), r.l.data(), out.data());
   return out;
@@ -107,9 +107,9 @@ TEST(AttentionBf16, MatchesDoublePrecisionOnTheSameRoundedOperands) {
   std::mt19937 rng(11);
   // Head dims below, at and above one 32-element step and with tails; groups of every block
   // size (8, 4, 2, 1) and mixtures; tiles that are odd, short, exactly full and spill over.
-  const Case cases[] = {{8, 1, 256, 300}, {8, 1, 512, 129}, {1, 1, 16, 1}, {3, 2, 40, 17}, {5, 1, 64, 128},
+  const Bf16Case cases[] = {{8, 1, 256, 300}, {8, 1, 512, 129}, {1, 1, 16, 1}, {3, 2, 40, 17}, {5, 1, 64, 128},
                         {2, 4, 96, 3},    {13, 1, 48, 257}, {4, 2, 256, 2}, {6, 1, 33, 77}, {8, 1, 512, 4096}};
-  for (const Case& c : cases)
+  for (const Bf16Case& c : cases)
     for (float scale : {1.0f, 6.0f}) {  // soft and peaked softmax (scores up to about ±hd·scale/3)
       const Data d = make(c, rng, scale);
       const auto spans = cut(c, d, {});
@@ -121,7 +121,7 @@ TEST(AttentionBf16, MatchesDoublePrecisionOnTheSameRoundedOperands) {
       }
       std::printf("[ attn bf16 ] G %lld kvh %lld hd %lld n %lld scale %.0f: worst |delta| %.2e\n", (long long)c.G,
                   (long long)c.kvh, (long long)c.hd, (long long)c.n, double(scale), worst);
-      EXPECT_LE(worst, kTol) << "G " << c.G << " hd " << c.hd << " n " << c.n;
+      EXPECT_LE(worst, kBf16Tol) << "G " << c.G << " hd " << c.hd << " n " << c.n;
     }
 }
 
@@ -131,7 +131,7 @@ TEST(AttentionBf16, MatchesDoublePrecisionOnTheSameRoundedOperands) {
 TEST(AttentionBf16, SpansChangeNoBit) {
   REQUIRE_BF16();
   std::mt19937 rng(5);
-  const Case c{8, 2, 80, 331};
+  const Bf16Case c{8, 2, 80, 331};
   const Data d = make(c, rng, 3.0f);
   const auto whole = cut(c, d, {});
   std::vector<int64_t> ones(size_t(c.n), 1), odd, random;
@@ -156,7 +156,7 @@ TEST(AttentionBf16, SpansChangeNoBit) {
 TEST(AttentionBf16, SplitRangesMergeToTheWhole) {
   REQUIRE_BF16();
   std::mt19937 rng(8);
-  const Case c{8, 1, 256, 700};
+  const Bf16Case c{8, 1, 256, 700};
   const Data d = make(c, rng, 0.5f);
   const auto spans = cut(c, d, {64, 64, 64, 64, 64, 64, 64, 64, 64, 64});
   const auto want = truth(c, d, 0, 0, c.n);
@@ -172,8 +172,8 @@ TEST(AttentionBf16, SplitRangesMergeToTheWhole) {
     worst_whole = std::max(worst_whole, std::fabs(double(whole[i]) - want[i]));
   }
   std::printf("[ attn bf16 ] 700 keys: whole worst %.2e, split in 4 and merged %.2e\n", worst_whole, worst_merged);
-  EXPECT_LE(worst_merged, kTol);
-  EXPECT_LE(worst_whole, kTol);
+  EXPECT_LE(worst_merged, kBf16Tol);
+  EXPECT_LE(worst_whole, kBf16Tol);
 }
 
 TEST(AttentionBf16, RefusesOtherElementTypesAndBadRanges) {
