@@ -113,14 +113,24 @@ HWY_INLINE void ScoreRows(const float* q, int64_t qs, int64_t G, int64_t hd, con
   }
 }
 
+// Elements of a value row between the strip being accumulated and the one requested for later.
+HWY_INLINE int64_t ValueLead() {
+  const hn::ScalableTag<float> d;
+  return kValueStripsAhead * 2 * int64_t(hn::Lanes(d));
+}
+
+// Requests the cache lines of p[0, n) into L2.
+template <typename T>
+HWY_INLINE void PrefetchElems(const T* p, int64_t n) {
+  constexpr int64_t kPerLine = 64 / int64_t(sizeof(T));
+  for (int64_t i = 0; i < n; i += kPerLine) __builtin_prefetch(p + i, 0, 2);
+}
+
 // Requests the first kValueStripsAhead strips of rows [s, s + count) of v (`stride` apart) into L2.
 template <typename T>
 HWY_INLINE void PrefetchRows(const T* v, int64_t stride, int64_t hd, int64_t s, int64_t count) {
-  constexpr int64_t kPerLine = 64 / int64_t(sizeof(T));
-  const hn::ScalableTag<float> d;
-  const int64_t lim = std::min<int64_t>(hd, kValueStripsAhead * 2 * int64_t(hn::Lanes(d)));
-  for (int64_t r = s; r < s + count; ++r)
-    for (int64_t i = 0; i < lim; i += kPerLine) __builtin_prefetch(v + r * stride + i, 0, 2);
+  const int64_t lead = std::min(hd, ValueLead());
+  for (int64_t r = s; r < s + count; ++r) PrefetchElems(v + r * stride, lead);
 }
 
 // Scores of G query rows against n (<= kTile) keys k_s = k + s·stride, times ks[s·ks_stride]
@@ -222,9 +232,7 @@ HWY_INLINE void AccumulateBlock(const float* w, int64_t hd, const T* v, int64_t 
   #pragma GCC unroll 16
   for (int j = 0; j < GN * C; ++j) acc[j] = hn::LoadU(d, o + (j / C) * hd + (j % C) * N);
   for (int64_t s = 0; s < n; ++s) {
-    if (pf)
-      for (size_t b = 0; b < C * N * sizeof(T); b += 64)
-        __builtin_prefetch(reinterpret_cast<const char*>(pf + s * stride) + b, 0, 2);
+    if (pf) PrefetchElems(pf + s * stride, C * N);
     hn::Vec<decltype(d)> x[C];
     #pragma GCC unroll 2
     for (int c = 0; c < C; ++c) x[c] = LoadF(d, v + s * stride + c * N);
@@ -244,7 +252,7 @@ HWY_INLINE void AccumulateHeads(const float* w, int64_t hd, const T* v, int64_t 
   const hn::ScalableTag<float> d;
   const int64_t N = int64_t(hn::Lanes(d));
   int64_t i = 0;
-  const int64_t ahead = kValueStripsAhead * 2 * N;
+  const int64_t ahead = ValueLead();
   for (; i + 2 * N <= hd; i += 2 * N)
     AccumulateBlock<GN, 2>(w, hd, v + i, stride, n, o + i, i + ahead < hd ? v + i + ahead : nullptr);
   for (; i + N <= hd; i += N) AccumulateBlock<GN, 1>(w, hd, v + i, stride, n, o + i, static_cast<const T*>(nullptr));
