@@ -101,8 +101,9 @@ int run(const std::vector<std::string>& argv) {
   {
     const blocks::Exec ex{&mm};
     std::printf("executed   attention over a bf16 cache: %s;\n"
-                "           over an f32, f16 or int8 cache: the stored K/V widened to f32, FMA\n",
-                describe_attention(ops::KvElem::BF16, ex).c_str());
+                "           over an int8 cache: %s;\n"
+                "           over an f32 or f16 cache: the stored K/V widened to f32, FMA\n",
+                describe_attention(ops::KvElem::BF16, ex).c_str(), describe_attention(ops::KvElem::I8, ex).c_str());
   }
   std::printf("executed   decode weight streams: %s\n", ops::describe_decode_plan(ops::plan_decode_streaming(dev)).c_str());
   std::printf("weights    %s: %d streamed matrices, %.0f MiB (%s); generate/bench/serve --weight-memory\n",

@@ -84,16 +84,9 @@ void KvRows::write(int64_t row, const float* src) {
       break;
     case KvDType::Int8:
       // Symmetric per (token, head): scale = max|x| / 127.
-      for (int64_t h = 0; h < kv_heads_; ++h) {
-        const float* x = src + h * head_dim_;
-        float amax = 0;
-        for (int64_t d = 0; d < head_dim_; ++d) amax = std::max(amax, std::fabs(x[d]));
-        const float scale = amax / 127.0f;
-        const float inv = scale > 0 ? 1.0f / scale : 0.0f;
-        scales_[size_t(row * kv_heads_ + h)] = scale;
-        int8_t* q = &q_[base + size_t(h * head_dim_)];
-        for (int64_t d = 0; d < head_dim_; ++d) q[d] = int8_t(std::lrint(std::clamp(x[d] * inv, -127.0f, 127.0f)));
-      }
+      for (int64_t h = 0; h < kv_heads_; ++h)
+        scales_[size_t(row * kv_heads_ + h)] =
+            quantize_int8_symmetric(src + h * head_dim_, head_dim_, &q_[base + size_t(h * head_dim_)]);
       break;
   }
 }

@@ -6,6 +6,7 @@
 #include "model/decoder_blocks.h"
 #include "ops/reference_ops.h"
 #include "ops/attention_bf16.h"
+#include "ops/attention_int8.h"
 #include "ops/attention_kernels.h"
 #include "platform/dtype.h"
 #include "platform/error.h"
@@ -79,6 +80,11 @@ bool bf16_attention_for(std::optional<ops::KvElem> elem, const blocks::Exec& ex)
   return ex.matmul && ex.matmul->bf16_compute && elem == ops::KvElem::BF16 && ops::attention_bf16_available();
 }
 
+// The int8 attention kernel runs under activations = q8 over a store whose views hold int8.
+bool int8_attention_for(std::optional<ops::KvElem> elem, const blocks::Exec& ex) {
+  return ex.matmul && ex.matmul->int8_activations && elem == ops::KvElem::I8 && ops::attention_int8_available();
+}
+
 // Attention of one layer for every row of the step on the SIMD kernel (ex.matmul set), over the
 // cache's K/V in their stored element type (KvStore::view; a store without views is gathered
 // with read() instead) followed by this step's rows. Same keys per row as the reference path:
@@ -98,16 +104,29 @@ void attend_layer_simd(const KvStore& kv, int src, bool sliding, int64_t W, int6
                        const std::vector<Group>& groups, const std::vector<int64_t>& positions, const blocks::Vec& q,
                        const blocks::Vec& sk, const blocks::Vec& sv, blocks::Vec& a, const blocks::Exec& ex) {
   const int64_t row_w = kvh * hd, G = nH / kvh;
-  const bool bf16 = uses_bf16_attention(kv, ex);
-  // With the bf16 kernel the step's own rows are rounded to bf16 exactly as the cache will store
-  // them (f32_to_bf16, as KvRows::write), so a row sees the same keys whether an earlier row of
-  // its sequence came in this step or a past one: chunking changes nothing.
+  const bool bf16 = uses_bf16_attention(kv, ex), int8 = uses_int8_attention(kv, ex);
+  // With the bf16 or int8 kernel the step's own rows are rounded exactly as the cache will store
+  // them (f32_to_bf16, quantize_int8_symmetric per (row, head): as KvRows::write), so a row sees
+  // the same keys whether an earlier row of its sequence came in this step or a past one:
+  // chunking changes nothing.
   std::vector<uint16_t> step_kb, step_vb;
   if (bf16) {
     step_kb.resize(sk.size());
     step_vb.resize(sv.size());
     for (size_t i = 0; i < sk.size(); ++i) step_kb[i] = f32_to_bf16(sk[i]);
     for (size_t i = 0; i < sv.size(); ++i) step_vb[i] = f32_to_bf16(sv[i]);
+  }
+  std::vector<int8_t> step_kq, step_vq;
+  std::vector<float> step_ks, step_vs;  // [rows, kvh]
+  if (int8) {
+    step_kq.resize(sk.size());
+    step_vq.resize(sv.size());
+    step_ks.resize(sk.size() / size_t(hd));
+    step_vs.resize(step_ks.size());
+    for (size_t r = 0; r < step_ks.size(); ++r) {
+      step_ks[r] = quantize_int8_symmetric(&sk[r * size_t(hd)], hd, &step_kq[r * size_t(hd)]);
+      step_vs[r] = quantize_int8_symmetric(&sv[r * size_t(hd)], hd, &step_vq[r * size_t(hd)]);
+    }
   }
   // Spans per group: the cached positions, then the step's rows of that group (f32, or bf16).
   std::vector<ops::KvSpan> spans;
@@ -121,7 +140,7 @@ void attend_layer_simd(const KvStore& kv, int src, bool sliding, int64_t W, int6
     first_cached[gi] = sliding ? std::max<int64_t>(0, g.pos_begin - W + 1) : 0;
     const int64_t n_cached = g.pos_begin - first_cached[gi];
     if (n_cached > 0 && !kv.view(src, g.seq, first_cached[gi], g.pos_begin, spans)) {
-      if (bf16) throw Error("KV store: view_element() promised bf16 views, but view() gave none");
+      if (bf16 || int8) throw Error("KV store: view_element() promised bf16 or int8 views, but view() gave none");
       blocks::Vec& k = gathered.emplace_back(size_t(n_cached * row_w));
       blocks::Vec& v = gathered.emplace_back(size_t(n_cached * row_w));
       kv.read(src, g.seq, first_cached[gi], g.pos_begin, k.data(), v.data());
@@ -131,6 +150,10 @@ void attend_layer_simd(const KvStore& kv, int src, bool sliding, int64_t W, int6
     if (bf16)
       spans.push_back({ops::KvElem::BF16, n_step, &step_kb[g.row_begin * size_t(row_w)],
                        &step_vb[g.row_begin * size_t(row_w)], nullptr, nullptr});
+    else if (int8)
+      spans.push_back({ops::KvElem::I8, n_step, &step_kq[g.row_begin * size_t(row_w)],
+                       &step_vq[g.row_begin * size_t(row_w)], &step_ks[g.row_begin * size_t(kvh)],
+                       &step_vs[g.row_begin * size_t(kvh)]});
     else
       spans.push_back({ops::KvElem::F32, n_step, &sk[g.row_begin * size_t(row_w)], &sv[g.row_begin * size_t(row_w)],
                        nullptr, nullptr});
@@ -174,6 +197,8 @@ void attend_layer_simd(const KvStore& kv, int src, bool sliding, int64_t W, int6
     const float* qr = &q[it.row * size_t(nH * hd) + size_t(it.kh * G * hd)];
     if (bf16)
       ops::attend_partial_bf16(qr, G, ks, it.kh, it.begin, it.end, o, m, l);
+    else if (int8)
+      ops::attend_partial_int8(qr, G, ks, it.kh, it.begin, it.end, o, m, l);
     else
       ops::attend_partial(qr, G, ks, it.kh, it.begin, it.end, o, m, l);
     if (it.n_split == 1) ops::attend_finish(G, hd, o, l, &a[it.row * size_t(nH * hd) + size_t(it.kh * G * hd)]);
@@ -205,12 +230,16 @@ void attend_layer_simd(const KvStore& kv, int src, bool sliding, int64_t W, int6
 }  // namespace
 
 bool uses_bf16_attention(const KvStore& kv, const blocks::Exec& ex) { return bf16_attention_for(kv.view_element(), ex); }
+bool uses_int8_attention(const KvStore& kv, const blocks::Exec& ex) { return int8_attention_for(kv.view_element(), ex); }
 
 std::string describe_attention(std::optional<ops::KvElem> elem, const blocks::Exec& ex) {
   if (!ex.matmul) return "reference loops (f32 K/V gathered from the cache)";
   if (bf16_attention_for(elem, ex))
     return "bf16 K/V x bf16-rounded queries and softmax weights on VDPBF16PS (AVX512_BF16), f32 accumulate and "
            "softmax";
+  if (int8_attention_for(elem, ex))
+    return "int8 K x int8-quantized queries on VPDPBUSD (AVX512_VNNI), exact int32 sums; int8 V widened to f32, FMA; "
+           "f32 softmax";
   const char* stored = !elem ? "f32 (gathered)"
                        : *elem == ops::KvElem::BF16 ? "bf16"
                        : *elem == ops::KvElem::F16  ? "f16"

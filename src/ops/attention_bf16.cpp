@@ -17,6 +17,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include <immintrin.h>
+
+#include "ops/x86_lanes.h"
 #define G4_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 #endif
 
@@ -31,30 +33,9 @@ constexpr int64_t kPStride = kTile + 2;  // bf16 weights per head row, room for 
 
 inline __mmask32 mask32(int64_t count) { return count >= 32 ? ~__mmask32(0) : __mmask32((uint64_t(1) << count) - 1); }
 
-// out lane j = the sum of the 16 lanes of a[j], by one fixed tree for every j: pairs of
-// elements within 128-bit lanes, then pairs of pairs, then the four 128-bit lanes
-// ((l0 + l1) + (l2 + l3)). 45 operations instead of 16 separate reductions.
-G4_BF16_TARGET inline __m512 sum16(const __m512* a) {
-  __m512 x[8], y[4];
-  #pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i)
-    x[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
-  #pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {
-    const __m512d p = _mm512_castps_pd(x[2 * i]), q = _mm512_castps_pd(x[2 * i + 1]);
-    y[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(p, q)), _mm512_castpd_ps(_mm512_unpackhi_pd(p, q)));
-  }
-  // y[i] lanes: 128-bit lane k holds partial sums of a[4i .. 4i + 3] over their lane k.
-  const __m512 w0 = _mm512_add_ps(_mm512_shuffle_f32x4(y[0], y[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                  _mm512_shuffle_f32x4(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));
-  const __m512 w1 = _mm512_add_ps(_mm512_shuffle_f32x4(y[2], y[3], _MM_SHUFFLE(2, 0, 2, 0)),
-                                  _mm512_shuffle_f32x4(y[2], y[3], _MM_SHUFFLE(3, 1, 3, 1)));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(w0, w1, _MM_SHUFFLE(2, 0, 2, 0)),
-                       _mm512_shuffle_f32x4(w0, w1, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
 // Scores of R query rows (bf16, [R, hd]) against P = 16 / R key rows: 16 sums, each over pairs
-// of elements in order, then reduced by sum16. sc[r * kTile + p] for the block's positions.
+// of elements in order, then reduced by one shuffle tree (x86::sum16_lanes). sc[r * kTile + p]
+// for the block's positions.
 template <int R>
 G4_BF16_TARGET void score_block(const uint16_t* qb, int64_t hd, const uint16_t* const* krow, float* sc) {
   constexpr int P = 16 / R;
@@ -74,7 +55,7 @@ G4_BF16_TARGET void score_block(const uint16_t* qb, int64_t hd, const uint16_t* 
     }
   }
   alignas(64) float s[16];
-  _mm512_store_ps(s, sum16(acc));
+  _mm512_store_ps(s, x86::sum16_lanes<false>(acc));
   for (int r = 0; r < R; ++r)
     for (int p = 0; p < P; ++p) sc[r * kTile + p] = s[r * P + p];
 }

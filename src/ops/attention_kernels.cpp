@@ -358,7 +358,12 @@ HWY_AFTER_NAMESPACE();
 
 namespace g4::ops {
 HWY_EXPORT(AttendPartial);
+HWY_EXPORT(SoftmaxTile);
 HWY_EXPORT(SoftmaxTileBf16);
+
+void softmax_tile(float* sc, int64_t group, int64_t n, int64_t hd, float* o, float* m, float* l) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxTile)(sc, group, n, hd, o, m, l);
+}
 
 void softmax_tile_bf16(float* sc, int64_t group, int64_t n, int64_t hd, float* o, float* m, float* l) {
   HWY_DYNAMIC_DISPATCH(SoftmaxTileBf16)(sc, group, n, hd, o, m, l);

@@ -60,6 +60,12 @@ void attend_merge(int64_t group, int64_t hd, float* o, float* m, float* l, const
 // out [group, hd] = o / l.
 void attend_finish(int64_t group, int64_t hd, const float* o, const float* l, float* out);
 
+// One online-softmax step, as attend_partial takes it (for the int8 kernel, attention_int8.h):
+// sc [group, kAttendTile] holds the scores of n (<= kAttendTile) positions; turns them into
+// e^(s - m_new) (zero-padded to whole vectors), rescales o [group, hd] and l by e^(m_old - m_new)
+// and adds the weights to l.
+void softmax_tile(float* sc, int64_t group, int64_t n, int64_t hd, float* o, float* m, float* l);
+
 // One online-softmax step (for the bf16 kernel, attention_bf16.h): sc [group, kAttendTile]
 // holds the scores of n (<= kAttendTile) positions; turns them into e^(s - m_new) rounded to
 // bf16 (stored as f32, zero-padded to whole vectors), rescales o [group, hd] and l by

@@ -19,6 +19,7 @@
 #include "model/requantize.h"
 #include "model/weight_interleave.h"
 #include "ops/attention_bf16.h"
+#include "ops/attention_int8.h"
 #include "ops/gemm_bf16.h"
 #include "ops/gemm_q8.h"
 #include "platform/row_interleave.h"
@@ -116,6 +117,18 @@ TEST_F(Bf16Compute, AttentionKernelFollowsPolicyAndCacheType) {
     EXPECT_NE(describe_attention(ops::KvElem::BF16, on_bf).find("VDPBF16PS"), std::string::npos);
   }
   EXPECT_NE(describe_attention(ops::KvElem::I8, on_bf).find("int8 K/V widened"), std::string::npos);
+  // The int8 kernel: activations = q8 and an int8 cache, nothing else.
+  ops::MatmulContext i8{&pool, 4, false, true};
+  const blocks::Exec on_i8{&i8};
+  EXPECT_EQ(uses_int8_attention(kv_i8, on_i8), ops::attention_int8_available());
+  EXPECT_FALSE(uses_int8_attention(kv_bf, on_i8));
+  EXPECT_FALSE(uses_int8_attention(kv_f32, on_i8));
+  EXPECT_FALSE(uses_int8_attention(kv_i8, on_f32));  // f32 activations keep f32 queries
+  EXPECT_FALSE(uses_int8_attention(kv_i8, on_bf));
+  EXPECT_FALSE(uses_int8_attention(kv_i8, reference));
+  if (ops::attention_int8_available()) {
+    EXPECT_NE(describe_attention(ops::KvElem::I8, on_i8).find("VPDPBUSD"), std::string::npos);
+  }
   EXPECT_NE(describe_attention(ops::KvElem::BF16, reference).find("reference"), std::string::npos);
 }
 
@@ -209,6 +222,53 @@ TEST_F(Int8Activations, BatchingAndChunkingAreBitExact) {
         SCOPED_TRACE(std::string(p) + " " + std::string(dtype_name(t)) + (interleave ? " interleaved" : ""));
         expect_batching_is_exact(*quantized(p, t, interleave), false, true);
       }
+}
+
+// With an int8 KV cache the attention runs on the int8 kernel too (ops/attention_int8.h), and the
+// step's own rows are quantized as the cache stores them: prefilling 5 rows at once and decoding
+// one at a time still give the same bits.
+TEST_F(Int8Activations, BatchingAndChunkingAreBitExactOnTheInt8AttentionKernel) {
+  if (!ops::attention_int8_available()) GTEST_SKIP() << "no int8 attention kernel on this CPU";
+  for (const char* p : {"tiny-e", "tiny-moe"}) {
+    SCOPED_TRACE(p);
+    expect_batching_is_exact(*quantized(p, DType::Q8_0, true), false, true, KvDType::Int8);
+  }
+}
+
+// What the int8 cache and the int8 attention kernel cost on the whole path, against the f32
+// reference loops: int8 activations with an int8 cache (int8 kernel) may err at most 2.5x the
+// int8 cache's own cost (on the reference path: f32 queries over the same rounded K/V) beyond
+// what int8 activations with an f32 cache err. (Not the two SIMD runs against each other: a
+// small change in a hidden state re-rounds every later int8 activation, so their difference is
+// about the size of the activation rounding itself.) Figures printed; and the kernel must differ
+// from the f32 kernel on the same cache, so it really ran.
+TEST_F(Int8Activations, Int8AttentionCostsAboutWhatTheInt8CacheCosts) {
+  if (!ops::attention_int8_available()) GTEST_SKIP() << "no int8 attention kernel on this CPU";
+  ThreadPool pool(2);
+  ops::MatmulContext int8{&pool, 4, false, true};
+  const blocks::Exec ex_int8{&int8}, reference{};
+  auto mean_abs_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double s = 0;
+    for (size_t i = 0; i < a.size(); ++i) s += std::fabs(a[i] - b[i]);
+    return s / double(a.size());
+  };
+  for (const char* p : {"tiny-e", "tiny-moe"}) {
+    auto m = quantized(p, DType::Q8_0);
+    const auto tokens = random_tokens(40, m->config.vocab_size, 9);
+    const auto truth = forward_reference(*m, tokens);
+    const double cache_cost = mean_abs_diff(alone(*m, tokens, reference, KvDType::Int8), alone(*m, tokens, reference));
+    const auto int8_cache = alone(*m, tokens, ex_int8, KvDType::Int8);
+    const double base = mean_abs_diff(alone(*m, tokens, ex_int8), truth), got = mean_abs_diff(int8_cache, truth);
+    std::printf("[ int8 kv ] %s Q8_0, mean |delta logit| vs the f32 reference loops: int8 activations, f32 cache %.5f; "
+                "int8 cache + int8 attention kernel %.5f (the int8 cache on the reference path: %.5f)\n",
+                p, base, got, cache_cost);
+    EXPECT_GT(cache_cost, 0.0) << p;
+    EXPECT_LT(got, base + 2.5 * cache_cost) << p;
+    // The f32 kernel over the same int8 cache (f32 activations keep f32 queries).
+    ops::MatmulContext f32_acts{&pool, 4, false, false};
+    const auto f32_kernel = alone(*m, tokens, blocks::Exec{&f32_acts}, KvDType::Int8);
+    EXPECT_NE(0, std::memcmp(f32_kernel.data(), int8_cache.data(), f32_kernel.size() * sizeof(float))) << p;
+  }
 }
 
 // Interleaving re-orders bytes and nothing else: the f32 reference loops (which read each row
