@@ -23,6 +23,7 @@
 #include "ops/matmul.h"
 #include "ops/row_reductions.h"
 #include "platform/bandwidth.h"
+#include "platform/fma_throughput.h"
 #include "platform/device.h"
 #include "platform/dtype_policy.h"
 #include "platform/error.h"
@@ -36,11 +37,13 @@ const char* kUsage =
     "                [--repeat 5] [--kv f32|f16|bf16|int8] [--weights q8|q4] [--weight-memory auto|huge|mapped]\n"
     "                [--compute f32|bf16] [--reference] [--json FILE]\n\n"
     "Measures, in one run: cold load time; cold and warm prefill tok/s (--prompt-len tokens);\n"
-    "time to first token; decode tok/s at depth 0 and at --depth (the cache is filled with\n"
-    "synthetic K/V to that length: attention cost depends on length, not content); peak RSS;\n"
-    "weight bytes read per decoded token; the memory-read bandwidth (best pass of one stream, eight\n"
-    "streams and prefetching streams per thread); and decode as a fraction of\n"
-    "the roofline (bandwidth / bytes per token). Progress on stderr, a table on stdout.\n"
+    "time to first token; decode tok/s at depth 0 and at --depth, the runs alternating (the cache\n"
+    "is filled with synthetic K/V to that length: attention cost depends on length, not content);\n"
+    "peak RSS; weight bytes read per decoded token; the memory-read bandwidth (best pass of one\n"
+    "stream, eight streams and prefetching streams per thread); decode as a fraction of the\n"
+    "roofline (bandwidth / bytes per token); and the FMA throughput of 1 thread and of --threads\n"
+    "together (whether the threads add compute or share one core's units, which bounds prefill).\n"
+    "Progress on stderr, a table on stdout.\n"
     "--weights q8|q4 re-encodes the weight matrices in memory at load (time reported).\n"
     "--weight-memory: where the streamed matrices live (default auto: copied into 2 MiB huge pages\n"
     "when THP is on and they fit in MemAvailable; mapped: read through the checkpoint's mapping).\n"
@@ -48,8 +51,8 @@ const char* kUsage =
     "activations f32 for q8/q4 weights, which otherwise use int8 products where AVX512_VNNI is confirmed;\n"
     "there the Q8_0/Q4_0 matrices in g4's memory are interleaved 16 rows at a time for the kernel).\n"
     "--kv: KV cache storage (default: the dtype policy's, see `g4 info`; f32 with --reference); with\n"
-    "compute bf16 a bf16 cache is attended on VDPBF16PS, other caches widened to f32 (the table's\n"
-    "\"attention\" line says which).\n"
+    "compute bf16 a bf16 cache is attended on VDPBF16PS, with int8 activations an int8 cache on\n"
+    "VPDPBUSD, other caches widened to f32 (the table's \"attention\" line says which).\n"
     "--reference runs the f32 reference loops instead of the SIMD kernels.\n"
     "--json FILE also writes the figures with the device, the dtype policy, the kernels, the decode\n"
     "streaming plan and the prefill panel rows as one JSON object.";
@@ -122,6 +125,8 @@ int run(const std::vector<std::string>& argv) {
   bo.repetitions = 5;
   std::fprintf(stderr, "[bench] measuring memory-read bandwidth with %d threads (again after decode) ...\n", threads);
   const BandwidthResult bw_before = measure_read_bandwidth(bo);
+  std::fprintf(stderr, "[bench] measuring FMA throughput on 1 and %d threads ...\n", threads);
+  const FmaScaling fma = measure_fma_scaling(threads);
   ops::MatmulContext mm = ops::make_matmul_context(&pool, host_cpu(), c.widest_matmul_input(), compute.bf16, compute.int8);
   blocks::Exec ex;
   if (!reference) ex.matmul = &mm;
@@ -171,16 +176,16 @@ int run(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "[bench] warm prefill %lld/%lld: %.1f tok/s\n", (long long)r + 1, (long long)repeat,
                  double(prompt_len) / warm.back());
   }
+  // Depth 0 and depth D alternate, run by run: on a shared machine the host's load drifts over
+  // minutes, and alternating lets a drift move both medians alike instead of their ratio.
   std::vector<double> dec0, decd;
   for (int64_t r = 0; r < repeat; ++r) {
     dec0.push_back(decode(0));
     std::fprintf(stderr, "[bench] decode at depth 0, run %lld: %.2f tok/s\n", (long long)r + 1, dec0.back());
+    if (depth == 0) continue;
+    decd.push_back(decode(depth));
+    std::fprintf(stderr, "[bench] decode at depth %lld, run %lld: %.2f tok/s\n", (long long)depth, (long long)r + 1, decd.back());
   }
-  if (depth > 0)
-    for (int64_t r = 0; r < repeat; ++r) {
-      decd.push_back(decode(depth));
-      std::fprintf(stderr, "[bench] decode at depth %lld, run %lld: %.2f tok/s\n", (long long)depth, (long long)r + 1, decd.back());
-    }
   std::fprintf(stderr, "[bench] measuring memory-read bandwidth with %d threads ...\n", threads);
   // The best of the measurement before the run and this one: on a shared machine a neighbour's
   // burst lowers one of them, and the higher ceiling is the conservative one to divide by.
@@ -217,6 +222,8 @@ int run(const std::vector<std::string>& argv) {
               double(bw.buffer_bytes) / (1 << 20));
   std::printf("  %-34s %10.2f tok/s\n", "roofline (bandwidth / bytes)", roofline);
   std::printf("  %-34s %10.1f%%\n", "decode / roofline", 100.0 * d0 / roofline);
+  std::printf("  %-34s %10.1f GFLOP/s  (%s)\n", "FMA throughput, all threads", fma.all_threads_gflops,
+              describe_fma_scaling(fma).c_str());
   std::printf("  %-34s %10.1f MiB\n", "peak RSS", double(peak_rss_bytes()) / (1 << 20));
 
   if (auto jf = a.get("--json")) {
@@ -252,6 +259,9 @@ int run(const std::vector<std::string>& argv) {
         {"roofline_tok_s", roofline},
         {"decode_fraction_of_roofline", d0 / roofline},
         {"peak_rss_bytes", peak_rss_bytes()},
+        {"fma_scaling", {{"threads", fma.threads}, {"one_thread_gflops", fma.one_thread_gflops},
+                         {"all_threads_gflops", fma.all_threads_gflops}, {"cores_worth", fma_cores_worth(fma)},
+                         {"loop", fma.isa}}},
         {"device", device_to_json(host_cpu())},
         {"policy", policy_to_json(policy)},
         {"decode_streaming", ops::decode_plan_to_json(ops::plan_decode_streaming(host_cpu()))},  // as mm.decode

@@ -2,6 +2,7 @@
 // optional-unit self-tests, the default dtype policy per checkpoint dtype, and (on request) the
 // measured memory-read bandwidth that bounds decode speed.
 #include <algorithm>
+#include <optional>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -11,13 +12,14 @@
 #include "ops/matmul.h"
 #include "platform/bandwidth.h"
 #include "platform/device.h"
+#include "platform/fma_throughput.h"
 #include "platform/dtype_policy.h"
 
 namespace g4::cli {
 namespace {
 
 const char* kUsage =
-    "usage: g4 device [--bandwidth] [--threads N,M] [--checkpoint FMT] [--compute FMT] [--kv FMT]\n"
+    "usage: g4 device [--bandwidth] [--fma] [--threads N,M] [--checkpoint FMT] [--compute FMT] [--kv FMT]\n"
     "                 [--weights FMT] [--json]\n\n"
     "Probes this CPU (model, cores, caches, ISA features, OS state, AMX permission), runs the one-time\n"
     "self-tests of optional units (AMX, AVX512_BF16, AVX512_VNNI), says how decode streams the weights\n"
@@ -25,13 +27,15 @@ const char* kUsage =
     "for f32, bf16, q8 and q4 checkpoints (or --checkpoint FMT), with the reason for each decision.\n\n"
     "  --bandwidth     also measure memory-read bandwidth (under a second per thread count; the best\n"
     "                  of one stream, eight streams and prefetching streams per thread)\n"
+    "  --fma           also measure multiply-add throughput on 1 thread and on every usable core at once\n"
+    "                  (under a second): whether the cores add compute or share one core's FMA units\n"
     "  --threads N,M   thread counts for --bandwidth (default: 1 and every usable core)\n"
     "  --checkpoint F  show the policy for this checkpoint format only (f32, f16, bf16, fp8, q8, q4)\n"
     "  --compute F, --kv F, --weights F   resolve the policy with these forced, as a load would\n"
     "  --json          one JSON object instead of text";
 
 int run(const std::vector<std::string>& argv) {
-  Args a(argv, {"--threads", "--checkpoint", "--compute", "--kv", "--weights"}, {"--json", "--bandwidth"});
+  Args a(argv, {"--threads", "--checkpoint", "--compute", "--kv", "--weights"}, {"--json", "--bandwidth", "--fma"});
   const DeviceInfo& device = host_cpu();
 
   UserRequest request;
@@ -54,6 +58,9 @@ int run(const std::vector<std::string>& argv) {
     for (int threads : thread_counts) bandwidth.push_back(measure_read_bandwidth({threads, 0, 3}));
   }
 
+  std::optional<FmaScaling> fma;
+  if (a.has("--fma")) fma = measure_fma_scaling(device.logical_cores);
+
   if (a.has("--json")) {
     nlohmann::json out;
     out["device"] = device_to_json(device);
@@ -68,6 +75,10 @@ int run(const std::vector<std::string>& argv) {
                     {"repetitions", r.repetitions},
                     {"seconds", r.seconds_total}});
     out["memory_read_bandwidth"] = bw;
+    if (fma)
+      out["fma_scaling"] = {{"threads", fma->threads}, {"one_thread_gflops", fma->one_thread_gflops},
+                            {"all_threads_gflops", fma->all_threads_gflops}, {"cores_worth", fma_cores_worth(*fma)},
+                            {"loop", fma->isa}, {"seconds", fma->seconds_total}};
     out["decode_streaming"] = ops::decode_plan_to_json(ops::plan_decode_streaming(device));
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
@@ -79,6 +90,8 @@ int run(const std::vector<std::string>& argv) {
                 r.threads, r.threads == 1 ? "" : "s", r.repetitions, format_bytes(r.buffer_bytes).c_str(),
                 r.seconds_total);
   if (bandwidth.empty()) std::printf("  memory read: not measured (g4 device --bandwidth)\n");
+  if (fma) std::printf("  multiply-adds: %s\n", describe_fma_scaling(*fma).c_str());
+  else std::printf("  multiply-adds: not measured (g4 device --fma)\n");
   std::printf("  decode weight streams: %s\n", ops::describe_decode_plan(ops::plan_decode_streaming(device)).c_str());
   for (const auto& [ckpt, policy] : policies) {
     std::printf("\ncheckpoint %s -> %s", std::string(num_format_name(ckpt)).c_str(), describe_policy(policy).c_str());

@@ -1,0 +1,33 @@
+// Multiply-add throughput measured by a register-only FMA loop, on one thread and on several
+// threads at once. Why: a VM's vCPUs may be hyperthreads of one physical core, or share cores
+// with another guest at the moment, and sysfs cannot tell (the hypervisor reports each vCPU as a
+// core). On the Ice Lake VM this project draws, two threads together once did 1.1x the FMA work
+// of one (two processes of the loop: 91 + 91 GFLOP/s against 165 alone), and minutes later 2.0x.
+// When they share, compute-bound work (prefill, attention at depth) cannot go faster with the
+// second thread while memory-bound decode still does, so `g4 device --fma` and `g4 bench`
+// measure it beside the bandwidth, in the same run as the figures it bounds.
+#pragma once
+#include <string>
+
+namespace g4 {
+
+struct FmaScaling {
+  int threads = 0;                  // threads of the second measurement
+  double one_thread_gflops = 0;     // 1e9 flops/s (an FMA is 2), best of the passes
+  double all_threads_gflops = 0;    // the `threads` together, best of the passes
+  const char* isa = "";             // the loop's instructions: "AVX-512", "AVX2+FMA" or "scalar"
+  double seconds_total = 0;
+};
+
+// Times the loop (pass_seconds per pass, 3 passes each) on 1 thread and on `threads` threads.
+// Throws g4::Error when threads < 1 or pass_seconds is not in (0, 10].
+FmaScaling measure_fma_scaling(int threads, double pass_seconds = 0.05);
+
+// all / one: how many cores' worth of multiply-adds the threads get (0 when not measured).
+double fma_cores_worth(const FmaScaling& s);
+
+// In words, with the arithmetic: whether the threads' FMA work scales with their number, and if
+// not (below 0.75x the thread count), that the threads share FMA units and what that means.
+std::string describe_fma_scaling(const FmaScaling& s);
+
+}  // namespace g4
