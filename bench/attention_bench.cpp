@@ -11,11 +11,15 @@
 #include <random>
 #include <vector>
 
+#include "engine/kv_cache.h"
+#include "model/presets.h"
 #include "ops/attention_bf16.h"
 #include "ops/attention_int8.h"
 #include "ops/attention_kernels.h"
 #include "platform/dtype.h"
 #include "platform/huge_pages.h"
+#include "platform/thread_pool.h"
+#include "platform/quantize_int8.h"
 
 namespace g4 {
 namespace {
@@ -87,6 +91,70 @@ void BM_AttendDecode(benchmark::State& state) {
 BENCHMARK(BM_AttendDecode)
     ->ArgsProduct({{512, 4096}, {kF32, kBf16, kBf16Kernel, kInt8, kInt8Kernel}, {256, 512}, {1, 16}})
     ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace g4
+
+namespace g4 {
+namespace {
+
+// One full-attention layer of E2B at depth 4096 as the cached forward pass runs it: the K/V in a
+// KvCache (64-position blocks on the heap), split into slices of 256 keys dealt to the pool's
+// threads in turn (forward_cached.cpp's work items), without the final merge. Six sequences'
+// caches of E2B's three full owning layers are visited in turn (18 caches, 72-144 MiB), so the
+// keys come from memory. state.range(0): 0 bf16 cache on the f32 kernel, 1 int8 cache on the
+// int8 kernel; range(1): threads.
+void BM_AttendLayerFromCache(benchmark::State& state) {
+  const bool int8 = state.range(0) == 1;
+  const int threads = int(state.range(1));
+  if (int8 && !ops::attention_int8_available()) {
+    state.SkipWithError("no confirmed AVX512_VNNI on this CPU");
+    return;
+  }
+  const ModelConfig c = preset_config("e2b");
+  constexpr int64_t kDepth = 4096, kSlice = 256;
+  KvCacheOptions ko;
+  ko.dtype = int8 ? KvDType::Int8 : KvDType::BF16;
+  ko.max_total_tokens = 8 * (kDepth + 64);
+  KvCache kv(c, ko);
+  std::vector<std::pair<int, int>> caches;  // (sequence, layer)
+  for (int s = 0; s < 6; ++s) {
+    const int seq = kv.add_sequence();
+    kv.fill_for_benchmark(seq, kDepth, 42 + uint64_t(s));
+    for (size_t i = 0; i < c.layers.size(); ++i)
+      if (c.layers[i].type == LayerType::Full && !c.layers[i].kv_shared) caches.emplace_back(seq, int(i));
+  }
+  const int64_t hd = c.layers[size_t(caches[0].second)].head_dim, G = c.num_attention_heads;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> q(size_t(G * hd));
+  for (auto& x : q) x = g(rng);
+  const int64_t items = kDepth / kSlice;
+  const size_t st = size_t(G * hd + 2 * G);
+  std::vector<float> partial(size_t(items) * st);
+  ThreadPool pool(threads);
+  size_t next = 0;
+  for (auto _ : state) {
+    const auto [seq, layer] = caches[next];
+    next = (next + 1) % caches.size();
+    std::vector<ops::KvSpan> spans;
+    kv.view(layer, seq, 0, kDepth, spans);
+    const ops::KvSpans ks{spans.data(), spans.size(), 1, hd};
+    pool.parallel_for(threads, [&](int64_t b, int64_t e, int) {
+      for (int64_t t = b; t < e; ++t)
+        for (int64_t i = t; i < items; i += threads) {
+          float* o = &partial[size_t(i) * st];
+          if (int8)
+            ops::attend_partial_int8(q.data(), G, ks, 0, i * kSlice, (i + 1) * kSlice, o, o + G * hd, o + G * hd + G);
+          else
+            ops::attend_partial(q.data(), G, ks, 0, i * kSlice, (i + 1) * kSlice, o, o + G * hd, o + G * hd + G);
+        }
+    });
+    benchmark::DoNotOptimize(partial.data());
+  }
+  state.counters["positions/s"] = benchmark::Counter(double(state.iterations()) * double(kDepth), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AttendLayerFromCache)->ArgsProduct({{0, 1}, {1, 2}})->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 }  // namespace g4

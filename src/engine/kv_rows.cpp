@@ -6,6 +6,7 @@
 
 #include "platform/dtype.h"
 #include "platform/error.h"
+#include "platform/quantize_int8.h"
 
 namespace g4 {
 

@@ -10,6 +10,7 @@
 #include "ops/attention_kernels.h"
 #include "platform/dtype.h"
 #include "platform/error.h"
+#include "platform/quantize_int8.h"
 #include "platform/thread_pool.h"
 
 namespace g4 {

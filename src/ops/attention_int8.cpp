@@ -10,6 +10,7 @@
 #include "platform/aligned_rows.h"
 #include "platform/dtype.h"
 #include "platform/error.h"
+#include "platform/quantize_int8.h"
 
 #if defined(__x86_64__)
 // GCC 12's AVX-512 headers pass _mm512_undefined_*() into masked builtins (see gemm_q8.cpp).
@@ -176,7 +177,7 @@ G4_VNNI_TARGET void attend_int8(const float* q, int64_t G, const KvSpans& kv, in
     for (int64_t i = 0; i < hd; ++i) sum += row[i];
     s.qcorr[size_t(g)] = 128 * sum;
   }
-  s.zero.assign(size_t(hd), 0);
+  if (s.zero.size() < size_t(hd)) s.zero.assign(size_t(hd), 0);  // never written: stays zero
   s.sc.resize(size_t(G * kTile));
   std::fill(o, o + G * hd, 0.0f);
   std::fill(m, m + G, -std::numeric_limits<float>::infinity());

@@ -7,7 +7,7 @@
 //
 // Numerics, against attend_partial (f32 queries against the widened int8 keys):
 //  - each query row (one head, hd values) is quantized once per call with the cache's own rule
-//    (quantize_int8_symmetric, platform/dtype.h): scale_q = max|q| / 127, q8 = q / scale_q
+//    (quantize_int8_symmetric, platform/quantize_int8.h): scale_q = max|q| / 127, q8 = q / scale_q
 //    rounded to nearest even;
 //  - score = (scale_q · scale_k) · Σ q8·k8, the sum exact in int32 (VPDPBUSD over k8 + 128 as
 //    unsigned bytes, minus 128 · Σ q8), converted to f32 (exact for hd <= 1040), one f32 product;

@@ -1,6 +1,5 @@
 #include "platform/dtype.h"
 
-#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <string>
@@ -274,15 +273,6 @@ float f16_to_f32(uint16_t h) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
-}
-
-float quantize_int8_symmetric(const float* x, int64_t n, int8_t* q) {
-  float amax = 0;
-  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
-  const float scale = amax / 127.0f;
-  const float inv = scale > 0 ? 1.0f / scale : 0.0f;
-  for (int64_t i = 0; i < n; ++i) q[i] = int8_t(std::lrint(std::clamp(x[i] * inv, -127.0f, 127.0f)));
-  return scale;
 }
 
 uint16_t f32_to_f16(float f) {

@@ -73,10 +73,4 @@ uint16_t f32_to_f16(float f);  // round to nearest even, overflow to inf
 inline float round_to_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
 inline float round_to_f16(float f) { return f16_to_f32(f32_to_f16(f)); }
 
-// Symmetric int8 of n values, as an int8 KV cache stores a (position, head) row: returns
-// scale = max|x| / 127; q[i] = x[i] · (1 / scale) rounded to nearest even and clamped to ±127
-// (all 0 when scale is 0). Both the cache and the step rows the attention sees before they are
-// cached use this one function, so a row quantizes the same whichever way it reaches the kernel.
-float quantize_int8_symmetric(const float* x, int64_t n, int8_t* q);
-
 }  // namespace g4

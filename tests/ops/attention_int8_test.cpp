@@ -21,6 +21,7 @@
 #include "ops/attention_span_checks.h"
 #include "platform/dtype.h"
 #include "platform/error.h"
+#include "platform/quantize_int8.h"
 
 namespace g4 {
 namespace attention_int8_test {  // named: the unity build puts this file beside attention_bf16_test.cpp
