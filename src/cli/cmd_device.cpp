@@ -99,7 +99,7 @@ int run(const std::vector<std::string>& argv) {
   return 0;
 }
 
-const Registration reg{"device", "probe this machine; print ISA, self-tests, bandwidth and the dtype policy", kUsage,
+const Registration reg{"device", "probe this machine; print ISA, self-tests, bandwidth, FMA scaling, dtype policy", kUsage,
                        run};
 
 }  // namespace

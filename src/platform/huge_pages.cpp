@@ -29,7 +29,7 @@ HugePageBuffer::HugePageBuffer(uint64_t bytes) {
   map_bytes_ = rounded + kHugePage;  // slack to align the start to 2 MiB
   void* p = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
-    throw Error("cannot map " + std::to_string(bytes >> 20) + " MiB of anonymous memory for weights: " +
+    throw Error("cannot map " + std::to_string(bytes >> 20) + " MiB of anonymous memory in 2 MiB pages: " +
                 std::strerror(errno));
   map_ = p;
   const uintptr_t aligned = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) & ~uintptr_t(kHugePage - 1);
