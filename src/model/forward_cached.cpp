@@ -94,6 +94,61 @@ bool int8_attention_for(std::optional<ops::KvElem> elem, const blocks::Exec& ex)
 // often one kv head) still spreads over the pool; the slices' softmax states are merged in order
 // afterwards. Neither the slices nor the kernel's tiles depend on the batch, the chunking, the
 // spans or the thread count, so a row's result is bit-identical however it was scheduled.
+// This step's own K/V rows ([T, kvh, hd]) in the element type the store keeps (view_element; f32
+// for a store without views), rounded exactly as it will store them (f32_to_bf16, f32_to_f16, or
+// quantize_int8_symmetric per (row, head): as KvRows::write). A row then sees the same keys whether
+// an earlier row of its sequence came in this step or a past one, on every kernel: chunking and
+// batching change no bit. (Before, the f32 kernel saw the step's rows unrounded.)
+struct StepRows {
+  ops::KvElem elem = ops::KvElem::F32;
+  const float *kf = nullptr, *vf = nullptr;  // f32: the step's own vectors
+  std::vector<uint16_t> kh, vh;             // bf16 or f16 bits
+  std::vector<int8_t> kq, vq;               // int8
+  std::vector<float> ks, vs;                // int8 scales [T, kvh]
+
+  // Rows [row, row + n) as a span.
+  ops::KvSpan span(size_t row, int64_t n, int64_t kvh, int64_t hd) const {
+    const size_t at = row * size_t(kvh * hd);
+    switch (elem) {
+      case ops::KvElem::BF16:
+      case ops::KvElem::F16: return {elem, n, &kh[at], &vh[at], nullptr, nullptr};
+      case ops::KvElem::I8: return {elem, n, &kq[at], &vq[at], &ks[row * size_t(kvh)], &vs[row * size_t(kvh)]};
+      case ops::KvElem::F32: break;
+    }
+    return {ops::KvElem::F32, n, kf + at, vf + at, nullptr, nullptr};
+  }
+};
+
+StepRows round_step_rows(std::optional<ops::KvElem> elem, const blocks::Vec& sk, const blocks::Vec& sv, int64_t hd) {
+  StepRows r;
+  r.elem = elem.value_or(ops::KvElem::F32);
+  r.kf = sk.data();
+  r.vf = sv.data();
+  switch (r.elem) {
+    case ops::KvElem::BF16:
+    case ops::KvElem::F16: {
+      uint16_t (*round)(float) = r.elem == ops::KvElem::BF16 ? f32_to_bf16 : f32_to_f16;
+      r.kh.resize(sk.size());
+      r.vh.resize(sv.size());
+      for (size_t i = 0; i < sk.size(); ++i) r.kh[i] = round(sk[i]);
+      for (size_t i = 0; i < sv.size(); ++i) r.vh[i] = round(sv[i]);
+      break;
+    }
+    case ops::KvElem::I8:
+      r.kq.resize(sk.size());
+      r.vq.resize(sv.size());
+      r.ks.resize(sk.size() / size_t(hd));
+      r.vs.resize(r.ks.size());
+      for (size_t row = 0; row < r.ks.size(); ++row) {
+        r.ks[row] = quantize_int8_symmetric(&sk[row * size_t(hd)], hd, &r.kq[row * size_t(hd)]);
+        r.vs[row] = quantize_int8_symmetric(&sv[row * size_t(hd)], hd, &r.vq[row * size_t(hd)]);
+      }
+      break;
+    case ops::KvElem::F32: break;
+  }
+  return r;
+}
+
 struct AttnItem {
   size_t row;
   int64_t kh, begin, end;
@@ -106,30 +161,8 @@ void attend_layer_simd(const KvStore& kv, int src, bool sliding, int64_t W, int6
                        const blocks::Vec& sk, const blocks::Vec& sv, blocks::Vec& a, const blocks::Exec& ex) {
   const int64_t row_w = kvh * hd, G = nH / kvh;
   const bool bf16 = uses_bf16_attention(kv, ex), int8 = uses_int8_attention(kv, ex);
-  // With the bf16 or int8 kernel the step's own rows are rounded exactly as the cache will store
-  // them (f32_to_bf16, quantize_int8_symmetric per (row, head): as KvRows::write), so a row sees
-  // the same keys whether an earlier row of its sequence came in this step or a past one:
-  // chunking changes nothing.
-  std::vector<uint16_t> step_kb, step_vb;
-  if (bf16) {
-    step_kb.resize(sk.size());
-    step_vb.resize(sv.size());
-    for (size_t i = 0; i < sk.size(); ++i) step_kb[i] = f32_to_bf16(sk[i]);
-    for (size_t i = 0; i < sv.size(); ++i) step_vb[i] = f32_to_bf16(sv[i]);
-  }
-  std::vector<int8_t> step_kq, step_vq;
-  std::vector<float> step_ks, step_vs;  // [rows, kvh]
-  if (int8) {
-    step_kq.resize(sk.size());
-    step_vq.resize(sv.size());
-    step_ks.resize(sk.size() / size_t(hd));
-    step_vs.resize(step_ks.size());
-    for (size_t r = 0; r < step_ks.size(); ++r) {
-      step_ks[r] = quantize_int8_symmetric(&sk[r * size_t(hd)], hd, &step_kq[r * size_t(hd)]);
-      step_vs[r] = quantize_int8_symmetric(&sv[r * size_t(hd)], hd, &step_vq[r * size_t(hd)]);
-    }
-  }
-  // Spans per group: the cached positions, then the step's rows of that group (f32, or bf16).
+  const StepRows step = round_step_rows(kv.view_element(), sk, sv, hd);
+  // Spans per group: the cached positions, then the step's rows of that group.
   std::vector<ops::KvSpan> spans;
   std::vector<size_t> span_begin(groups.size() + 1);
   std::vector<blocks::Vec> gathered;  // only for a store without views
@@ -147,17 +180,7 @@ void attend_layer_simd(const KvStore& kv, int src, bool sliding, int64_t W, int6
       kv.read(src, g.seq, first_cached[gi], g.pos_begin, k.data(), v.data());
       spans.push_back({ops::KvElem::F32, n_cached, k.data(), v.data(), nullptr, nullptr});
     }
-    const int64_t n_step = int64_t(g.row_end - g.row_begin);
-    if (bf16)
-      spans.push_back({ops::KvElem::BF16, n_step, &step_kb[g.row_begin * size_t(row_w)],
-                       &step_vb[g.row_begin * size_t(row_w)], nullptr, nullptr});
-    else if (int8)
-      spans.push_back({ops::KvElem::I8, n_step, &step_kq[g.row_begin * size_t(row_w)],
-                       &step_vq[g.row_begin * size_t(row_w)], &step_ks[g.row_begin * size_t(kvh)],
-                       &step_vs[g.row_begin * size_t(kvh)]});
-    else
-      spans.push_back({ops::KvElem::F32, n_step, &sk[g.row_begin * size_t(row_w)], &sv[g.row_begin * size_t(row_w)],
-                       nullptr, nullptr});
+    spans.push_back(step.span(g.row_begin, int64_t(g.row_end - g.row_begin), kvh, hd));
   }
   span_begin[groups.size()] = spans.size();
 

@@ -88,6 +88,16 @@ TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheF32SimdPath) {
   for (const char* p : {"tiny-e", "tiny-moe"}) expect_batching_is_exact(*model(p), false);
 }
 
+// The f32 kernel over a rounded cache (bf16, f16, int8): the step's own rows are rounded as the
+// cache stores them too, so chunking changes no bit on this path either.
+TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheF32KernelOverRoundedCaches) {
+  for (KvDType t : {KvDType::BF16, KvDType::F16, KvDType::Int8})
+    for (const char* p : {"tiny-e", "tiny-moe"}) {
+      SCOPED_TRACE(std::string(p) + " kv " + kv_dtype_name(t));
+      expect_batching_is_exact(*model(p), false, false, t);
+    }
+}
+
 TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheBf16Kernel) {
   if (!ops::gemm_bf16_available()) GTEST_SKIP() << "no confirmed AVX512_BF16 on this CPU";
   for (const char* p : {"tiny-e", "tiny-moe"}) expect_batching_is_exact(*model(p), true);
