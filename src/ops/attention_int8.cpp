@@ -71,8 +71,10 @@ G4_VNNI_TARGET void score_block(const int8_t* q8, int64_t qs, int64_t hd, const 
 // The value rows are walked column strip by column strip in the accumulation, which the hardware
 // prefetcher does not follow: the score pass requests each value row's first kLeadLines cache
 // lines, and the strips of line c request line c + kLeadLines (the f32 kernel's split,
-// attention_kernels.cpp).
-constexpr int64_t kLeadLines = 2;
+// attention_kernels.cpp). One line (64 values, as far ahead as the f32 kernel's best) against two,
+// alternated 7 rounds from memory (AttendDecode/4096/4/*/16, Ice Lake VM): hd 256 7.7 -> 9.2M
+// positions/s, hd 512 5.0 -> 5.4M; none at all (3 rounds) was slower than either.
+constexpr int64_t kLeadLines = 1;
 
 // Scores of R rows against n positions (padded to a multiple of 16 / R with zero rows):
 // sc[r * kTile + s] = (scale_q[r] · scale_k[s]) · (sum - 128 · Σ q8[r]).
