@@ -251,9 +251,15 @@ void HttpServer::routes() {
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
+  // Counted before the response is written (httplib calls the post-routing handler just before
+  // the status line, the logger only after the body), so a client that reads /metrics after its
+  // response came back always sees its request counted. (Counting in the logger raced with that
+  // next request; the ASan CI stage lost the race.)
+  s.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    metrics_.count_request(route_label(req.path), res.status);
+  });
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     const std::string route = route_label(req.path);
-    metrics_.count_request(route, res.status);
     json line = {{"ts", now_iso()},
                  {"event", "request"},
                  {"method", req.method},
