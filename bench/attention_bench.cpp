@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/kv_cache.h"
+#include "model/decoder_blocks.h"
 #include "model/presets.h"
 #include "ops/attention_bf16.h"
 #include "ops/attention_int8.h"
@@ -99,8 +100,9 @@ namespace g4 {
 namespace {
 
 // One full-attention layer of E2B at depth 4096 as the cached forward pass runs it: the K/V in a
-// KvCache (64-position blocks on the heap), split into slices of 256 keys dealt to the pool's
-// threads in turn (forward_cached.cpp's work items), without the final merge. Six sequences'
+// KvCache (64-position blocks on the heap), split into slices of blocks::Exec's attention_slice
+// keys (256) dealt to the pool's threads in turn (forward_cached.cpp's work items), without the
+// final merge. Six sequences'
 // caches of E2B's three full owning layers are visited in turn (18 caches, 72-144 MiB), so the
 // keys come from memory. state.range(0): 0 bf16 cache on the f32 kernel, 1 int8 cache on the
 // int8 kernel; range(1): threads.
@@ -112,7 +114,8 @@ void BM_AttendLayerFromCache(benchmark::State& state) {
     return;
   }
   const ModelConfig c = preset_config("e2b");
-  constexpr int64_t kDepth = 4096, kSlice = 256;
+  constexpr int64_t kDepth = 4096;
+  const int64_t slice = blocks::Exec{}.attention_slice;  // the forward pass's default
   KvCacheOptions ko;
   ko.dtype = int8 ? KvDType::Int8 : KvDType::BF16;
   ko.max_total_tokens = 8 * (kDepth + 64);
@@ -129,7 +132,7 @@ void BM_AttendLayerFromCache(benchmark::State& state) {
   std::normal_distribution<float> g(0.0f, 1.0f);
   std::vector<float> q(size_t(G * hd));
   for (auto& x : q) x = g(rng);
-  const int64_t items = kDepth / kSlice;
+  const int64_t items = kDepth / slice;
   const size_t st = size_t(G * hd + 2 * G);
   std::vector<float> partial(size_t(items) * st);
   ThreadPool pool(threads);
@@ -145,9 +148,9 @@ void BM_AttendLayerFromCache(benchmark::State& state) {
         for (int64_t i = t; i < items; i += threads) {
           float* o = &partial[size_t(i) * st];
           if (int8)
-            ops::attend_partial_int8(q.data(), G, ks, 0, i * kSlice, (i + 1) * kSlice, o, o + G * hd, o + G * hd + G);
+            ops::attend_partial_int8(q.data(), G, ks, 0, i * slice, (i + 1) * slice, o, o + G * hd, o + G * hd + G);
           else
-            ops::attend_partial(q.data(), G, ks, 0, i * kSlice, (i + 1) * kSlice, o, o + G * hd, o + G * hd + G);
+            ops::attend_partial(q.data(), G, ks, 0, i * slice, (i + 1) * slice, o, o + G * hd, o + G * hd + G);
         }
     });
     benchmark::DoNotOptimize(partial.data());

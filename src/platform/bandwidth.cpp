@@ -4,12 +4,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "platform/device.h"
 #include "platform/error.h"
 #include "platform/huge_pages.h"
+#include "platform/threads_together.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -107,22 +107,10 @@ BandwidthResult measure_read_bandwidth(const BandwidthOptions& options) {
   for (int rep = 0; rep < options.repetitions; ++rep) {
     const int streams = rep % 3 == 1 ? 8 : 1;
     const size_t prefetch_bytes = rep % 3 == 2 ? size_t(8) << 10 : 0;
-    // Each pass is timed from the moment every thread is ready (spinning on `go`) to the moment
-    // the last one finishes, so thread start-up is not counted.
-    std::atomic<int> ready{0};
-    std::atomic<bool> go{false};
-    std::vector<std::thread> workers;
-    for (int t = 0; t < options.threads; ++t)
-      workers.emplace_back([&, t] {
-        ready.fetch_add(1);
-        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-        g_read_sink.fetch_xor(read_slice(t, streams, prefetch_bytes), std::memory_order_relaxed);
-      });
-    while (ready.load() < options.threads) std::this_thread::yield();
-    auto pass_start = Clock::now();
-    go.store(true, std::memory_order_release);
-    for (auto& w : workers) w.join();
-    best_seconds = std::min(best_seconds, std::chrono::duration<double>(Clock::now() - pass_start).count());
+    const double seconds = time_threads_together(options.threads, [&](int t) {
+      g_read_sink.fetch_xor(read_slice(t, streams, prefetch_bytes), std::memory_order_relaxed);
+    });
+    best_seconds = std::min(best_seconds, seconds);
   }
   (void)wide;
 

@@ -4,11 +4,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <thread>
 #include <vector>
 
 #include "platform/device.h"
 #include "platform/error.h"
+#include "platform/threads_together.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -93,21 +93,8 @@ double run_loop(Loop loop, long iters) {
 double best_gflops(Loop loop, int threads, long iters) {
   double best = 0;
   for (int pass = 0; pass < 3; ++pass) {
-    std::atomic<int> ready{0};
-    std::atomic<bool> go{false};
     std::vector<double> flops(static_cast<size_t>(threads), 0.0);
-    std::vector<std::thread> workers;
-    for (int t = 0; t < threads; ++t)
-      workers.emplace_back([&, t] {
-        ready.fetch_add(1);
-        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-        flops[size_t(t)] = run_loop(loop, iters);
-      });
-    while (ready.load() < threads) std::this_thread::yield();
-    const auto start = Clock::now();
-    go.store(true, std::memory_order_release);
-    for (auto& w : workers) w.join();
-    const double s = std::chrono::duration<double>(Clock::now() - start).count();
+    const double s = time_threads_together(threads, [&](int t) { flops[size_t(t)] = run_loop(loop, iters); });
     double total = 0;
     for (double f : flops) total += f;
     best = std::max(best, total / std::max(s, 1e-9) / 1e9);
