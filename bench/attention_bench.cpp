@@ -7,6 +7,7 @@
 // (q·k and p·v) and K/V bytes read per second.
 #include <benchmark/benchmark.h>
 
+#include <atomic>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -101,11 +102,10 @@ namespace {
 
 // One full-attention layer of E2B at depth 4096 as the cached forward pass runs it: the K/V in a
 // KvCache (64-position blocks on the heap), split into slices of blocks::Exec's attention_slice
-// keys (256) dealt to the pool's threads in turn (forward_cached.cpp's work items), without the
-// final merge. Six sequences'
-// caches of E2B's three full owning layers are visited in turn (18 caches, 72-144 MiB), so the
-// keys come from memory. state.range(0): 0 bf16 cache on the f32 kernel, 1 int8 cache on the
-// int8 kernel; range(1): threads.
+// keys (256) claimed by the pool's threads one at a time (forward_cached.cpp's work items),
+// without the final merge. Six sequences' caches of E2B's three full owning layers are visited
+// in turn (18 caches, 72-144 MiB), so the keys come from memory. state.range(0): 0 bf16 cache
+// on the f32 kernel, 1 int8 cache on the int8 kernel; range(1): threads.
 void BM_AttendLayerFromCache(benchmark::State& state) {
   const bool int8 = state.range(0) == 1;
   const int threads = int(state.range(1));
@@ -143,9 +143,10 @@ void BM_AttendLayerFromCache(benchmark::State& state) {
     std::vector<ops::KvSpan> spans;
     kv.view(layer, seq, 0, kDepth, spans);
     const ops::KvSpans ks{spans.data(), spans.size(), 1, hd};
+    std::atomic<int64_t> next_item{0};
     pool.parallel_for(threads, [&](int64_t b, int64_t e, int) {
       for (int64_t t = b; t < e; ++t)
-        for (int64_t i = t; i < items; i += threads) {
+        for (int64_t i = next_item.fetch_add(1); i < items; i = next_item.fetch_add(1)) {
           float* o = &partial[size_t(i) * st];
           if (int8)
             ops::attend_partial_int8(q.data(), G, ks, 0, i * slice, (i + 1) * slice, o, o + G * hd, o + G * hd + G);

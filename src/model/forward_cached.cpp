@@ -1,6 +1,7 @@
 #include "model/forward_cached.h"
 
 #include <algorithm>
+#include <atomic>
 #include <set>
 
 #include "model/decoder_blocks.h"
@@ -227,13 +228,19 @@ void attend_layer_simd(const KvStore& kv, int src, bool sliding, int64_t W, int6
       ops::attend_partial(qr, G, ks, it.kh, it.begin, it.end, o, m, l);
     if (it.n_split == 1) ops::attend_finish(G, hd, o, l, &a[it.row * size_t(nH * hd) + size_t(it.kh * G * hd)]);
   };
-  // Item i goes to thread i mod threads: rows of a causal chunk differ in cost, neighbours
-  // alike, so striding balances the threads better than contiguous ranges.
+  // Each thread claims the next unclaimed item until none are left. A fixed deal (item i to
+  // thread i mod threads, as before) waited for whichever thread the host had slowed or
+  // descheduled; claimed, the other takes over its share (an E2B full layer at depth 4096,
+  // AttendLayerFromCache, bf16 cache, 2 threads: 5.2-6.5 -> 6.3-6.7M positions/s alternated, Ice
+  // Lake VM). Which thread runs an item changes no bit of it.
   if (parallel && items.size() > 1) {
     const int64_t nt = std::min<int64_t>(pool->size(), int64_t(items.size()));
+    std::atomic<size_t> next{0};
     pool->parallel_for(nt, [&](int64_t b, int64_t e, int) {
       for (int64_t t = b; t < e; ++t)
-        for (size_t i = size_t(t); i < items.size(); i += size_t(nt)) run(i);
+        for (size_t i = next.fetch_add(1, std::memory_order_relaxed); i < items.size();
+             i = next.fetch_add(1, std::memory_order_relaxed))
+          run(i);
     });
   } else {
     for (size_t i = 0; i < items.size(); ++i) run(i);

@@ -76,12 +76,31 @@ G4_VNNI_TARGET void score_block(const int8_t* q8, int64_t qs, int64_t hd, const 
 // positions/s, hd 512 5.0 -> 5.4M; none at all (3 rounds) was slower than either.
 constexpr int64_t kLeadLines = 1;
 
-// Scores of R rows against n positions (padded to a multiple of 16 / R with zero rows):
-// sc[r * kTile + s] = (scale_q[r] · scale_k[s]) · (sum - 128 · Σ q8[r]).
+// The order in which a tile's positions are scored: from head dim kStreamMinHeadDim,
+// kKeyStreams interleaved runs (quarters of the tile, each in order), then the last
+// n mod kKeyStreams positions, so the key rows are read as four sequential streams rather than
+// one (the f32 kernel's kKeyStreams, attention_kernels.cpp). Alternated 6-8 rounds, one thread,
+// Ice Lake VM: hd 512 from memory 4.85 -> 5.52M positions/s, AttendLayerFromCache 3.76 -> 4.45M
+// (2 threads 6.63 -> 7.30M); hd 256 8.6 -> 8.1M from memory and 9.4 -> 7.0M warm, so shorter
+// rows stay in order. Every score is the same exact sum in whatever order or block it is computed.
+constexpr int64_t kKeyStreams = 4, kStreamMinHeadDim = 512;
+
+void stream_order(int64_t n, int64_t hd, std::vector<int32_t>& order) {
+  order.clear();
+  const int64_t run = hd >= kStreamMinHeadDim ? n / kKeyStreams : 0;
+  for (int64_t s = 0; s < run; ++s)
+    for (int64_t j = 0; j < kKeyStreams; ++j) order.push_back(int32_t(j * run + s));
+  for (int64_t s = kKeyStreams * run; s < n; ++s) order.push_back(int32_t(s));
+}
+
+// Scores of R rows against n positions, scored in blocks of P = 16 / R consecutive entries of
+// the rows' order (krow, kscale, vrow listed in that order, padded with zero rows to a whole
+// block); at[i] is the tile column of entry i:
+// sc[r * kTile + at[i]] = (scale_q[r] · scale_k[i]) · (sum - 128 · Σ q8[r]).
 template <int R>
 G4_VNNI_TARGET void score_rows(const int8_t* q8, int64_t qs, const float* qscale, const int32_t* qcorr, int64_t hd,
                                const int8_t* const* krow, const float* const* kscale, const int8_t* const* vrow,
-                               int64_t n, float* sc, bool prefetch) {
+                               const int32_t* at, int64_t n, float* sc, bool prefetch) {
   constexpr int P = 16 / R;
   alignas(64) int32_t sums[16];
   for (int64_t s = 0; s < n; s += P) {
@@ -92,7 +111,7 @@ G4_VNNI_TARGET void score_rows(const int8_t* q8, int64_t qs, const float* qscale
     score_block<R>(q8, qs, hd, krow + s, sums);
     for (int r = 0; r < R; ++r)
       for (int p = 0; p < P && s + p < n; ++p)
-        sc[r * kTile + s + p] = float(sums[r * P + p] - qcorr[r]) * (qscale[r] * *kscale[s + p]);
+        sc[r * kTile + at[s + p]] = float(sums[r * P + p] - qcorr[r]) * (qscale[r] * *kscale[s + p]);
   }
 }
 
@@ -160,6 +179,9 @@ struct Scratch {
   std::vector<int32_t> qcorr;
   std::vector<const int8_t*> krow, vrow;
   std::vector<const float*> kscale, vscale;
+  std::vector<int32_t> order;                // a tile's positions in scoring order (stream_order)
+  std::vector<const int8_t*> kord, vord;     // [kTile + kPadRows] rows in that order
+  std::vector<const float*> ksord;           // their key scales
 };
 
 G4_VNNI_TARGET void attend_int8(const float* q, int64_t G, const KvSpans& kv, int64_t kv_head, int64_t begin,
@@ -206,24 +228,39 @@ G4_VNNI_TARGET void attend_int8(const float* q, int64_t G, const KvSpans& kv, in
     s.kscale[j] = s.vscale[j] = &kZeroScale;
   }
   float* sc = s.sc.data();
+  for (auto* v : {&s.kord, &s.vord}) v->assign(size_t(kTile + kPadRows), s.zero.data());
+  s.ksord.assign(size_t(kTile + kPadRows), &kZeroScale);
   for (int64_t t0 = begin; t0 < end; t0 += kTile) {
     const int64_t n = std::min(end, t0 + kTile) - t0;
     const size_t at = size_t(t0 - begin);
-    const int8_t* const* krow = s.krow.data() + at;
     const int8_t* const* vrow = s.vrow.data() + at;
-    const float* const* kscale = s.kscale.data() + at;
     const float* const* vscale = s.vscale.data() + at;
+    stream_order(n, hd, s.order);
+    for (size_t i = 0; i < size_t(n); ++i) {
+      const size_t p = at + size_t(s.order[i]);
+      s.kord[i] = s.krow[p];
+      s.vord[i] = s.vrow[p];
+      s.ksord[i] = s.kscale[p];
+    }
+    for (size_t i = size_t(n); i < size_t(kTile); ++i) {  // a short last tile: zero rows after it
+      s.kord[i] = s.vord[i] = s.zero.data();
+      s.ksord[i] = &kZeroScale;
+    }
+    const int8_t* const* krow = s.kord.data();
+    const int8_t* const* vpre = s.vord.data();
+    const float* const* kscale = s.ksord.data();
+    const int32_t* order = s.order.data();
     int64_t g = 0;
     const float* qscale = s.qscale.data();
     const int32_t* qcorr = s.qcorr.data();
     for (; g + 8 <= G; g += 8)
-      score_rows<8>(q8 + g * qs, qs, qscale + g, qcorr + g, hd, krow, kscale, vrow, n, sc + g * kTile, g == 0);
+      score_rows<8>(q8 + g * qs, qs, qscale + g, qcorr + g, hd, krow, kscale, vpre, order, n, sc + g * kTile, g == 0);
     for (; g + 4 <= G; g += 4)
-      score_rows<4>(q8 + g * qs, qs, qscale + g, qcorr + g, hd, krow, kscale, vrow, n, sc + g * kTile, g == 0);
+      score_rows<4>(q8 + g * qs, qs, qscale + g, qcorr + g, hd, krow, kscale, vpre, order, n, sc + g * kTile, g == 0);
     for (; g + 2 <= G; g += 2)
-      score_rows<2>(q8 + g * qs, qs, qscale + g, qcorr + g, hd, krow, kscale, vrow, n, sc + g * kTile, g == 0);
+      score_rows<2>(q8 + g * qs, qs, qscale + g, qcorr + g, hd, krow, kscale, vpre, order, n, sc + g * kTile, g == 0);
     for (; g < G; ++g)
-      score_rows<1>(q8 + g * qs, qs, qscale + g, qcorr + g, hd, krow, kscale, vrow, n, sc + g * kTile, g == 0);
+      score_rows<1>(q8 + g * qs, qs, qscale + g, qcorr + g, hd, krow, kscale, vpre, order, n, sc + g * kTile, g == 0);
     softmax_tile(sc, G, n, hd, o, m, l);
     // The value scales folded into the weights (after the softmax summed them into l).
     for (int64_t h = 0; h < G; ++h)
