@@ -38,7 +38,8 @@ const char* kUsage =
     "                [--compute f32|bf16] [--reference] [--json FILE]\n\n"
     "Measures, in one run: cold load time; cold and warm prefill tok/s (--prompt-len tokens);\n"
     "time to first token; decode tok/s at depth 0 and at --depth, the runs alternating (the cache\n"
-    "is filled with synthetic K/V to that length: attention cost depends on length, not content);\n"
+    "is filled with synthetic K/V to that length: attention cost depends on length, not content),\n"
+    "each median printed with its runs' range, and each depth run against the depth-0 run before it;\n"
     "peak RSS; weight bytes read per decoded token; the memory-read bandwidth (best pass of one\n"
     "stream, eight streams and prefetching streams per thread); decode as a fraction of the\n"
     "roofline (bandwidth / bytes per token); and the FMA throughput of 1 thread and of --threads\n"
@@ -63,6 +64,15 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// "lo-hi" of a set of runs: on a shared machine the spread a median hides is part of the figure.
+std::string run_range(const std::vector<double>& v, int digits) {
+  if (v.empty()) return "";
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f-%.*f", digits, *lo, digits, *hi);
+  return buf;
 }
 
 uint64_t peak_rss_bytes() {
@@ -196,6 +206,9 @@ int run(const std::vector<std::string>& argv) {
   const double roofline = bw.best_gb_per_s * 1e9 / double(bytes_tok);
   const double d0 = median(dec0), dd = decd.empty() ? 0 : median(decd);
   const double warm_tps = double(prompt_len) / median(warm);
+  std::vector<double> warm_runs, depth_ratios;  // tok/s per warm prefill; depth / depth 0, run by run
+  for (double w : warm) warm_runs.push_back(double(prompt_len) / w);
+  for (size_t r = 0; r < decd.size(); ++r) depth_ratios.push_back(100.0 * decd[r] / dec0[r]);
   const DevicePolicy& policy = compute.policy;
   const std::string executed = reference ? std::string("f32 reference loops")
                                          : ops::describe_matmul(mm, model->weights.layers[0].q_proj->dtype);
@@ -211,12 +224,15 @@ int run(const std::vector<std::string>& argv) {
     std::printf("  %-34s %10.2f s  (%s)\n", "interleave rows at load", interleaved.seconds, describe_interleave(interleaved).c_str());
   std::printf("  %-34s %10.1f tok/s  (%lld tokens, first touch of the weights)\n", "prefill, cold", double(prompt_len) / cold_prefill_s,
               (long long)prompt_len);
-  std::printf("  %-34s %10.1f tok/s  (median of %lld)\n", "prefill, warm", warm_tps, (long long)repeat);
+  std::printf("  %-34s %10.1f tok/s  (median of %lld; runs %s)\n", "prefill, warm", warm_tps, (long long)repeat,
+              run_range(warm_runs, 1).c_str());
   std::printf("  %-34s %10.3f s cold, %.3f s warm\n", "time to first token", ttft_cold, median(ttfts));
-  std::printf("  %-34s %10.2f tok/s  (%lld tokens, median of %lld)\n", "decode, depth 0", d0, (long long)gen, (long long)repeat);
-  if (depth > 0)
-    std::printf("  %-34s %10.2f tok/s  (%.1f%% of depth 0)\n", ("decode, depth " + std::to_string(depth)).c_str(), dd,
-                100.0 * dd / d0);
+  std::printf("  %-34s %10.2f tok/s  (%lld tokens, median of %lld; runs %s)\n", "decode, depth 0", d0, (long long)gen,
+              (long long)repeat, run_range(dec0, 2).c_str());
+  if (depth > 0)  // each depth run against the depth-0 run just before it, too
+    std::printf("  %-34s %10.2f tok/s  (%.1f%% of depth 0; runs %s; run by run %s%%, median %.1f%%)\n",
+                ("decode, depth " + std::to_string(depth)).c_str(), dd, 100.0 * dd / d0, run_range(decd, 2).c_str(),
+                run_range(depth_ratios, 1).c_str(), median(depth_ratios));
   std::printf("  %-34s %10.1f MiB\n", "weight bytes read per token", double(bytes_tok) / (1 << 20));
   std::printf("  %-34s %10.1f GB/s  (%d threads, %.0f MiB buffer, best of before/after the run)\n", "memory-read bandwidth", bw.best_gb_per_s, threads,
               double(bw.buffer_bytes) / (1 << 20));
@@ -254,6 +270,8 @@ int run(const std::vector<std::string>& argv) {
         {"decode_depth_tok_s", dd},
         {"decode_runs_depth0", dec0},
         {"decode_runs_depth", decd},
+        {"decode_depth_percent_run_by_run", depth_ratios},
+        {"prefill_warm_runs_tok_s", warm_runs},
         {"weight_bytes_per_token", bytes_tok},
         {"bandwidth_gb_s", bw.best_gb_per_s},
         {"roofline_tok_s", roofline},

@@ -1,0 +1,54 @@
+// `g4 bench` reports the spread of its runs beside each median: the table's "runs lo-hi" ranges
+// and the run-by-run depth ratios must be those of the runs the JSON report lists, one per repeat.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace g4 {
+namespace {
+
+std::string range_of(const std::vector<double>& v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f-%.*f", digits, *std::min_element(v.begin(), v.end()), digits,
+                *std::max_element(v.begin(), v.end()));
+  return buf;
+}
+
+TEST(BenchReport, RangesAndRunByRunRatiosAreThoseOfTheListedRuns) {
+  test::TempDir dir;
+  const std::string model = (dir.path() / "m").string(), json = (dir.path() / "b.json").string();
+  std::string out;
+  ASSERT_EQ(0, test::g4_command("synth --preset tiny-e --dtype bf16 --out " + model, &out)) << out;
+  ASSERT_EQ(0, test::g4_command("bench --model " + model + " --prompt-len 4 --gen 2 --depth 40 --repeat 3 --threads 2 --json " +
+                                    json,
+                                &out))
+      << out;
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(json));
+  const auto d0 = j.at("decode_runs_depth0").get<std::vector<double>>();
+  const auto dd = j.at("decode_runs_depth").get<std::vector<double>>();
+  const auto ratios = j.at("decode_depth_percent_run_by_run").get<std::vector<double>>();
+  const auto warm = j.at("prefill_warm_runs_tok_s").get<std::vector<double>>();
+  ASSERT_EQ(d0.size(), 3u);
+  ASSERT_EQ(dd.size(), 3u);
+  ASSERT_EQ(ratios.size(), 3u);
+  ASSERT_EQ(warm.size(), 3u);
+  for (size_t r = 0; r < 3; ++r) EXPECT_NEAR(ratios[r], 100.0 * dd[r] / d0[r], 1e-9 * ratios[r]);
+  EXPECT_NE(out.find("median of 3; runs " + range_of(d0, 2) + ")"), std::string::npos) << out;
+  EXPECT_NE(out.find("; runs " + range_of(dd, 2) + "; run by run " + range_of(ratios, 1) + "%"), std::string::npos) << out;
+  EXPECT_NE(out.find("(median of 3; runs " + range_of(warm, 1) + ")"), std::string::npos) << out;
+  // The medians the table prints are the middle runs.
+  std::vector<double> sorted = d0;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_DOUBLE_EQ(j.at("decode_depth0_tok_s").get<double>(), sorted[1]);
+}
+
+}  // namespace
+}  // namespace g4
