@@ -76,21 +76,19 @@ G4_VNNI_TARGET void score_block(const int8_t* q8, int64_t qs, int64_t hd, const 
 // positions/s, hd 512 5.0 -> 5.4M; none at all (3 rounds) was slower than either.
 constexpr int64_t kLeadLines = 1;
 
-// The order in which a tile's positions are scored: from head dim kStreamMinHeadDim,
-// kKeyStreams interleaved runs (quarters of the tile, each in order), then the last
-// n mod kKeyStreams positions, so the key rows are read as four sequential streams rather than
-// one (the f32 kernel's kKeyStreams, attention_kernels.cpp). Alternated 6-8 rounds, one thread,
+// The order in which a tile's positions are scored: from head dim kAttendStreamMinHeadDim,
+// kAttendKeyStreams interleaved runs (quarters of the tile, each in order), then the last
+// n mod kAttendKeyStreams positions, so the key rows are read as four sequential streams rather
+// than one (as the f32 kernel, attention_kernels.cpp). Alternated 6-8 rounds, one thread,
 // Ice Lake VM: hd 512 from memory 4.85 -> 5.52M positions/s, AttendLayerFromCache 3.76 -> 4.45M
 // (2 threads 6.63 -> 7.30M); hd 256 8.6 -> 8.1M from memory and 9.4 -> 7.0M warm, so shorter
 // rows stay in order. Every score is the same exact sum in whatever order or block it is computed.
-constexpr int64_t kKeyStreams = 4, kStreamMinHeadDim = 512;
-
 void stream_order(int64_t n, int64_t hd, std::vector<int32_t>& order) {
   order.clear();
-  const int64_t run = hd >= kStreamMinHeadDim ? n / kKeyStreams : 0;
+  const int64_t run = hd >= kAttendStreamMinHeadDim ? n / kAttendKeyStreams : 0;
   for (int64_t s = 0; s < run; ++s)
-    for (int64_t j = 0; j < kKeyStreams; ++j) order.push_back(int32_t(j * run + s));
-  for (int64_t s = kKeyStreams * run; s < n; ++s) order.push_back(int32_t(s));
+    for (int64_t j = 0; j < kAttendKeyStreams; ++j) order.push_back(int32_t(j * run + s));
+  for (int64_t s = kAttendKeyStreams * run; s < n; ++s) order.push_back(int32_t(s));
 }
 
 // Scores of R rows against n positions, scored in blocks of P = 16 / R consecutive entries of
@@ -206,11 +204,12 @@ G4_VNNI_TARGET void attend_int8(const float* q, int64_t G, const KvSpans& kv, in
   std::fill(o, o + G * hd, 0.0f);
   std::fill(m, m + G, -std::numeric_limits<float>::infinity());
   std::fill(l, l + G, 0.0f);
-  // Every position's rows and scales, found through the spans one by one; zero rows pad the end.
+  // Every position's rows and scales, found through the spans one by one (the tiles' scoring
+  // order below pads its blocks with zero rows).
   const int64_t count = end - begin;
   static const float kZeroScale = 0.0f;
-  for (auto* v : {&s.krow, &s.vrow}) v->resize(size_t(count + kPadRows));
-  for (auto* v : {&s.kscale, &s.vscale}) v->resize(size_t(count + kPadRows));
+  for (auto* v : {&s.krow, &s.vrow}) v->resize(size_t(count));
+  for (auto* v : {&s.kscale, &s.vscale}) v->resize(size_t(count));
   size_t si = 0;     // span holding position p
   int64_t base = 0;  // its first position
   for (int64_t p = begin; p < end; ++p) {
@@ -222,10 +221,6 @@ G4_VNNI_TARGET void attend_int8(const float* q, int64_t G, const KvSpans& kv, in
     s.vrow[j] = static_cast<const int8_t*>(sp.v) + row * hd;
     s.kscale[j] = sp.k_scale + row;
     s.vscale[j] = sp.v_scale + row;
-  }
-  for (size_t j = size_t(count); j < s.krow.size(); ++j) {
-    s.krow[j] = s.vrow[j] = s.zero.data();
-    s.kscale[j] = s.vscale[j] = &kZeroScale;
   }
   float* sc = s.sc.data();
   for (auto* v : {&s.kord, &s.vord}) v->assign(size_t(kTile + kPadRows), s.zero.data());

@@ -147,7 +147,7 @@ HWY_INLINE void PrefetchRows(const T* v, int64_t stride, int64_t hd, int64_t s, 
 // scoring position s, the first strips of the value row of s (v) are requested, the rest during
 // the accumulation (kValueStripsAhead): the accumulation walks the values column strip by column
 // strip, which the hardware prefetcher does not follow.
-constexpr int64_t kKeyStreams = 4, kStreamMinHeadDim = 512;
+constexpr int64_t kKeyStreams = kAttendKeyStreams, kStreamMinHeadDim = kAttendStreamMinHeadDim;
 
 template <typename T>
 void Scores(const float* q, int64_t qs, int64_t G, int64_t hd, const T* k, int64_t stride, const float* ks,

@@ -18,6 +18,11 @@ namespace g4::ops {
 // Positions per softmax tile (every attention kernel tiles [begin, end) from begin by this).
 constexpr int64_t kAttendTile = 128;
 
+// From this head dim the kernels score a tile's keys as kAttendKeyStreams interleaved runs (its
+// quarters, each front to back) instead of front to back: more key rows in flight from memory
+// (measured in attention_kernels.cpp). Shorter rows stay in order.
+constexpr int64_t kAttendKeyStreams = 4, kAttendStreamMinHeadDim = 512;
+
 // Element type of cached K/V rows.
 enum class KvElem : uint8_t { F32, F16, BF16, I8 };
 
