@@ -144,15 +144,14 @@ void BM_AttendLayerFromCache(benchmark::State& state) {
     kv.view(layer, seq, 0, kDepth, spans);
     const ops::KvSpans ks{spans.data(), spans.size(), 1, hd};
     std::atomic<int64_t> next_item{0};
-    pool.parallel_for(threads, [&](int64_t b, int64_t e, int) {
-      for (int64_t t = b; t < e; ++t)
-        for (int64_t i = next_item.fetch_add(1); i < items; i = next_item.fetch_add(1)) {
-          float* o = &partial[size_t(i) * st];
-          if (int8)
-            ops::attend_partial_int8(q.data(), G, ks, 0, i * slice, (i + 1) * slice, o, o + G * hd, o + G * hd + G);
-          else
-            ops::attend_partial(q.data(), G, ks, 0, i * slice, (i + 1) * slice, o, o + G * hd, o + G * hd + G);
-        }
+    pool.parallel_for(threads, [&](int64_t, int64_t, int) {
+      for (int64_t i = next_item.fetch_add(1); i < items; i = next_item.fetch_add(1)) {
+        float* o = &partial[size_t(i) * st];
+        if (int8)
+          ops::attend_partial_int8(q.data(), G, ks, 0, i * slice, (i + 1) * slice, o, o + G * hd, o + G * hd + G);
+        else
+          ops::attend_partial(q.data(), G, ks, 0, i * slice, (i + 1) * slice, o, o + G * hd, o + G * hd + G);
+      }
     });
     benchmark::DoNotOptimize(partial.data());
   }

@@ -236,11 +236,10 @@ void attend_layer_simd(const KvStore& kv, int src, bool sliding, int64_t W, int6
   if (parallel && items.size() > 1) {
     const int64_t nt = std::min<int64_t>(pool->size(), int64_t(items.size()));
     std::atomic<size_t> next{0};
-    pool->parallel_for(nt, [&](int64_t b, int64_t e, int) {
-      for (int64_t t = b; t < e; ++t)
-        for (size_t i = next.fetch_add(1, std::memory_order_relaxed); i < items.size();
-             i = next.fetch_add(1, std::memory_order_relaxed))
-          run(i);
+    pool->parallel_for(nt, [&](int64_t, int64_t, int) {
+      for (size_t i = next.fetch_add(1, std::memory_order_relaxed); i < items.size();
+           i = next.fetch_add(1, std::memory_order_relaxed))
+        run(i);
     });
   } else {
     for (size_t i = 0; i < items.size(); ++i) run(i);
