@@ -100,14 +100,18 @@ BENCHMARK(BM_AttendDecode)
 namespace g4 {
 namespace {
 
-// One full-attention layer of E2B at depth 4096 as the cached forward pass runs it: the K/V in a
-// KvCache (64-position blocks on the heap), split into slices of blocks::Exec's attention_slice
-// keys (256) claimed by the pool's threads one at a time (forward_cached.cpp's work items),
-// without the final merge. Six sequences' caches of E2B's three full owning layers are visited
-// in turn (18 caches, 72-144 MiB), so the keys come from memory. state.range(0): 0 bf16 cache
-// on the f32 kernel, 1 int8 cache on the int8 kernel; range(1): threads.
+// One attention layer of E2B at depth 4096 as the cached forward pass runs it: the K/V in a
+// KvCache (64-position blocks on the heap for a full layer, the 512-slot ring for a sliding one),
+// split into slices of blocks::Exec's attention_slice keys (256) claimed by the pool's threads
+// one at a time (forward_cached.cpp's work items), then merged (attend_merge_finish). Six
+// sequences' caches of E2B's owning layers of that type are visited in turn (full: 18 caches,
+// 72-144 MiB; sliding: 72 rings, 18-36 MiB), so the keys come from memory or L3.
+// state.range(0): the cache (Cache); range(1): threads; range(2): 0 a full layer (4096 keys),
+// 1 a sliding one (the last 512).
+enum Cache { kBf16Cache = 0, kInt8Cache = 1, kF16Cache = 2 };
 void BM_AttendLayerFromCache(benchmark::State& state) {
-  const bool int8 = state.range(0) == 1;
+  const auto cache = Cache(state.range(0));
+  const bool int8 = cache == kInt8Cache, sliding = state.range(2) == 1;
   const int threads = int(state.range(1));
   if (int8 && !ops::attention_int8_available()) {
     state.SkipWithError("no confirmed AVX512_VNNI on this CPU");
@@ -117,22 +121,24 @@ void BM_AttendLayerFromCache(benchmark::State& state) {
   constexpr int64_t kDepth = 4096;
   const int64_t slice = blocks::Exec{}.attention_slice;  // the forward pass's default
   KvCacheOptions ko;
-  ko.dtype = int8 ? KvDType::Int8 : KvDType::BF16;
+  ko.dtype = int8 ? KvDType::Int8 : cache == kF16Cache ? KvDType::F16 : KvDType::BF16;
   ko.max_total_tokens = 8 * (kDepth + 64);
   KvCache kv(c, ko);
+  const LayerType type = sliding ? LayerType::Sliding : LayerType::Full;
   std::vector<std::pair<int, int>> caches;  // (sequence, layer)
   for (int s = 0; s < 6; ++s) {
     const int seq = kv.add_sequence();
     kv.fill_for_benchmark(seq, kDepth, 42 + uint64_t(s));
     for (size_t i = 0; i < c.layers.size(); ++i)
-      if (c.layers[i].type == LayerType::Full && !c.layers[i].kv_shared) caches.emplace_back(seq, int(i));
+      if (c.layers[i].type == type && !c.layers[i].kv_shared) caches.emplace_back(seq, int(i));
   }
   const int64_t hd = c.layers[size_t(caches[0].second)].head_dim, G = c.num_attention_heads;
+  const int64_t first = sliding ? kDepth - c.sliding_window : 0, n = kDepth - first;
   std::mt19937 rng(3);
   std::normal_distribution<float> g(0.0f, 1.0f);
-  std::vector<float> q(size_t(G * hd));
+  std::vector<float> q(size_t(G * hd)), out(q.size());
   for (auto& x : q) x = g(rng);
-  const int64_t items = kDepth / slice;
+  const int64_t items = (n + slice - 1) / slice;
   const size_t st = size_t(G * hd + 2 * G);
   std::vector<float> partial(size_t(items) * st);
   ThreadPool pool(threads);
@@ -141,23 +147,28 @@ void BM_AttendLayerFromCache(benchmark::State& state) {
     const auto [seq, layer] = caches[next];
     next = (next + 1) % caches.size();
     std::vector<ops::KvSpan> spans;
-    kv.view(layer, seq, 0, kDepth, spans);
+    kv.view(layer, seq, first, kDepth, spans);
     const ops::KvSpans ks{spans.data(), spans.size(), 1, hd};
     std::atomic<int64_t> next_item{0};
     pool.parallel_for(threads, [&](int64_t, int64_t, int) {
       for (int64_t i = next_item.fetch_add(1); i < items; i = next_item.fetch_add(1)) {
         float* o = &partial[size_t(i) * st];
+        const int64_t b = i * slice, e = std::min(n, b + slice);
         if (int8)
-          ops::attend_partial_int8(q.data(), G, ks, 0, i * slice, (i + 1) * slice, o, o + G * hd, o + G * hd + G);
+          ops::attend_partial_int8(q.data(), G, ks, 0, b, e, o, o + G * hd, o + G * hd + G);
         else
-          ops::attend_partial(q.data(), G, ks, 0, i * slice, (i + 1) * slice, o, o + G * hd, o + G * hd + G);
+          ops::attend_partial(q.data(), G, ks, 0, b, e, o, o + G * hd, o + G * hd + G);
       }
     });
-    benchmark::DoNotOptimize(partial.data());
+    ops::attend_merge_finish(G, hd, partial.data(), st, items, out.data());
+    benchmark::DoNotOptimize(out.data());
   }
-  state.counters["positions/s"] = benchmark::Counter(double(state.iterations()) * double(kDepth), benchmark::Counter::kIsRate);
+  state.counters["positions/s"] = benchmark::Counter(double(state.iterations()) * double(n), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_AttendLayerFromCache)->ArgsProduct({{0, 1}, {1, 2}})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_AttendLayerFromCache)
+    ->ArgsProduct({{kBf16Cache, kInt8Cache, kF16Cache}, {1, 2}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace g4

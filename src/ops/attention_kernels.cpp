@@ -179,7 +179,7 @@ void Scores(const float* q, int64_t qs, int64_t G, int64_t hd, const T* k, int64
 // takes a microcode assist: attention at hd 512 ran ~30x below its FMA rate on an Ice Lake
 // VM. Such a weight is 2^-40 below the f32 rounding of a sum that is >= 1, so dropping it
 // changes nothing a result can show; VDPBF16PS treats subnormal weights as 0 in any case.
-constexpr float kMinWeightExponent = -44.0f;
+constexpr float kMinWeightExponent = kAttendMinWeightExponent;
 
 // Online softmax step for one tile: turns sc[g] into e^(s - m_new) (padded to whole vectors
 // with zeros), rescales the running o, l by e^(m_old - m_new), adds the tile's sum to l.
@@ -367,6 +367,33 @@ void AttendPartial(const float* q, int64_t qs, int64_t G, const KvSpan* spans, s
   }
 }
 
+// out [G, hd] = inv[g] · Σ_j w[g, j] · o_j[g] over `parts` partial states, o_j at states + j·stride
+// (w: [G, parts], a zero weight skips its part). Each element sums the parts in order, one FMA
+// per part, whatever the vector width.
+void AttendWeightedSum(int64_t G, int64_t hd, const float* states, size_t stride, int64_t parts, const float* w,
+                       const float* inv, float* out) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  for (int64_t g = 0; g < G; ++g) {
+    const float* wg = w + g * parts;
+    float* og = out + g * hd;
+    int64_t t = 0;
+    for (; t + N <= hd; t += N) {
+      auto acc = hn::Zero(d);
+      for (int64_t j = 0; j < parts; ++j)
+        if (wg[j] != 0.0f)
+          acc = hn::MulAdd(hn::Set(d, wg[j]), hn::LoadU(d, states + size_t(j) * stride + size_t(g * hd + t)), acc);
+      hn::StoreU(hn::Mul(acc, hn::Set(d, inv[g])), d, og + t);
+    }
+    for (; t < hd; ++t) {
+      float acc = 0.0f;
+      for (int64_t j = 0; j < parts; ++j)
+        if (wg[j] != 0.0f) acc = std::fma(wg[j], states[size_t(j) * stride + size_t(g * hd + t)], acc);
+      og[t] = acc * inv[g];
+    }
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace g4::ops
 HWY_AFTER_NAMESPACE();
@@ -379,6 +406,7 @@ namespace g4::ops {
 HWY_EXPORT(AttendPartial);
 HWY_EXPORT(SoftmaxTile);
 HWY_EXPORT(SoftmaxTileBf16);
+HWY_EXPORT(AttendWeightedSum);
 
 void softmax_tile(float* sc, int64_t group, int64_t n, int64_t hd, float* o, float* m, float* l) {
   HWY_DYNAMIC_DISPATCH(SoftmaxTile)(sc, group, n, hd, o, m, l);
@@ -422,18 +450,33 @@ void attend_partial(const float* q, int64_t group, const KvSpans& kv, int64_t kv
                                       o, m, l, score_tile.data());
 }
 
-void attend_merge(int64_t group, int64_t hd, float* o, float* m, float* l, const float* o2, const float* m2,
-                  const float* l2) {
+void attend_merge_finish(int64_t group, int64_t hd, const float* states, size_t stride, int64_t parts, float* out) {
+  if (group < 1 || hd < 1 || parts < 1 || stride < size_t(group * (hd + 2)))
+    throw Error("attention merge: bad arguments (group " + std::to_string(group) + ", hd " + std::to_string(hd) + ", " +
+                std::to_string(parts) + " parts, " + std::to_string(stride) + " floats apart)");
+  // Each part's weight e^(m_j - max m) (0 for an empty part, l = 0, and below
+  // e^kAttendMinWeightExponent, as the softmax tiles take it), then the sum of the weighted l.
+  thread_local std::vector<float> w, inv;
+  w.assign(size_t(group * parts), 0.0f);
+  inv.assign(size_t(group), 0.0f);
+  const float* m0 = states + group * hd;  // part 0's m; l follows m
   for (int64_t g = 0; g < group; ++g) {
-    if (l2[g] == 0.0f) continue;  // empty range
-    const float mn = std::max(m[g], m2[g]);
-    const float a = std::exp(m[g] - mn), b = std::exp(m2[g] - mn);  // exp(-inf) = 0 for an empty state
-    float* og = o + g * hd;
-    const float* o2g = o2 + g * hd;
-    for (int64_t t = 0; t < hd; ++t) og[t] = og[t] * a + o2g[t] * b;
-    l[g] = l[g] * a + l2[g] * b;
-    m[g] = mn;
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < parts; ++j)
+      if (m0[size_t(j) * stride + size_t(group + g)] > 0.0f) mx = std::max(mx, m0[size_t(j) * stride + size_t(g)]);
+    float l = 0.0f;
+    for (int64_t j = 0; j < parts; ++j) {
+      const float mj = m0[size_t(j) * stride + size_t(g)], lj = m0[size_t(j) * stride + size_t(group + g)];
+      if (lj > 0.0f && mj - mx >= kAttendMinWeightExponent) {
+        w[size_t(g * parts + j)] = std::exp(mj - mx);
+        l += w[size_t(g * parts + j)] * lj;
+      }
+    }
+    if (!(l > 0.0f))
+      throw Error("attention merge: the " + std::to_string(parts) + " parts hold no keys for head " + std::to_string(g));
+    inv[size_t(g)] = 1.0f / l;
   }
+  HWY_DYNAMIC_DISPATCH(AttendWeightedSum)(group, hd, states, stride, parts, w.data(), inv.data(), out);
 }
 
 void attend_finish(int64_t group, int64_t hd, const float* o, const float* l, float* out) {

@@ -6,7 +6,7 @@
 // softmax in f32 with the maximum subtracted, out = Σ p·v, f32 accumulation throughout. Query
 // head h reads kv head h / (nH / kvh) (GQA). The softmax runs online over tiles of positions
 // (running maximum and sum, earlier partial sums rescaled), so a position range can be split
-// between threads and the partial results merged afterwards (attend_merge) with the same result
+// between threads and the partial results merged afterwards (attend_merge_finish) with the same result
 // up to f32 rounding. exp is Highway's vector Exp (max error 1 ulp on the range used here).
 // Tested against the reference loops in tests/ops/attention_test.cpp.
 #pragma once
@@ -22,6 +22,10 @@ constexpr int64_t kAttendTile = 128;
 // quarters, each front to back) instead of front to back: more key rows in flight from memory
 // (measured in attention_kernels.cpp). Shorter rows stay in order.
 constexpr int64_t kAttendKeyStreams = 4, kAttendStreamMinHeadDim = 512;
+
+// Softmax weights below e^kAttendMinWeightExponent (relative to the largest) count as 0: why, in
+// attention_kernels.cpp (kMinWeightExponent).
+constexpr float kAttendMinWeightExponent = -44.0f;
 
 // Element type of cached K/V rows.
 enum class KvElem : uint8_t { F32, F16, BF16, I8 };
@@ -58,9 +62,13 @@ void attend_partial(const float* q, int64_t group, const KvSpans& kv, int64_t kv
 // their arguments with it).
 void check_attend_args(int64_t group, const KvSpans& kv, int64_t kv_head, int64_t begin, int64_t end);
 
-// Folds the state (o2, m2, l2) of a disjoint position range into (o, m, l).
-void attend_merge(int64_t group, int64_t hd, float* o, float* m, float* l, const float* o2, const float* m2,
-                  const float* l2);
+// out [group, hd] = the attention over the union of `parts` disjoint position ranges, from their
+// softmax states as attend_partial leaves them: part j's o [group, hd], m [group], l [group]
+// back to back at states + j·stride floats (stride >= group · (hd + 2)). Each part is weighted by
+// e^(m_j - max m) (an empty part, l = 0, and a weight below e^-44 count 0) and every element
+// sums the parts in the order given, so the result depends only on the parts and their order.
+// Throws g4::Error when the parts hold no keys or the arguments are bad.
+void attend_merge_finish(int64_t group, int64_t hd, const float* states, size_t stride, int64_t parts, float* out);
 
 // out [group, hd] = o / l.
 void attend_finish(int64_t group, int64_t hd, const float* o, const float* l, float* out);

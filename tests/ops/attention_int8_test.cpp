@@ -201,7 +201,7 @@ TEST(AttentionInt8, SpansChangeNoBit) {
                                                        int64_t e) { return run(c, d, cut(c, d, lengths), kh, b, e); });
 }
 
-// A range split at arbitrary points and merged with attend_merge equals the whole range to f32
+// A range split at arbitrary points and merged with attend_merge_finish equals the whole range to f32
 // rounding, both within the double-precision bound.
 TEST(AttentionInt8, SplitRangesMergeToTheWhole) {
   REQUIRE_INT8();
@@ -210,12 +210,10 @@ TEST(AttentionInt8, SplitRangesMergeToTheWhole) {
   const Data d = make(c, rng, 0.5f);
   const auto spans = cut(c, d, {64, 64, 64, 64, 64, 64, 64, 64, 64, 64});
   const auto want = truth(c, d, 0, 0, c.n, true);
-  Result acc = run(c, d, spans, 0, 0, 256);
-  for (auto [b, e] : {std::pair<int64_t, int64_t>{256, 301}, {301, 512}, {512, 700}}) {
-    const Result part = run(c, d, spans, 0, b, e);
-    ops::attend_merge(c.G, c.hd, acc.o.data(), acc.m.data(), acc.l.data(), part.o.data(), part.m.data(), part.l.data());
-  }
-  const auto merged = finish(c, acc), whole = finish(c, run(c, d, spans, 0, 0, c.n));
+  std::vector<Result> parts;
+  for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 256}, {256, 301}, {301, 512}, {512, 700}})
+    parts.push_back(run(c, d, spans, 0, b, e));
+  const auto merged = test::merge_states(parts), whole = finish(c, run(c, d, spans, 0, 0, c.n));
   std::printf("[ attn int8 ] 700 keys: whole worst %.2e, split in 4 and merged %.2e\n", worst_diff(whole, want),
               worst_diff(merged, want));
   EXPECT_LE(worst_diff(merged, want), kInt8Tol);

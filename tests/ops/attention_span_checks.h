@@ -1,14 +1,19 @@
-// A check every attention kernel's tests share: the result may depend only on the keys and
-// values of [begin, end), never on how a cache or a batch cut them into spans.
+// Checks every attention kernel's tests share: the result may depend only on the keys and
+// values of [begin, end), never on how a cache or a batch cut them into spans; and partial
+// states merge (ops::attend_merge_finish) as the forward pass merges its slices.
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <random>
 #include <utility>
 #include <vector>
+
+#include "ops/attention_kernels.h"
 
 namespace g4::test {
 
@@ -39,6 +44,20 @@ inline void expect_spans_change_no_bit(int64_t n, int64_t kvh, std::mt19937& rng
         EXPECT_EQ(0, std::memcmp(ref.l.data(), got.l.data(), ref.l.size() * 4));
       }
     }
+}
+
+// The states of disjoint ranges, in the given order, laid out back to back as the forward pass
+// keeps its slices (o, m, l; stride G · (hd + 2)) and merged: out [G, hd].
+inline std::vector<float> merge_states(const std::vector<AttentionState>& parts) {
+  const size_t G = parts.at(0).m.size(), hd = parts[0].o.size() / G, stride = G * (hd + 2);
+  std::vector<float> states(parts.size() * stride), out(G * hd);
+  for (size_t j = 0; j < parts.size(); ++j) {
+    std::copy(parts[j].o.begin(), parts[j].o.end(), states.begin() + ptrdiff_t(j * stride));
+    std::copy(parts[j].m.begin(), parts[j].m.end(), states.begin() + ptrdiff_t(j * stride + G * hd));
+    std::copy(parts[j].l.begin(), parts[j].l.end(), states.begin() + ptrdiff_t(j * stride + G * hd + G));
+  }
+  ops::attend_merge_finish(int64_t(G), int64_t(hd), states.data(), stride, int64_t(parts.size()), out.data());
+  return out;
 }
 
 }  // namespace g4::test

@@ -15,9 +15,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "ops/attention_span_checks.h"
 #include "ops/reference_ops.h"
 #include "platform/dtype.h"
 #include "platform/error.h"
@@ -189,20 +192,67 @@ TEST(Attention, SubRangesAndMergedSplitsMatchReference) {
         if (en - b < pieces) continue;
         std::vector<float> merged(q.size());
         for (int64_t kh = 0; kh < kvh; ++kh) {
-          std::vector<float> o(static_cast<size_t>(G * hd)), m(static_cast<size_t>(G)), l(static_cast<size_t>(G));
-          std::vector<float> o2 = o, m2 = m, l2 = l;
           const int64_t step = (en - b) / pieces;
-          ops::attend_partial(&q[size_t(kh * G * hd)], G, kv, kh, en - step, en, o.data(), m.data(), l.data());  // last first
+          std::vector<test::AttentionState> parts;
+          auto attend = [&](int64_t pb, int64_t pe) {
+            test::AttentionState& st = parts.emplace_back();
+            st.o.resize(size_t(G * hd));
+            st.m.resize(size_t(G));
+            st.l.resize(size_t(G));
+            ops::attend_partial(&q[size_t(kh * G * hd)], G, kv, kh, pb, pe, st.o.data(), st.m.data(), st.l.data());
+          };
+          attend(en - step, en);  // the last first
           for (int p = 0; p + 1 < pieces; ++p) {
-            const int64_t pb = b + p * step, pe = p + 2 == pieces ? en - step : pb + step;
-            ops::attend_partial(&q[size_t(kh * G * hd)], G, kv, kh, pb, pe, o2.data(), m2.data(), l2.data());
-            ops::attend_merge(G, hd, o.data(), m.data(), l.data(), o2.data(), m2.data(), l2.data());
+            const int64_t pb = b + p * step;
+            attend(pb, p + 2 == pieces ? en - step : pb + step);
           }
-          ops::attend_finish(G, hd, o.data(), l.data(), &merged[size_t(kh * G * hd)]);
+          const std::vector<float> out = test::merge_states(parts);
+          std::copy(out.begin(), out.end(), merged.begin() + kh * G * hd);
         }
         EXPECT_LE(max_abs_diff(merged, want), kTol) << elem_name(e) << " [" << b << ", " << en << ") in " << pieces;
       }
     }
+  }
+}
+
+// attend_merge_finish skips an empty part (l = 0, whatever its o and m hold: here NaN and a maximum
+// above the others') and gives the
+// bits of merging the others alone; it refuses parts that hold no keys and a stride shorter than
+// a state, naming them.
+TEST(Attention, MergeSkipsEmptyPartsAndRefusesNone) {
+  std::mt19937 rng(9);
+  const int64_t G = 4, hd = 40, n = 300;
+  const Stored k = make_rows(KvElem::F32, n, 1, hd, rng), v = make_rows(KvElem::F32, n, 1, hd, rng);
+  const auto spans = cut_spans(KvElem::F32, k, v, n, 1, hd, {n});
+  const ops::KvSpans kv{spans.data(), spans.size(), 1, hd};
+  std::vector<float> q(size_t(G * hd));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& x : q) x = u(rng) * 4.0f;
+  auto part = [&](int64_t b, int64_t e) {
+    test::AttentionState st{std::vector<float>(size_t(G * hd)), std::vector<float>(size_t(G)), std::vector<float>(size_t(G))};
+    ops::attend_partial(q.data(), G, kv, 0, b, e, st.o.data(), st.m.data(), st.l.data());
+    return st;
+  };
+  const test::AttentionState a = part(0, 170), b = part(170, 300);
+  test::AttentionState empty{std::vector<float>(size_t(G * hd), std::numeric_limits<float>::quiet_NaN()),
+                             std::vector<float>(size_t(G), 60.0f), std::vector<float>(size_t(G), 0.0f)};
+  const std::vector<float> two = test::merge_states({a, b}), three = test::merge_states({a, empty, b});
+  EXPECT_EQ(0, std::memcmp(two.data(), three.data(), two.size() * 4));
+  std::vector<float> want(size_t(G * hd));
+  ref::attend_row(q.data(), k.f32.data(), v.f32.data(), n, G, 1, hd, want.data());
+  EXPECT_LE(max_abs_diff(two, want), kTol);
+  try {
+    test::merge_states({empty, empty});
+    ADD_FAILURE() << "parts without keys were merged";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no keys"), std::string::npos) << e.what();
+  }
+  std::vector<float> states(size_t(2 * G * (hd + 2))), out(size_t(G * hd));
+  try {
+    ops::attend_merge_finish(G, hd, states.data(), size_t(G * (hd + 2) - 1), 2, out.data());
+    ADD_FAILURE() << "a stride shorter than a state was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("floats apart"), std::string::npos) << e.what();
   }
 }
 
