@@ -459,19 +459,19 @@ void attend_merge_finish(int64_t group, int64_t hd, const float* states, size_t 
   thread_local std::vector<float> w, inv;
   w.assign(size_t(group * parts), 0.0f);
   inv.assign(size_t(group), 0.0f);
-  const float* m0 = states + group * hd;  // part 0's m; l follows m
+  auto m_of = [&](int64_t j, int64_t g) { return states[size_t(j) * stride + size_t(group * hd + g)]; };
+  auto l_of = [&](int64_t j, int64_t g) { return states[size_t(j) * stride + size_t(group * hd + group + g)]; };
   for (int64_t g = 0; g < group; ++g) {
     float mx = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < parts; ++j)
-      if (m0[size_t(j) * stride + size_t(group + g)] > 0.0f) mx = std::max(mx, m0[size_t(j) * stride + size_t(g)]);
+      if (l_of(j, g) > 0.0f) mx = std::max(mx, m_of(j, g));
     float l = 0.0f;
-    for (int64_t j = 0; j < parts; ++j) {
-      const float mj = m0[size_t(j) * stride + size_t(g)], lj = m0[size_t(j) * stride + size_t(group + g)];
-      if (lj > 0.0f && mj - mx >= kAttendMinWeightExponent) {
-        w[size_t(g * parts + j)] = std::exp(mj - mx);
-        l += w[size_t(g * parts + j)] * lj;
+    for (int64_t j = 0; j < parts; ++j)
+      if (l_of(j, g) > 0.0f && m_of(j, g) - mx >= kAttendMinWeightExponent) {
+        float& wj = w[size_t(g * parts + j)];
+        wj = std::exp(m_of(j, g) - mx);
+        l += wj * l_of(j, g);
       }
-    }
     if (!(l > 0.0f))
       throw Error("attention merge: the " + std::to_string(parts) + " parts hold no keys for head " + std::to_string(g));
     inv[size_t(g)] = 1.0f / l;

@@ -6,8 +6,8 @@
 // softmax in f32 with the maximum subtracted, out = Σ p·v, f32 accumulation throughout. Query
 // head h reads kv head h / (nH / kvh) (GQA). The softmax runs online over tiles of positions
 // (running maximum and sum, earlier partial sums rescaled), so a position range can be split
-// between threads and the partial results merged afterwards (attend_merge_finish) with the same result
-// up to f32 rounding. exp is Highway's vector Exp (max error 1 ulp on the range used here).
+// between threads and the partial results merged afterwards (attend_merge_finish) with the same
+// result up to f32 rounding. exp is Highway's vector Exp (max error 1 ulp on the range used here).
 // Tested against the reference loops in tests/ops/attention_test.cpp.
 #pragma once
 #include <cstddef>
@@ -65,8 +65,9 @@ void check_attend_args(int64_t group, const KvSpans& kv, int64_t kv_head, int64_
 // out [group, hd] = the attention over the union of `parts` disjoint position ranges, from their
 // softmax states as attend_partial leaves them: part j's o [group, hd], m [group], l [group]
 // back to back at states + j·stride floats (stride >= group · (hd + 2)). Each part is weighted by
-// e^(m_j - max m) (an empty part, l = 0, and a weight below e^-44 count 0) and every element
-// sums the parts in the order given, so the result depends only on the parts and their order.
+// e^(m_j - max m) (0 for an empty part, l = 0, and below e^kAttendMinWeightExponent) and every
+// element sums the parts in the order given, so the result depends only on the parts and their
+// order.
 // Throws g4::Error when the parts hold no keys or the arguments are bad.
 void attend_merge_finish(int64_t group, int64_t hd, const float* states, size_t stride, int64_t parts, float* out);
 
