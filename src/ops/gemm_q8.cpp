@@ -74,7 +74,8 @@ void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& 
   a.scale.resize(size_t(T * blocks));
   a.pair_scale.assign(size_t(T * pairs * 16), 0.0f);
   a.q4_bias.assign(size_t(T * pairs * 16), 0);
-  a.sum.resize(size_t(T * blocks));
+  a.q8_start.resize(size_t(T * blocks));
+  a.q4_start.resize(size_t(T * blocks));
 #if defined(__x86_64__)
   const bool simd = gemm_q8_available();
 #else
@@ -91,10 +92,25 @@ void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& 
       const float d = quantize_block_scalar(xb, qb, &sum);
 #endif
       a.scale[size_t(t * blocks + b)] = d;
-      a.sum[size_t(t * blocks + b)] = sum;
+      a.q8_start[size_t(t * blocks + b)] = -128 * sum;
+      a.q4_start[size_t(t * blocks + b)] = -8 * sum;
       float* ps = a.pair_scale.data() + (t * pairs + b / 2) * 16 + (b % 2) * 8;
       std::fill(ps, ps + 8, d);
       a.q4_bias[size_t((t * pairs + b / 2) * 16 + (b % 2) * 8)] = -8 * sum;
+    }
+  if (T == 1) return;
+  const int64_t panels = (T + kPanelTokens - 1) / kPanelTokens, cells = panels * blocks * kPanelTokens;
+  a.panel_q.assign(size_t(cells * kQ8Block), 0);
+  a.panel_q8_start.assign(size_t(cells), 0);
+  a.panel_q4_start.assign(size_t(cells), 0);
+  a.panel_scale.assign(size_t(cells), 0.0f);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const size_t cell = size_t(((t / kPanelTokens) * blocks + b) * kPanelTokens + t % kPanelTokens), src = size_t(t * blocks + b);
+      std::memcpy(a.panel_q.data() + cell * kQ8Block, a.q.data() + src * kQ8Block, kQ8Block);
+      a.panel_q8_start[cell] = a.q8_start[src];
+      a.panel_q4_start[cell] = a.q4_start[src];
+      a.panel_scale[cell] = a.scale[src];
     }
 }
 
@@ -118,6 +134,7 @@ bool quantize_block_matches_scalar(const float* xb) {
 namespace {
 
 constexpr int64_t kTokenBlock = 64;
+constexpr int64_t kPrefillTokenBlock = 10 * kPanelTokens;  // whole panels, ~64 tokens as for the row-major tiles
 
 // Software prefetch, measured on this VM (bench/matmul_bench.cpp, T = 1, 2 threads): with ~16
 // instructions per 68 weight bytes the out-of-order window alone keeps too few cache misses in
@@ -227,48 +244,42 @@ inline int32_t load_i32(const int8_t* p) {
   return v;
 }
 
-// G interleaved row groups (16 rows each) x C tokens on Q8_0_R16 / Q4_0_R16 (row_interleave.h).
-// Per block column and (group, token): the int32 sum starts at −offset·Σq (offset 128 for the
-// offset-binary Q8 bytes, 8 for Q4 codes), takes 8 VPDPBUSD of 64 weight bytes x 4 broadcast
-// activation bytes, and is then scaled into the row's f32 lane: acc += sum · (d_w · d_x).
-// Each group is one sequential stream. prefetch > 0 (decode only: C = 1): each group's block
-// column `prefetch` bytes ahead is also requested into L1, the stream running on into the group
-// G groups later (the one it reads in the next call); whether that pays depends on the core
-// (ops::plan_decode_streaming). Prefetching into the neighbouring group instead (which another
-// stream of the same call is already reading) read ~5% less on an Ice Lake VM.
-template <int G, int C, bool kQ4>
-G4_VNNI_TARGET void tile16(const std::byte* w, uint64_t group_bytes, const Q8Activations& a, int64_t t, float* y,
-                           int64_t ldy, uint64_t prefetch) {
+// Q8_0_R16 / Q4_0_R16 (row_interleave.h): per block column, (16-row group, token) pair, the int32
+// sum starts at −offset·Σq (offset 128 for the offset-binary Q8 bytes, 8 for Q4 codes), takes 8
+// VPDPBUSD of 64 weight bytes x 4 broadcast activation bytes (in vector order; exact), and is
+// then scaled into the row's f32 lane: acc += sum · (d_w · d_x), blocks in order. Decode and
+// prefill below run these same steps per output, so a token's bits do not depend on the batch.
+
+// Decode: G groups x the one token. Each group is one sequential stream. prefetch > 0: each
+// group's block column `prefetch` bytes ahead is also requested into L1, the stream running on
+// into the group G groups later (the one it reads in the next call); whether that pays depends
+// on the core (ops::plan_decode_streaming). Prefetching into the neighbouring group instead
+// (which another stream of the same call is already reading) read ~5% less on an Ice Lake VM.
+template <int G, bool kQ4>
+G4_VNNI_TARGET void decode16(const std::byte* w, uint64_t group_bytes, const Q8Activations& a, float* y,
+                             uint64_t prefetch) {
   constexpr uint64_t kColumnBytes = kQ4 ? 288 : 544;  // one block column of a 16-row group
-  constexpr int32_t kOffset = kQ4 ? 8 : 128;
-  const int64_t blocks = a.in / kQ8Block, in = a.in;
-  __m512 acc[G][C];
+  const int64_t blocks = a.in / kQ8Block;
+  const std::vector<int32_t>& starts = kQ4 ? a.q4_start : a.q8_start;
+  __m512 acc[G];
   #pragma GCC unroll 4
-  for (int g = 0; g < G; ++g)
-    #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) acc[g][c] = _mm512_setzero_ps();
+  for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < blocks; ++b) {
-    const int8_t* xq[C];
-    __m512i s[G][C];
+    const int8_t* xq = a.q.data() + b * kQ8Block;
+    __m512i s[G];
     #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) {
-      xq[c] = a.q.data() + (t + c) * in + b * kQ8Block;
-      const __m512i start = _mm512_set1_epi32(-kOffset * a.sum[size_t((t + c) * blocks + b)]);
+    for (int g = 0; g < G; ++g) s[g] = _mm512_set1_epi32(starts[size_t(b)]);
+    if (prefetch) {
+      // Past the end of its group a stream's prefetch continues in the groups this stream reads
+      // next (G groups on each time), not in the neighbouring groups the other streams read.
+      uint64_t ahead = uint64_t(b) * kColumnBytes + prefetch;
+      if (ahead >= group_bytes) ahead += ahead / group_bytes * uint64_t(G - 1) * group_bytes;
       #pragma GCC unroll 4
-      for (int g = 0; g < G; ++g) s[g][c] = start;
+      for (int g = 0; g < G; ++g)
+        for (uint64_t o = 0; o < kColumnBytes; o += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(w + uint64_t(g) * group_bytes + ahead + o), _MM_HINT_T0);
     }
-    if constexpr (C == 1)
-      if (prefetch) {
-        // Past the end of its group a stream's prefetch continues in the groups this stream reads
-        // next (G groups on each time), not in the neighbouring groups the other streams read.
-        uint64_t ahead = uint64_t(b) * kColumnBytes + prefetch;
-        if (ahead >= group_bytes) ahead += ahead / group_bytes * uint64_t(G - 1) * group_bytes;
-        #pragma GCC unroll 4
-        for (int g = 0; g < G; ++g)
-          for (uint64_t o = 0; o < kColumnBytes; o += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(w + uint64_t(g) * group_bytes + ahead + o), _MM_HINT_T0);
-      }
     #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
       const std::byte* col = w + uint64_t(g) * group_bytes + uint64_t(b) * kColumnBytes;
@@ -277,76 +288,134 @@ G4_VNNI_TARGET void tile16(const std::byte* w, uint64_t group_bytes, const Q8Act
         for (int j = 0; j < 4; ++j) {
           const __m512i raw = _mm512_loadu_si512(col + 32 + 64 * j);
           const __m512i lo = _mm512_and_si512(raw, nibble), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
-          #pragma GCC unroll 4
-          for (int c = 0; c < C; ++c) {
-            s[g][c] = _mm512_dpbusd_epi32(s[g][c], lo, _mm512_set1_epi32(load_i32(xq[c] + 4 * j)));
-            s[g][c] = _mm512_dpbusd_epi32(s[g][c], hi, _mm512_set1_epi32(load_i32(xq[c] + 16 + 4 * j)));
-          }
+          s[g] = _mm512_dpbusd_epi32(s[g], lo, _mm512_set1_epi32(load_i32(xq + 4 * j)));
+          s[g] = _mm512_dpbusd_epi32(s[g], hi, _mm512_set1_epi32(load_i32(xq + 16 + 4 * j)));
         }
       } else {
         #pragma GCC unroll 8
-        for (int j = 0; j < 8; ++j) {
-          const __m512i wv = _mm512_loadu_si512(col + 32 + 64 * j);
-          #pragma GCC unroll 4
-          for (int c = 0; c < C; ++c) s[g][c] = _mm512_dpbusd_epi32(s[g][c], wv, _mm512_set1_epi32(load_i32(xq[c] + 4 * j)));
-        }
+        for (int j = 0; j < 8; ++j)
+          s[g] = _mm512_dpbusd_epi32(s[g], _mm512_loadu_si512(col + 32 + 64 * j), _mm512_set1_epi32(load_i32(xq + 4 * j)));
       }
     }
     #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
       const std::byte* col = w + uint64_t(g) * group_bytes + uint64_t(b) * kColumnBytes;
       const __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col)));
-      #pragma GCC unroll 4
-      for (int c = 0; c < C; ++c)
-        acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[g][c]),
-                                    _mm512_mul_ps(ws, _mm512_set1_ps(a.scale[size_t((t + c) * blocks + b)])), acc[g][c]);
+      acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[g]), _mm512_mul_ps(ws, _mm512_set1_ps(a.scale[size_t(b)])), acc[g]);
     }
   }
   #pragma GCC unroll 4
-  for (int g = 0; g < G; ++g)
-    #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) _mm512_storeu_ps(y + c * ldy + 16 * g, acc[g][c]);
+  for (int g = 0; g < G; ++g) _mm512_storeu_ps(y + 16 * g, acc[g]);
 }
 
-using Tile16Fn = void (*)(const std::byte*, uint64_t, const Q8Activations&, int64_t, float*, int64_t, uint64_t);
-
+// Prefill: G groups (1 or 2) x one panel of kPanelTokens tokens (6; `count` of them real), the
+// panel's activation bytes, starts and scales each read through one pointer. Measured on an Ice
+// Lake VM (a standalone loop over this kernel, L2-resident data): this CPU issues two VPDPBUSD a
+// cycle from registers but only ~1.3 loads, and every product needs a broadcast activation load,
+// so the tile is sized to reuse each broadcast across 2 groups and each weight vector across 6
+// tokens with 24 accumulators in registers. VPDPBUSD/s, 1 thread: 2 groups x 6 tokens 3.0-3.4 G,
+// 3 x 4 2.6-3.2 G, 4 x 3 2.4-2.9 G, 1 x 8 2.1 G, the former 2 x 4 tile 1.6-1.8 G (it kept every
+// broadcast of a block live and spilled them); 5.3 G is the register-only peak.
 template <int G, bool kQ4>
-constexpr Tile16Fn tile16_for(int c) {
-  return c == 1 ? tile16<G, 1, kQ4> : c == 2 ? tile16<G, 2, kQ4> : c == 3 ? tile16<G, 3, kQ4> : tile16<G, 4, kQ4>;
-}
-
-// Decode (one token) takes DecodeStreaming::groups groups per tile, one sequential stream each:
-// on AMD Zen 5 one stream measured as fast as 2 or 4, on an Ice Lake VM 4 streams read 15-20%
-// more (bench/matmul_bench.cpp, T = 1). Prefill takes 2 groups x 4 tokens: each weight vector
-// feeds 4 products, each broadcast 2.
-template <bool kQ4>
-Tile16Fn pick16(int g, int c) {
-  return g == 4 ? tile16_for<4, kQ4>(c) : g == 2 ? tile16_for<2, kQ4>(c) : tile16_for<1, kQ4>(c);
+G4_VNNI_TARGET void prefill16(const std::byte* w, uint64_t group_bytes, const Q8Activations& a, int64_t t, float* y,
+                              int64_t ldy, int count) {
+  constexpr int C = int(kPanelTokens);
+  constexpr uint64_t kColumnBytes = kQ4 ? 288 : 544;
+  const int64_t blocks = a.in / kQ8Block;
+  const size_t first = size_t(t / kPanelTokens * blocks * kPanelTokens);  // the panel's first cell
+  const int8_t* xq = a.panel_q.data() + first * kQ8Block;
+  const int32_t* start = (kQ4 ? a.panel_q4_start : a.panel_q8_start).data() + first;
+  const float* xs = a.panel_scale.data() + first;
+  __m512 acc[G][C];
+  #pragma GCC unroll 8
+  for (int g = 0; g < G; ++g)
+    #pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[g][c] = _mm512_setzero_ps();
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  for (int64_t b = 0; b < blocks; ++b, xq += C * kQ8Block, start += C, xs += C) {
+    const std::byte* col = w + uint64_t(b) * kColumnBytes;
+    __m512i s[G][C];
+    #pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const __m512i s0 = _mm512_set1_epi32(start[c]);
+      #pragma GCC unroll 8
+      for (int g = 0; g < G; ++g) s[g][c] = s0;
+    }
+    // Vector j of every group, then each token's 4 bytes broadcast once into all G products.
+    #pragma GCC unroll 8
+    for (int j = 0; j < (kQ4 ? 4 : 8); ++j) {
+      __m512i v0[G], v1[G];  // Q4: low and high nibbles of vector j; Q8: vector j
+      #pragma GCC unroll 8
+      for (int g = 0; g < G; ++g) {
+        const __m512i raw = _mm512_loadu_si512(col + uint64_t(g) * group_bytes + 32 + 64 * j);
+        if constexpr (kQ4) {
+          v0[g] = _mm512_and_si512(raw, nibble);
+          v1[g] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+        } else {
+          v0[g] = raw;
+        }
+      }
+      #pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) {
+        const __m512i x0 = _mm512_set1_epi32(load_i32(xq + c * kQ8Block + 4 * j));
+        #pragma GCC unroll 8
+        for (int g = 0; g < G; ++g) s[g][c] = _mm512_dpbusd_epi32(s[g][c], v0[g], x0);
+        if constexpr (kQ4) {
+          const __m512i x1 = _mm512_set1_epi32(load_i32(xq + c * kQ8Block + 16 + 4 * j));
+          #pragma GCC unroll 8
+          for (int g = 0; g < G; ++g) s[g][c] = _mm512_dpbusd_epi32(s[g][c], v1[g], x1);
+        }
+      }
+    }
+    #pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) {
+      const __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + uint64_t(g) * group_bytes)));
+      #pragma GCC unroll 8
+      for (int c = 0; c < C; ++c)
+        acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[g][c]), _mm512_mul_ps(ws, _mm512_set1_ps(xs[c])), acc[g][c]);
+    }
+  }
+  #pragma GCC unroll 8
+  for (int g = 0; g < G; ++g)
+    #pragma GCC unroll 8
+    for (int c = 0; c < C; ++c)
+      if (c < count) _mm512_storeu_ps(y + c * ldy + 16 * g, acc[g][c]);
 }
 
 void gemm_interleaved_rows(const Q8Activations& a, const std::byte* w, bool q4, int64_t o_begin, int64_t o_end, float* y,
                            int64_t ldy, DecodeStreaming decode) {
   const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(q4 ? DType::Q4_0 : DType::Q8_0, a.in);
   const int64_t g_begin = o_begin / kInterleaveRows, g_end = o_end / kInterleaveRows;
-  auto run = [&](int g_count, int c, int64_t g, int64_t t) {
-    (q4 ? pick16<true>(g_count, c) : pick16<false>(g_count, c))(w + uint64_t(g) * group_bytes, group_bytes, a, t,
-                                                                 y + t * ldy + g * kInterleaveRows, ldy,
-                                                                 a.T == 1 ? decode.prefetch_bytes : 0);
-  };
-  if (a.T == 1) {  // decode: decode.groups sequential streams side by side, then the remainder
+  if (a.T == 1) {
+    // decode.groups sequential streams side by side, then the remainder: on AMD Zen 5 one stream
+    // measured as fast as 2 or 4, on an Ice Lake VM 4 streams read 15-20% more (T = 1 in
+    // bench/matmul_bench.cpp).
+    auto run = [&](int groups, int64_t g) {
+      using Fn = void (*)(const std::byte*, uint64_t, const Q8Activations&, float*, uint64_t);
+      const Fn fn = groups == 4 ? (q4 ? decode16<4, true> : decode16<4, false>)
+                    : groups == 2 ? (q4 ? decode16<2, true> : decode16<2, false>)
+                                  : (q4 ? decode16<1, true> : decode16<1, false>);
+      fn(w + uint64_t(g) * group_bytes, group_bytes, a, y + g * kInterleaveRows, decode.prefetch_bytes);
+    };
     int64_t g = g_begin;
     if (decode.groups >= 4)
-      for (; g + 4 <= g_end; g += 4) run(4, 1, g, 0);
+      for (; g + 4 <= g_end; g += 4) run(4, g);
     if (decode.groups >= 2)
-      for (; g + 2 <= g_end; g += 2) run(2, 1, g, 0);
-    for (; g < g_end; ++g) run(1, 1, g, 0);
+      for (; g + 2 <= g_end; g += 2) run(2, g);
+    for (; g < g_end; ++g) run(1, g);
     return;
   }
-  for (int64_t t0 = 0; t0 < a.T; t0 += kTokenBlock) {
-    const int64_t t1 = std::min(a.T, t0 + kTokenBlock);
+  // Prefill: a block of panels, then each pair of groups over those panels, the pair's block
+  // columns staying in L1/L2 while the panels pass.
+  for (int64_t t0 = 0; t0 < a.T; t0 += kPrefillTokenBlock) {
+    const int64_t t1 = std::min(a.T, t0 + kPrefillTokenBlock);
     for (int64_t g = g_begin; g < g_end; g += 2) {
-      const int gc = int(std::min<int64_t>(2, g_end - g));
-      for (int64_t t = t0; t < t1; t += 4) run(gc, int(std::min<int64_t>(4, t1 - t)), g, t);
+      const bool pair = g + 1 < g_end;
+      for (int64_t t = t0; t < t1; t += kPanelTokens) {
+        const int count = int(std::min<int64_t>(kPanelTokens, t1 - t));
+        (pair ? (q4 ? prefill16<2, true> : prefill16<2, false>) : (q4 ? prefill16<1, true> : prefill16<1, false>))(
+            w + uint64_t(g) * group_bytes, group_bytes, a, t, y + t * ldy + g * kInterleaveRows, ldy, count);
+      }
     }
   }
 }

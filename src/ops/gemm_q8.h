@@ -20,6 +20,8 @@ namespace g4::ops {
 inline constexpr int64_t kQ8Block = 32;
 
 // Quantized activations for T tokens of `in` values (in a multiple of 32).
+inline constexpr int64_t kPanelTokens = 6;
+
 struct Q8Activations {
   int64_t T = 0;
   int64_t in = 0;
@@ -27,9 +29,17 @@ struct Q8Activations {
   std::vector<float> scale;      // [T, in/32]: value = q · scale
   std::vector<float> pair_scale;  // [T, pairs, 16]: lanes 0-7 block 2p's scale, lanes 8-15 block 2p+1's (0 if absent)
   std::vector<int32_t> q4_bias;   // [T, pairs, 16]: −8·Σq of block 2p in lane 0, of block 2p+1 in lane 8, else 0
-  std::vector<int32_t> sum;       // [T, in/32]: Σq per block (the interleaved kernel's offset correction)
+  std::vector<int32_t> q8_start;  // [T, in/32]: −128·Σq per block (the interleaved kernels' offset correction)
+  std::vector<int32_t> q4_start;  // [T, in/32]: −8·Σq per block
+  // Prefill (T > 1) also packs the tokens kPanelTokens (P) at a time, the tokens the interleaved
+  // kernel reads together: panel p, block b holds tokens Pp..Pp+P-1 (zeros past T) in a row.
+  std::vector<int8_t> panel_q;          // [ceil(T/P), in/32, P, 32]
+  std::vector<int32_t> panel_q8_start;  // [ceil(T/P), in/32, P]: q8_start
+  std::vector<int32_t> panel_q4_start;  // [ceil(T/P), in/32, P]: q4_start
+  std::vector<float> panel_scale;       // [ceil(T/P), in/32, P]: scale
   int64_t pairs() const { return (in / kQ8Block + 1) / 2; }
 };
+
 
 // True when this build has the kernel and the CPU confirmed AVX512_VNNI, BW and VL (probe + self-test).
 bool gemm_q8_available();
