@@ -66,22 +66,50 @@ G4_VNNI_TARGET float quantize_block_avx512(const float* xb, int8_t* qb, int32_t*
 
 }  // namespace
 
-void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& a) {
+void size_activations(int64_t T, int64_t in, unsigned layouts, Q8Activations& a) {
+  if (T < 1 || in < kQ8Block || in % kQ8Block)
+    throw Error("size_activations: T " + std::to_string(T) + ", in " + std::to_string(in) +
+                ": needs T >= 1 and in a positive multiple of " + std::to_string(kQ8Block));
   const int64_t blocks = in / kQ8Block, pairs = (blocks + 1) / 2;
   a.T = T;
   a.in = in;
+  a.layouts = layouts & (T > 1 ? kQ8RowTiles | kQ8Panels : kQ8RowTiles);  // one token needs no panel
   a.q.resize(size_t(T * in));
   a.scale.resize(size_t(T * blocks));
-  a.pair_scale.assign(size_t(T * pairs * 16), 0.0f);
-  a.q4_bias.assign(size_t(T * pairs * 16), 0);
   a.q8_start.resize(size_t(T * blocks));
   a.q4_start.resize(size_t(T * blocks));
+  const size_t tiles = a.layouts & kQ8RowTiles ? size_t(T * pairs * 16) : 0;
+  a.pair_scale.resize(tiles);
+  a.q4_bias.resize(tiles);
+  const int64_t panels = (T + kPanelTokens - 1) / kPanelTokens;
+  const size_t cells = a.layouts & kQ8Panels ? size_t(panels * blocks * kPanelTokens) : 0;
+  a.panel_q.resize(cells * kQ8Block);
+  a.panel_q8_start.resize(cells);
+  a.panel_q4_start.resize(cells);
+  a.panel_scale.resize(cells);
+  if (!cells) return;
+  // The last panel's cells past T: zeros, so the tile's unused lanes compute 0 · 0.
+  for (int64_t t = T; t < panels * kPanelTokens; ++t)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const size_t cell = size_t((t / kPanelTokens * blocks + b) * kPanelTokens + t % kPanelTokens);
+      std::memset(a.panel_q.data() + cell * kQ8Block, 0, kQ8Block);
+      a.panel_q8_start[cell] = a.panel_q4_start[cell] = 0;
+      a.panel_scale[cell] = 0.0f;
+    }
+}
+
+void quantize_tokens(const float* x, int64_t t0, int64_t t1, Q8Activations& a) {
+  const int64_t in = a.in, blocks = in / kQ8Block, pairs = (blocks + 1) / 2;
 #if defined(__x86_64__)
   const bool simd = gemm_q8_available();
 #else
   const bool simd = false;
 #endif
-  for (int64_t t = 0; t < T; ++t)
+  for (int64_t t = t0; t < t1; ++t) {
+    if (a.layouts & kQ8RowTiles) {
+      std::fill_n(a.pair_scale.data() + t * pairs * 16, pairs * 16, 0.0f);
+      std::fill_n(a.q4_bias.data() + t * pairs * 16, pairs * 16, 0);
+    }
     for (int64_t b = 0; b < blocks; ++b) {
       const float* xb = x + t * in + b * kQ8Block;
       int8_t* qb = a.q.data() + t * in + b * kQ8Block;
@@ -91,27 +119,29 @@ void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& 
 #else
       const float d = quantize_block_scalar(xb, qb, &sum);
 #endif
-      a.scale[size_t(t * blocks + b)] = d;
-      a.q8_start[size_t(t * blocks + b)] = -128 * sum;
-      a.q4_start[size_t(t * blocks + b)] = -8 * sum;
-      float* ps = a.pair_scale.data() + (t * pairs + b / 2) * 16 + (b % 2) * 8;
-      std::fill(ps, ps + 8, d);
-      a.q4_bias[size_t((t * pairs + b / 2) * 16 + (b % 2) * 8)] = -8 * sum;
+      const size_t k = size_t(t * blocks + b);
+      a.scale[k] = d;
+      a.q8_start[k] = -128 * sum;
+      a.q4_start[k] = -8 * sum;
+      if (a.layouts & kQ8RowTiles) {
+        float* ps = a.pair_scale.data() + (t * pairs + b / 2) * 16 + (b % 2) * 8;
+        std::fill(ps, ps + 8, d);
+        a.q4_bias[size_t((t * pairs + b / 2) * 16 + (b % 2) * 8)] = -8 * sum;
+      }
+      if (a.layouts & kQ8Panels) {
+        const size_t cell = size_t((t / kPanelTokens * blocks + b) * kPanelTokens + t % kPanelTokens);
+        std::memcpy(a.panel_q.data() + cell * kQ8Block, qb, kQ8Block);
+        a.panel_q8_start[cell] = a.q8_start[k];
+        a.panel_q4_start[cell] = a.q4_start[k];
+        a.panel_scale[cell] = d;
+      }
     }
-  if (T == 1) return;
-  const int64_t panels = (T + kPanelTokens - 1) / kPanelTokens, cells = panels * blocks * kPanelTokens;
-  a.panel_q.assign(size_t(cells * kQ8Block), 0);
-  a.panel_q8_start.assign(size_t(cells), 0);
-  a.panel_q4_start.assign(size_t(cells), 0);
-  a.panel_scale.assign(size_t(cells), 0.0f);
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const size_t cell = size_t(((t / kPanelTokens) * blocks + b) * kPanelTokens + t % kPanelTokens), src = size_t(t * blocks + b);
-      std::memcpy(a.panel_q.data() + cell * kQ8Block, a.q.data() + src * kQ8Block, kQ8Block);
-      a.panel_q8_start[cell] = a.q8_start[src];
-      a.panel_q4_start[cell] = a.q4_start[src];
-      a.panel_scale[cell] = a.scale[src];
-    }
+  }
+}
+
+void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& a, unsigned layouts) {
+  size_activations(T, in, layouts, a);
+  quantize_tokens(x, 0, T, a);
 }
 
 bool quantize_block_matches_scalar(const float* xb) {
@@ -444,6 +474,11 @@ bool gemm_q8_available() {
 
 void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,
                   int64_t ldy, DecodeStreaming decode) {
+  const unsigned needs = dtype_is_interleaved(dtype) ? (a.T > 1 ? kQ8Panels : 0u) : kQ8RowTiles;
+  if ((a.layouts & needs) != needs)
+    throw Error("gemm_q8_rows: " + std::string(dtype_name(dtype)) + " weights x " + std::to_string(a.T) +
+                " tokens read the activations' " + (needs == kQ8Panels ? "token panels" : "row-tile scales") +
+                ", which quantize_activations was not asked for");
   if (dtype_is_interleaved(dtype)) {
     if (o_begin % kInterleaveRows || o_end % kInterleaveRows)
       throw Error("gemm_q8_rows: rows [" + std::to_string(o_begin) + ", " + std::to_string(o_end) + ") of " +

@@ -22,9 +22,14 @@ inline constexpr int64_t kQ8Block = 32;
 // Quantized activations for T tokens of `in` values (in a multiple of 32).
 inline constexpr int64_t kPanelTokens = 6;
 
+// Optional layouts of quantized activations, each read by one kernel family.
+inline constexpr unsigned kQ8RowTiles = 1;  // pair_scale, q4_bias: row-major Q8_0 / Q4_0 weights
+inline constexpr unsigned kQ8Panels = 2;    // panel_*: interleaved weights, T > 1
+
 struct Q8Activations {
   int64_t T = 0;
   int64_t in = 0;
+  unsigned layouts = 0;          // kQ8RowTiles | kQ8Panels: which optional layouts below are filled
   std::vector<int8_t> q;         // [T, in]
   std::vector<float> scale;      // [T, in/32]: value = q · scale
   std::vector<float> pair_scale;  // [T, pairs, 16]: lanes 0-7 block 2p's scale, lanes 8-15 block 2p+1's (0 if absent)
@@ -45,8 +50,14 @@ struct Q8Activations {
 bool gemm_q8_available();
 
 // Quantizes x[T, in] (in % 32 == 0) into a: AVX-512 where the kernel is available, scalar C++
-// otherwise, the two bit-identical.
-void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& a);
+// otherwise, the two bit-identical. q, scale and the starts always; `layouts` adds what the
+// kernels for the weights at hand read (gemm_q8_rows refuses activations without them).
+void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& a,
+                          unsigned layouts = kQ8RowTiles | kQ8Panels);
+// The same in two steps, so that token ranges can be quantized on different threads: size a
+// for x[T, in] (throws g4::Error on a bad shape), then quantize tokens [t0, t1) of x into it.
+void size_activations(int64_t T, int64_t in, unsigned layouts, Q8Activations& a);
+void quantize_tokens(const float* x, int64_t t0, int64_t t1, Q8Activations& a);
 
 // For tests: whether the AVX-512 and scalar quantizers agree bit for bit on one block of 32
 // (true where there is no AVX-512 path).

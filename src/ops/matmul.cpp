@@ -228,6 +228,9 @@ int panel_rows_for(const MatmulContext& ctx, int64_t in) {
 
 // Products with fewer output rows than this run on the calling thread: waking the pool costs more.
 constexpr int64_t kMinParallelRows = 64;
+// Fewest activation values whose conversion (int8 or bf16) is split over the pool: ~16 K values
+// take several microseconds on one core, a pool round trip 0.4-1.8 us (BM_PoolHandOff).
+constexpr int64_t kMinParallelConvert = 16384;
 
 // Output rows [0, out) in units of `group` rows (each thread's range stays group-aligned, so
 // tiles fall on the same rows whatever the split), over the pool when there is one and the
@@ -273,11 +276,26 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
   }
   thread_local std::vector<uint16_t> xb;
   thread_local Q8Activations xq;
+  // Converting a prefill step's activations is ~5% of its products' work: split over the pool
+  // by tokens when there is enough of it to pay for the hand-off.
+  const bool split = ctx.pool && ctx.pool->size() > 1 && T > 1 && T * in >= kMinParallelConvert;
   if (kernel == FastKernel::Bf16) {
     xb.resize(size_t(T * in));
-    round_rows_to_bf16(x, T * in, xb.data());
+    uint16_t* const rounded = xb.data();
+    auto convert = [&](int64_t t0, int64_t t1) { round_rows_to_bf16(x + t0 * in, (t1 - t0) * in, rounded + t0 * in); };
+    if (split)
+      ctx.pool->parallel_for(T, [&](int64_t b, int64_t e, int) { convert(b, e); });
+    else
+      convert(0, T);
   } else {
-    quantize_activations(x, T, in, xq);
+    unsigned layouts = 0;
+    for (const Product& p : products) layouts |= dtype_is_interleaved(p.w->dtype) ? kQ8Panels : kQ8RowTiles;
+    size_activations(T, in, layouts, xq);
+    Q8Activations& xqr = xq;
+    if (split)
+      ctx.pool->parallel_for(T, [&](int64_t b, int64_t e, int) { quantize_tokens(x, b, e, xqr); });
+    else
+      quantize_tokens(x, 0, T, xqr);
   }
   // Named outside the lambda: inside it, a thread_local would be the worker thread's own copy.
   const uint16_t* const xbp = xb.data();

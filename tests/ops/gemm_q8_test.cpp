@@ -107,6 +107,40 @@ TEST(Q8Activations, SimdQuantizerEqualsScalar) {
   for (size_t b = 0; b < x.size() / 32; ++b) EXPECT_TRUE(ops::quantize_block_matches_scalar(&x[b * 32])) << "block " << b;
 }
 
+// Token ranges quantized separately (as the pool's threads do, in any order) fill every layout
+// exactly as one call over all tokens; the last panel's cells past T stay zero.
+TEST(Q8Activations, TokenRangesEqualOneCall) {
+  const int64_t T = 17, in = 96;  // 3 panels of 6, the last one with 5 tokens
+  std::vector<float> x = test::random_activations(T * in, 31);
+  ops::Q8Activations whole, parts;
+  ops::quantize_activations(x.data(), T, in, whole);
+  parts.panel_q.assign(whole.panel_q.size(), 99);  // stale values the sizing must not leave behind
+  ops::size_activations(T, in, ops::kQ8RowTiles | ops::kQ8Panels, parts);
+  for (auto [t0, t1] : {std::pair<int64_t, int64_t>{9, 17}, {0, 4}, {4, 9}}) ops::quantize_tokens(x.data(), t0, t1, parts);
+  EXPECT_EQ(whole.q, parts.q);
+  EXPECT_EQ(whole.scale, parts.scale);
+  EXPECT_EQ(whole.q8_start, parts.q8_start);
+  EXPECT_EQ(whole.q4_start, parts.q4_start);
+  EXPECT_EQ(whole.pair_scale, parts.pair_scale);
+  EXPECT_EQ(whole.q4_bias, parts.q4_bias);
+  EXPECT_EQ(whole.panel_q, parts.panel_q);
+  EXPECT_EQ(whole.panel_q8_start, parts.panel_q8_start);
+  EXPECT_EQ(whole.panel_q4_start, parts.panel_q4_start);
+  EXPECT_EQ(whole.panel_scale, parts.panel_scale);
+  // Token 17 (panel 2, slot 5) is padding: zero bytes, scale and start in every block.
+  const int64_t blocks = in / 32;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const size_t cell = size_t((2 * blocks + b) * ops::kPanelTokens + 5);
+    EXPECT_EQ(parts.panel_scale[cell], 0.0f);
+    EXPECT_EQ(parts.panel_q8_start[cell], 0);
+    for (int i = 0; i < 32; ++i) ASSERT_EQ(parts.panel_q[cell * 32 + size_t(i)], 0) << "block " << b;
+  }
+  // A panel cell holds the token's row-major bytes: token 7 is panel 1, slot 1.
+  EXPECT_EQ(0, std::memcmp(&parts.panel_q[size_t((1 * blocks + 2) * ops::kPanelTokens + 1) * 32], &parts.q[size_t(7 * in + 64)], 32));
+  EXPECT_THROW(ops::size_activations(0, in, 0, parts), Error);
+  EXPECT_THROW(ops::size_activations(T, 48, 0, parts), Error);
+}
+
 class GemmQ8 : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override {
@@ -176,7 +210,8 @@ TEST_P(GemmQ8, ErrorAgainstF32ActivationsWithinTheRoundingBound) {
 // range (thread split) that computes them.
 TEST_P(GemmQ8, BatchRowRangeAndThreadsDoNotChangeABit) {
   const DType t = GetParam();
-  const int64_t T = 70, in = 192, out = rows_for(t, 67);
+  const int64_t T = 70, in = 256,  // T · in above the size whose conversion is split over the pool
+                 out = rows_for(t, 67);
   BlockWeights w = make_weights(t, out, in, 21);
   std::vector<float> x = test::random_activations(T * in, 22);
   ops::Q8Activations all;
@@ -219,6 +254,28 @@ TEST(GemmQ8Interleaved, RefusesARowRangeThatSplitsAGroup) {
   EXPECT_THROW(ops::gemm_q8_rows(a, w.bytes.data(), DType::Q8_0_R16, 0, 20, y.data(), 32), Error);
   EXPECT_THROW(ops::gemm_q8_rows(a, w.bytes.data(), DType::Q8_0_R16, 8, 32, y.data(), 32), Error);
   EXPECT_NO_THROW(ops::gemm_q8_rows(a, w.bytes.data(), DType::Q8_0_R16, 16, 32, y.data(), 32));
+}
+
+// Activations quantized without the layout a kernel reads are refused by name, never read past
+// the end of an empty buffer: panels for interleaved prefill, row-tile scales for row-major rows.
+TEST(GemmQ8Interleaved, RefusesActivationsWithoutTheLayoutItsKernelReads) {
+  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
+  BlockWeights inter = make_weights(DType::Q4_0_R16, 32, 64, 53), rows = make_weights(DType::Q4_0, 32, 64, 54);
+  std::vector<float> x = test::random_activations(3 * 64, 55), y(3 * 32);
+  ops::Q8Activations a;
+  ops::quantize_activations(x.data(), 3, 64, a, ops::kQ8RowTiles);
+  try {
+    ops::gemm_q8_rows(a, inter.bytes.data(), DType::Q4_0_R16, 0, 32, y.data(), 32);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("token panels"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(ops::gemm_q8_rows(a, rows.bytes.data(), DType::Q4_0, 0, 32, y.data(), 32));
+  ops::quantize_activations(x.data(), 3, 64, a, ops::kQ8Panels);
+  EXPECT_THROW(ops::gemm_q8_rows(a, rows.bytes.data(), DType::Q4_0, 0, 32, y.data(), 32), Error);
+  EXPECT_NO_THROW(ops::gemm_q8_rows(a, inter.bytes.data(), DType::Q4_0_R16, 0, 32, y.data(), 32));
+  ops::quantize_activations(x.data(), 1, 64, a, 0);  // decode on interleaved rows needs neither
+  EXPECT_NO_THROW(ops::gemm_q8_rows(a, inter.bytes.data(), DType::Q4_0_R16, 0, 32, y.data(), 32));
 }
 
 // How decode reads its weights (plan_decode_streaming: 1, 2 or 4 groups side by side, software
