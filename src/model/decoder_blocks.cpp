@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #include "model/forward_reference.h"
@@ -9,6 +10,7 @@
 #include "ops/reference_ops.h"
 #include "ops/row_reductions.h"
 #include "platform/error.h"
+#include "platform/thread_pool.h"
 
 namespace g4::blocks {
 
@@ -24,10 +26,31 @@ void matmul_into(const float* x, int64_t T, const TensorView& w, float* y, const
   else ref::matmul(x, T, w, y);
 }
 
+// fn(begin, end) over rows [0, rows) of `width` values each, split over the pool on the fast path
+// when there are enough of them (Exec::row_parallel_min_values).
+void for_row_ranges(const Exec& ex, int64_t rows, int64_t width, const std::function<void(int64_t, int64_t)>& fn) {
+  ThreadPool* pool = ex.matmul ? ex.matmul->pool : nullptr;
+  if (!pool || pool->size() == 1 || rows < 2 || rows * width < ex.row_parallel_min_values) {
+    fn(0, rows);
+    return;
+  }
+  pool->parallel_for(rows, [&](int64_t b, int64_t e, int) { fn(b, e); });
+}
+
 // RMSNorm over rows: the SIMD version on the fast path, the reference loop otherwise.
 void rms_norm(const Exec& ex, float* x, int64_t rows, int64_t n, const TensorView* w, float eps) {
-  if (ex.matmul) ops::rms_norm(x, rows, n, w, eps);
-  else ref::rms_norm(x, rows, n, w, eps);
+  if (ex.matmul)
+    for_row_ranges(ex, rows, n, [&](int64_t b, int64_t e) { ops::rms_norm(x + b * n, e - b, n, w, eps); });
+  else
+    ref::rms_norm(x, rows, n, w, eps);
+}
+
+// RoPE on rows [T, heads, hd], token t at positions[t].
+void rope_rows(const Exec& ex, float* x, int64_t T, int64_t heads, int64_t hd, const std::vector<float>& inv_freq,
+               const std::vector<int64_t>& positions) {
+  for_row_ranges(ex, T, heads * hd, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) ref::rope(x + t * heads * hd, heads, hd, inv_freq, positions[size_t(t)]);
+  });
 }
 
 void add_in_place(Vec& a, const Vec& b) {
@@ -54,7 +77,9 @@ std::vector<Vec> linear_shared(const Vec& x, int64_t T, const std::vector<const 
 Vec gated_mlp(const Vec& x, int64_t T, const TensorView& gate, const TensorView& up, const TensorView& down, const Exec& ex) {
   std::vector<Vec> gu = linear_shared(x, T, {&gate, &up}, ex);
   Vec &g = gu[0], &u = gu[1];
-  if (ex.matmul) ops::gelu_tanh_mul(g.data(), u.data(), g.size());  // SIMD path
+  const int64_t I = int64_t(g.size()) / T;
+  if (ex.matmul)  // SIMD path
+    for_row_ranges(ex, T, I, [&](int64_t b, int64_t e) { ops::gelu_tanh_mul(&g[size_t(b * I)], &u[size_t(b * I)], size_t((e - b) * I)); });
   else
     for (size_t i = 0; i < g.size(); ++i) g[i] = ref::gelu_tanh(g[i]) * u[i];
   return linear(g, T, down, ex);
@@ -204,12 +229,12 @@ Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64
   std::vector<Vec> qkv = linear_shared(h, T, ws, ex);
   out.q = std::move(qkv[0]);
   rms_norm(ex, out.q.data(), T * nH, hd, lw.q_norm, eps);
-  for (int64_t t = 0; t < T; ++t) ref::rope(&out.q[size_t(t * nH * hd)], nH, hd, inv_freq, positions[size_t(t)]);
+  rope_rows(ex, out.q.data(), T, nH, hd, inv_freq, positions);
   if (p.kv_shared) return out;
   out.v = lw.v_proj ? std::move(qkv[2]) : qkv[1];
   out.k = std::move(qkv[1]);
   rms_norm(ex, out.k.data(), T * kvh, hd, lw.k_norm, eps);
-  for (int64_t t = 0; t < T; ++t) ref::rope(&out.k[size_t(t * kvh * hd)], kvh, hd, inv_freq, positions[size_t(t)]);
+  rope_rows(ex, out.k.data(), T, kvh, hd, inv_freq, positions);
   rms_norm(ex, out.v.data(), T * kvh, hd, nullptr, eps);  // v_norm: no weight, no RoPE
   return out;
 }
@@ -247,17 +272,19 @@ void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple, const Exe
   const int64_t H = c.hidden_size, T = int64_t(x.size()) / H, L = c.num_hidden_layers, P = c.hidden_size_per_layer_input;
   if (P > 0) {
     Vec g = linear(x, T, *lw.ple_input_gate, ex);  // [T, P]
-    for (int64_t t = 0; t < T; ++t) {
-      const float* pl = &ple[size_t((t * L + layer) * P)];
-      if (ex.matmul) {
-        ops::gelu_tanh_mul(&g[size_t(t * P)], pl, size_t(P));
-        continue;
+    for_row_ranges(ex, T, P, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        const float* pl = &ple[size_t((t * L + layer) * P)];
+        if (ex.matmul) {
+          ops::gelu_tanh_mul(&g[size_t(t * P)], pl, size_t(P));
+          continue;
+        }
+        for (int64_t j = 0; j < P; ++j) {
+          float& gv = g[size_t(t * P + j)];
+          gv = ref::gelu_tanh(gv) * pl[j];
+        }
       }
-      for (int64_t j = 0; j < P; ++j) {
-        float& gv = g[size_t(t * P + j)];
-        gv = ref::gelu_tanh(gv) * pl[j];
-      }
-    }
+    });
     Vec y = linear(g, T, *lw.ple_projection, ex);  // [T, H]
     rms_norm(ex, y.data(), T, H, lw.ple_post_norm, float(c.rms_norm_eps));
     add_in_place(x, y);

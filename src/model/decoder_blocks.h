@@ -26,6 +26,11 @@ struct Exec {
   // Tests lower both to exercise those paths on tiny models.
   int64_t attention_parallel_min_fmas = int64_t(1) << 17;
   int64_t attention_slice = 256;
+  // Row-wise steps (norms, RoPE, gated activations) split over matmul->pool by rows from this
+  // many values: a prefill step's ran on the calling thread while the pool waited (~25% of a
+  // q4 512-token prefill); a decode token's are too small to pay for a hand-off. Each row is
+  // computed alone, so the split changes no bit. Tests lower it to split tiny models' rows.
+  int64_t row_parallel_min_values = 32768;
 };
 
 // RoPE inverse-frequency tables for both layer types, computed once per model.

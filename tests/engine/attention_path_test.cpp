@@ -59,6 +59,7 @@ TEST_F(SimdAttention, LongDepthWithWrappingRingEqualsReference) {
   blocks::Exec fast{&mm};
   fast.attention_parallel_min_fmas = 0;
   fast.attention_slice = 16;
+  fast.row_parallel_min_values = 0;  // norms, RoPE and activations split by rows too
   struct Run {
     const char* preset;
     int window;
@@ -149,7 +150,8 @@ std::vector<std::vector<float>> run_batched(const Model& m, KvDType t, const blo
 }
 
 // Batched SIMD attention equals each sequence run alone through the whole-sequence reference;
-// and the pool's size changes nothing, not even the rounding (slices are fixed by the row).
+// and the pool's size changes nothing, not even the rounding (slices are fixed by the row, and
+// the row-wise steps split over the pool compute each row alone).
 TEST_F(SimdAttention, BatchedSequencesAtDifferentDepthsEqualTheReference) {
   auto m = model("tiny-31b", 4);
   std::vector<std::vector<int>> toks;
@@ -161,6 +163,7 @@ TEST_F(SimdAttention, BatchedSequencesAtDifferentDepthsEqualTheReference) {
     blocks::Exec fast{&mm};
     fast.attention_parallel_min_fmas = 0;
     fast.attention_slice = 16;
+    fast.row_parallel_min_values = 0;  // norms, RoPE and activations split by rows too
     by_threads.push_back(run_batched(*m, KvDType::F32, fast, toks));
   }
   for (size_t i = 0; i < toks.size(); ++i) {
