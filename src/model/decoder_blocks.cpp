@@ -77,7 +77,7 @@ std::vector<Vec> linear_shared(const Vec& x, int64_t T, const std::vector<const 
 Vec gated_mlp(const Vec& x, int64_t T, const TensorView& gate, const TensorView& up, const TensorView& down, const Exec& ex) {
   std::vector<Vec> gu = linear_shared(x, T, {&gate, &up}, ex);
   Vec &g = gu[0], &u = gu[1];
-  const int64_t I = int64_t(g.size()) / T;
+  const int64_t I = T > 0 ? int64_t(g.size()) / T : 0;  // [T, I]
   if (ex.matmul)  // SIMD path
     for_row_ranges(ex, T, I, [&](int64_t b, int64_t e) { ops::gelu_tanh_mul(&g[size_t(b * I)], &u[size_t(b * I)], size_t((e - b) * I)); });
   else

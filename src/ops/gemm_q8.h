@@ -19,13 +19,14 @@ namespace g4::ops {
 
 inline constexpr int64_t kQ8Block = 32;
 
-// Quantized activations for T tokens of `in` values (in a multiple of 32).
+// Tokens per panel of prefill activations: the interleaved prefill tile's width (gemm_q8.cpp).
 inline constexpr int64_t kPanelTokens = 6;
 
 // Optional layouts of quantized activations, each read by one kernel family.
 inline constexpr unsigned kQ8RowTiles = 1;  // pair_scale, q4_bias: row-major Q8_0 / Q4_0 weights
 inline constexpr unsigned kQ8Panels = 2;    // panel_*: interleaved weights, T > 1
 
+// Quantized activations for T tokens of `in` values (in a multiple of 32).
 struct Q8Activations {
   int64_t T = 0;
   int64_t in = 0;
@@ -44,7 +45,6 @@ struct Q8Activations {
   std::vector<float> panel_scale;       // [ceil(T/P), in/32, P]: scale
   int64_t pairs() const { return (in / kQ8Block + 1) / 2; }
 };
-
 
 // True when this build has the kernel and the CPU confirmed AVX512_VNNI, BW and VL (probe + self-test).
 bool gemm_q8_available();
