@@ -91,7 +91,7 @@ void size_activations(int64_t T, int64_t in, unsigned layouts, Q8Activations& a)
   // The last panel's cells past T: zeros, so the tile's unused lanes compute 0 · 0.
   for (int64_t t = T; t < panels * kPanelTokens; ++t)
     for (int64_t b = 0; b < blocks; ++b) {
-      const size_t cell = size_t((t / kPanelTokens * blocks + b) * kPanelTokens + t % kPanelTokens);
+      const size_t cell = a.panel_cell(t, b);
       std::memset(a.panel_q.data() + cell * kQ8Block, 0, kQ8Block);
       a.panel_q8_start[cell] = a.panel_q4_start[cell] = 0;
       a.panel_scale[cell] = 0.0f;
@@ -99,6 +99,9 @@ void size_activations(int64_t T, int64_t in, unsigned layouts, Q8Activations& a)
 }
 
 void quantize_tokens(const float* x, int64_t t0, int64_t t1, Q8Activations& a) {
+  if (t0 < 0 || t0 > t1 || t1 > a.T)
+    throw Error("quantize_tokens: tokens [" + std::to_string(t0) + ", " + std::to_string(t1) + ") of activations sized for " +
+                std::to_string(a.T));
   const int64_t in = a.in, blocks = in / kQ8Block, pairs = (blocks + 1) / 2;
 #if defined(__x86_64__)
   const bool simd = gemm_q8_available();
@@ -129,7 +132,7 @@ void quantize_tokens(const float* x, int64_t t0, int64_t t1, Q8Activations& a) {
         a.q4_bias[size_t((t * pairs + b / 2) * 16 + (b % 2) * 8)] = -8 * sum;
       }
       if (a.layouts & kQ8Panels) {
-        const size_t cell = size_t((t / kPanelTokens * blocks + b) * kPanelTokens + t % kPanelTokens);
+        const size_t cell = a.panel_cell(t, b);
         std::memcpy(a.panel_q.data() + cell * kQ8Block, qb, kQ8Block);
         a.panel_q8_start[cell] = a.q8_start[k];
         a.panel_q4_start[cell] = a.q4_start[k];
@@ -352,7 +355,7 @@ G4_VNNI_TARGET void prefill16(const std::byte* w, uint64_t group_bytes, const Q8
   constexpr int C = int(kPanelTokens);
   constexpr uint64_t kColumnBytes = kQ4 ? 288 : 544;
   const int64_t blocks = a.in / kQ8Block;
-  const size_t first = size_t(t / kPanelTokens * blocks * kPanelTokens);  // the panel's first cell
+  const size_t first = a.panel_cell(t, 0);  // t starts a panel
   const int8_t* xq = a.panel_q.data() + first * kQ8Block;
   const int32_t* start = (kQ4 ? a.panel_q4_start : a.panel_q8_start).data() + first;
   const float* xs = a.panel_scale.data() + first;

@@ -44,6 +44,10 @@ struct Q8Activations {
   std::vector<int32_t> panel_q4_start;  // [ceil(T/P), in/32, P]: q4_start
   std::vector<float> panel_scale;       // [ceil(T/P), in/32, P]: scale
   int64_t pairs() const { return (in / kQ8Block + 1) / 2; }
+  // Index of token t's block b in the panel_* arrays (panel_q: times 32 bytes).
+  size_t panel_cell(int64_t t, int64_t b) const {
+    return size_t((t / kPanelTokens * (in / kQ8Block) + b) * kPanelTokens + t % kPanelTokens);
+  }
 };
 
 // True when this build has the kernel and the CPU confirmed AVX512_VNNI, BW and VL (probe + self-test).
@@ -55,7 +59,8 @@ bool gemm_q8_available();
 void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& a,
                           unsigned layouts = kQ8RowTiles | kQ8Panels);
 // The same in two steps, so that token ranges can be quantized on different threads: size a
-// for x[T, in] (throws g4::Error on a bad shape), then quantize tokens [t0, t1) of x into it.
+// for x[T, in] (throws g4::Error on a bad shape), then quantize tokens [t0, t1) of x into it
+// (throws g4::Error unless 0 <= t0 <= t1 <= a.T).
 void size_activations(int64_t T, int64_t in, unsigned layouts, Q8Activations& a);
 void quantize_tokens(const float* x, int64_t t0, int64_t t1, Q8Activations& a);
 

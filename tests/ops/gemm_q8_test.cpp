@@ -137,6 +137,8 @@ TEST(Q8Activations, TokenRangesEqualOneCall) {
   }
   // A panel cell holds the token's row-major bytes: token 7 is panel 1, slot 1.
   EXPECT_EQ(0, std::memcmp(&parts.panel_q[size_t((1 * blocks + 2) * ops::kPanelTokens + 1) * 32], &parts.q[size_t(7 * in + 64)], 32));
+  EXPECT_THROW(ops::quantize_tokens(x.data(), 10, T + 1, parts), Error);  // past the sized tokens
+  EXPECT_THROW(ops::quantize_tokens(x.data(), 5, 4, parts), Error);
   EXPECT_THROW(ops::size_activations(0, in, 0, parts), Error);
   EXPECT_THROW(ops::size_activations(T, 48, 0, parts), Error);
 }
