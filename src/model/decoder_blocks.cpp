@@ -37,6 +37,21 @@ void for_row_ranges(const Exec& ex, int64_t rows, int64_t width, const std::func
   pool->parallel_for(rows, [&](int64_t b, int64_t e, int) { fn(b, e); });
 }
 
+// a += b and a *= s over rows of `width` values, split over the pool like the row-wise steps
+// (each element alone, so no split changes a bit): a prefill step's residual stream is T x H
+// values, and these passes ran on the calling thread while the pool waited.
+void add_in_place(const Exec& ex, Vec& a, const Vec& b, int64_t width) {
+  for_row_ranges(ex, int64_t(a.size()) / width, width, [&](int64_t r0, int64_t r1) {
+    for (size_t i = size_t(r0 * width); i < size_t(r1 * width); ++i) a[i] += b[i];
+  });
+}
+
+void scale_in_place(const Exec& ex, Vec& a, float s, int64_t width) {
+  for_row_ranges(ex, int64_t(a.size()) / width, width, [&](int64_t r0, int64_t r1) {
+    for (size_t i = size_t(r0 * width); i < size_t(r1 * width); ++i) a[i] *= s;
+  });
+}
+
 // RMSNorm over rows: the SIMD version on the fast path, the reference loop otherwise.
 void rms_norm(const Exec& ex, float* x, int64_t rows, int64_t n, const TensorView* w, float eps) {
   if (ex.matmul)
@@ -51,10 +66,6 @@ void rope_rows(const Exec& ex, float* x, int64_t T, int64_t heads, int64_t hd, c
   for_row_ranges(ex, T, heads * hd, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) ref::rope(x + t * heads * hd, heads, hd, inv_freq, positions[size_t(t)]);
   });
-}
-
-void add_in_place(Vec& a, const Vec& b) {
-  for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
 }
 
 // x · wᵢᵀ for each matrix of the same input: one hand-off to the pool for all of them on the
@@ -195,7 +206,7 @@ Vec per_layer_inputs(const Model& m, const std::vector<int>& tokens, const Vec& 
   const int64_t H = c.hidden_size, L = c.num_hidden_layers, P = c.hidden_size_per_layer_input, T = int64_t(tokens.size());
   Vec ctx = linear(x, T, *w.per_layer_model_projection, ex);  // [T, L·P] from the scaled embeddings
   const float hs = float(1.0 / std::sqrt(double(H)));
-  for (float& v : ctx) v *= hs;
+  scale_in_place(ex, ctx, hs, L * P);
   rms_norm(ex, ctx.data(), T * L, P, w.per_layer_projection_norm, float(c.rms_norm_eps));  // per [P] slice
   const float pscale = embedding_scale(P, w.embed_per_layer->dtype);
   const float inv_sqrt2 = float(1.0 / std::sqrt(2.0));
@@ -243,7 +254,7 @@ void attention_output(const Model& m, int layer, const Vec& a, Vec& x, const Exe
   const int64_t H = m.config.hidden_size, T = int64_t(x.size()) / H;
   Vec o = linear(a, T, *m.weights.layers[size_t(layer)].o_proj, ex);  // [T, H]
   rms_norm(ex, o.data(), T, H, m.weights.layers[size_t(layer)].post_attention_norm, float(m.config.rms_norm_eps));
-  add_in_place(x, o);
+  add_in_place(ex, x, o, H);
 }
 
 void feed_forward(const Model& m, int layer, Vec& x, const Exec& ex) {
@@ -260,10 +271,10 @@ void feed_forward(const Model& m, int layer, Vec& x, const Exec& ex) {
     rms_norm(ex, experts_in.data(), T, H, lw.pre_feedforward_norm_2, eps);
     Vec e = moe_block(c, lw, x, experts_in, T, ex);
     rms_norm(ex, e.data(), T, H, lw.post_feedforward_norm_2, eps);
-    add_in_place(mo, e);
+    add_in_place(ex, mo, e, H);
   }
   rms_norm(ex, mo.data(), T, H, lw.post_feedforward_norm, eps);
-  add_in_place(x, mo);
+  add_in_place(ex, x, mo, H);
 }
 
 void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple, const Exec& ex) {
@@ -287,10 +298,10 @@ void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple, const Exe
     });
     Vec y = linear(g, T, *lw.ple_projection, ex);  // [T, H]
     rms_norm(ex, y.data(), T, H, lw.ple_post_norm, float(c.rms_norm_eps));
-    add_in_place(x, y);
+    add_in_place(ex, x, y, H);
   }
   const float scalar = lw.layer_scalar->at(0);  // the whole stream, every layer
-  for (float& v : x) v *= scalar;
+  scale_in_place(ex, x, scalar, H);
 }
 
 Vec logits(const Model& m, Vec x, const Exec& ex) {
