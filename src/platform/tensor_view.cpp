@@ -1,7 +1,11 @@
 #include "platform/tensor_view.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <vector>
 
+#include "platform/error.h"
 #include "platform/row_interleave.h"
 
 namespace g4 {
@@ -46,6 +50,24 @@ void TensorView::row_to_f32(int64_t r, float* out) const {
     return;
   }
   dequantize_row(dtype, data + uint64_t(r) * row_bytes(dtype, cols), out, cols);
+}
+
+int64_t TensorView::will_read_rows(std::span<const int> rows) const {
+  const int64_t n_rows = shape.empty() ? 1 : shape.front(), cols = shape.empty() ? 1 : shape.back();
+  for (int r : rows)
+    if (r < 0 || r >= n_rows)
+      throw Error("tensor '" + name + "' " + shape_str(shape) + ": row " + std::to_string(r) + " is outside [0, " +
+                  std::to_string(n_rows) + ")");
+  if (dtype_is_interleaved(dtype) || shape.size() != 2) return 0;
+  const uint64_t rb = row_bytes(dtype, cols);
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  int64_t advised = 0;
+  for (int r : rows) {
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(data) + uint64_t(r) * rb;
+    const uintptr_t lo = begin & ~(page - 1);
+    if (::madvise(reinterpret_cast<void*>(lo), begin + rb - lo, MADV_WILLNEED) == 0) ++advised;
+  }
+  return advised;
 }
 
 std::string shape_str(const std::vector<int64_t>& shape) {

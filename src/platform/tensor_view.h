@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,14 @@ struct TensorView {
   // Row r of a 2-D (or leading-dim-flattened) tensor, converted into out[0..cols).
   // Block types are dequantized (a row is always a whole number of blocks: loaders refuse others).
   void row_to_f32(int64_t r, float* out) const;
+  // Asks the kernel to start reading rows `rows` of a 2-D tensor now (madvise MADV_WILLNEED on the
+  // pages holding each), before a gather reads them one by one: from a mapped checkpoint whose
+  // pages are not in the page cache, each row's page fault would otherwise wait for the disk in
+  // turn (a 512-token prefill's per-layer-embedding rows: ~2.5 s on a VM's disk). Advisory: rows
+  // already in memory cost one system call each. Interleaved tensors live in memory g4 owns and
+  // are skipped. Throws g4::Error naming the tensor for a row outside it. Returns how many rows
+  // the kernel accepted the advice for.
+  int64_t will_read_rows(std::span<const int> rows) const;
 };
 
 std::string shape_str(const std::vector<int64_t>& shape);  // "[4096, 1536]"
