@@ -193,7 +193,7 @@ Vec embed(const Model& m, const std::vector<int>& tokens) {
   const int64_t H = m.config.hidden_size, T = int64_t(tokens.size());
   Vec x(static_cast<size_t>(T * H));
   const float scale = embedding_scale(H, m.weights.dtype);
-  if (T > 1) m.weights.embed_tokens->will_read_rows(tokens);  // one wait for the disk, not T (tensor_view.h)
+  m.weights.embed_tokens->will_read_rows(tokens);  // one wait for the disk, not T (tensor_view.h)
   for (int64_t t = 0; t < T; ++t) {
     m.weights.embed_tokens->row_to_f32(tokens[size_t(t)], &x[size_t(t * H)]);
     for (int64_t i = 0; i < H; ++i) x[size_t(t * H + i)] *= scale;
@@ -206,7 +206,7 @@ Vec per_layer_inputs(const Model& m, const std::vector<int>& tokens, const Vec& 
   const ModelWeights& w = m.weights;
   const int64_t H = c.hidden_size, L = c.num_hidden_layers, P = c.hidden_size_per_layer_input, T = int64_t(tokens.size());
   // The table's rows are read from disk (if they must be) while the projection runs.
-  if (T > 1) w.embed_per_layer->will_read_rows(tokens);
+  w.embed_per_layer->will_read_rows(tokens);
   Vec ctx = linear(x, T, *w.per_layer_model_projection, ex);  // [T, L·P] from the scaled embeddings
   const float hs = float(1.0 / std::sqrt(double(H)));
   scale_in_place(ex, ctx, hs, L * P);

@@ -49,22 +49,27 @@ void TensorView::row_to_f32(int64_t r, float* out) const {
     dequantize_row(interleave_base(dtype), interleaved_row(dtype, data, cols, r), out, cols);
     return;
   }
-  dequantize_row(dtype, data + uint64_t(r) * row_bytes(dtype, cols), out, cols);
+  dequantize_row(dtype, row_data(r), out, cols);
+}
+
+const std::byte* TensorView::row_data(int64_t r) const {
+  const int64_t cols = shape.empty() ? 1 : shape.back();
+  return data + uint64_t(r) * row_bytes(dtype, cols);
 }
 
 int64_t TensorView::will_read_rows(std::span<const int> rows) const {
-  const int64_t n_rows = shape.empty() ? 1 : shape.front(), cols = shape.empty() ? 1 : shape.back();
+  const int64_t n_rows = shape.empty() ? 1 : shape.front();
   for (int r : rows)
     if (r < 0 || r >= n_rows)
-      throw Error("tensor '" + name + "' " + shape_str(shape) + ": row " + std::to_string(r) + " is outside [0, " +
-                  std::to_string(n_rows) + ")");
-  if (dtype_is_interleaved(dtype) || shape.size() != 2) return 0;
-  const uint64_t rb = row_bytes(dtype, cols);
+      throw Error("tensor '" + name + "' " + shape_str(shape) + (file.empty() ? "" : " in " + file) + ": row " +
+                  std::to_string(r) + " is outside [0, " + std::to_string(n_rows) + ")");
+  // One row: its fault waits for the disk either way. Interleaved rows live in memory g4 owns.
+  if (rows.size() < 2 || dtype_is_interleaved(dtype) || shape.size() != 2) return 0;
+  const uint64_t rb = row_bytes(dtype, shape.back());
   const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
   int64_t advised = 0;
   for (int r : rows) {
-    const uintptr_t begin = reinterpret_cast<uintptr_t>(data) + uint64_t(r) * rb;
-    const uintptr_t lo = begin & ~(page - 1);
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(row_data(r)), lo = begin & ~(page - 1);
     if (::madvise(reinterpret_cast<void*>(lo), begin + rb - lo, MADV_WILLNEED) == 0) ++advised;
   }
   return advised;

@@ -34,10 +34,12 @@ struct TensorView {
   // pages holding each), before a gather reads them one by one: from a mapped checkpoint whose
   // pages are not in the page cache, each row's page fault would otherwise wait for the disk in
   // turn (a 512-token prefill's per-layer-embedding rows: ~2.5 s on a VM's disk). Advisory: rows
-  // already in memory cost one system call each. Interleaved tensors live in memory g4 owns and
-  // are skipped. Throws g4::Error naming the tensor for a row outside it. Returns how many rows
-  // the kernel accepted the advice for.
+  // already in memory cost one system call each. A single row (a decode step) and interleaved
+  // tensors (memory g4 owns) are skipped. Throws g4::Error naming the tensor and its file for a
+  // row outside it. Returns how many rows the kernel accepted the advice for.
   int64_t will_read_rows(std::span<const int> rows) const;
+  // Where row r starts (row-major layouts; interleaved ones go through interleaved_row).
+  const std::byte* row_data(int64_t r) const;
 };
 
 std::string shape_str(const std::vector<int64_t>& shape);  // "[4096, 1536]"

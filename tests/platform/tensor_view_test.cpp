@@ -34,6 +34,7 @@ std::vector<char> write_rows(const std::filesystem::path& p) {
 TensorView view_of(const MappedFile& f) {
   TensorView v;
   v.name = "model.embed_tokens_per_layer.weight";
+  v.file = "model-00002-of-00003.safetensors";
   v.dtype = DType::BF16;
   v.shape = {kRows, kCols};
   v.data = f.data();
@@ -61,6 +62,7 @@ TEST(TensorView, WillReadRowsAdvisesEachRowAndReadsNothingDifferent) {
   const std::vector<int> rows{0, 5, 63, 5};
   EXPECT_EQ(v.will_read_rows(rows), 4);
   EXPECT_EQ(std::memcmp(f.data(), bytes.data(), bytes.size()), 0);
+  EXPECT_EQ(v.will_read_rows(std::vector<int>{7}), 0);  // one row: nothing to overlap
   TensorView interleaved = v;  // rows interleaved in memory g4 owns: nothing to ask of a file
   interleaved.dtype = DType::Q4_0_R16;
   EXPECT_EQ(interleaved.will_read_rows(rows), 0);
@@ -78,6 +80,7 @@ TEST(TensorView, WillReadRowsRefusesARowOutsideTheTensor) {
     } catch (const Error& e) {
       const std::string what = e.what();
       EXPECT_NE(what.find("embed_tokens_per_layer"), std::string::npos) << what;
+      EXPECT_NE(what.find("model-00002-of-00003.safetensors"), std::string::npos) << what;
       EXPECT_NE(what.find("row " + std::to_string(bad)), std::string::npos) << what;
     }
   }
