@@ -30,15 +30,19 @@ class ThreadPool {
   // fn(begin, end, thread_index); ranges are disjoint and cover [0, n). Blocks until all finish.
   // Not reentrant: fn must not call parallel_for on the same pool.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t, int)>& fn);
-  // [0, units) in chunks of at most `chunk` units, each unit exactly once: fn(begin, end, thread).
+  // [0, units) in pieces of at most `chunk` units, each unit exactly once: fn(begin, end, thread).
   // Thread t owns the contiguous share [share_begin(t), share_begin(t + 1)) and walks it front to
-  // back; a thread done with its own share takes chunks from the back of the others', so no
-  // thread idles at the join while work is left. Shares start at multiples of `chunk`, and so do
-  // all chunks but those taken from the back of the last share (they end at `units`). Blocks
-  // until all finish; not reentrant.
+  // back; a thread done with its own share takes pieces from the back of the others', so no
+  // thread idles at the join while work is left. Pieces shrink as a share runs out (its owner
+  // takes a quarter of what is left, a thief half, both capped at `chunk` and at least one
+  // granule), so the threads finish about a granule apart, not up to a chunk. Shares start at
+  // multiples of `chunk`, every piece at a multiple of `granule` (the caller's tile: `chunk` must
+  // be a multiple of it), and every piece ends at one too or at `units`. Blocks until all finish;
+  // not reentrant.
   // Why shares, not chunks dealt out in turn: a thread's chunks stay consecutive in memory, so a
   // memory-bound kernel's streams (and its prefetch) run on from one chunk into the next.
-  void parallel_chunks(int64_t units, int64_t chunk, const std::function<void(int64_t, int64_t, int)>& fn);
+  void parallel_chunks(int64_t units, int64_t chunk, const std::function<void(int64_t, int64_t, int)>& fn,
+                       int64_t granule = 1);
   // Where thread t's share starts: units·t/threads rounded to the nearest multiple of chunk.
   static int64_t share_begin(int64_t units, int64_t chunk, int threads, int t);
 

@@ -68,20 +68,22 @@ TEST(ThreadPool, DestroysWhileWorkersSleepOrSpin) {
 TEST(ThreadPool, ChunksCoverEveryUnitOnceAndWalkEachShareInOrder) {
   for (int threads : {1, 2, 3, 5})
     for (int64_t units : {1, 2, 3, 7, 64, 1001})
-      for (int64_t chunk : {1, 3, 100}) {
+      for (auto [chunk, granule] : {std::pair<int64_t, int64_t>{1, 1}, {3, 1}, {100, 1}, {4, 2}, {6, 3}, {100, 4}}) {
         ThreadPool pool(threads);
         SCOPED_TRACE(std::to_string(threads) + " threads, " + std::to_string(units) + " units, chunk " +
-                     std::to_string(chunk));
+                     std::to_string(chunk) + ", granule " + std::to_string(granule));
         std::vector<std::atomic<int>> hits(static_cast<size_t>(units));
         std::mutex mu;
         std::vector<std::vector<std::pair<int64_t, int64_t>>> calls(static_cast<size_t>(threads));
         pool.parallel_chunks(units, chunk, [&](int64_t b, int64_t e, int t) {
           ASSERT_LT(b, e);
           ASSERT_LE(e - b, chunk);
+          ASSERT_EQ(b % granule, 0) << "piece [" << b << ", " << e << ")";
+          ASSERT_TRUE(e % granule == 0 || e == units) << "piece [" << b << ", " << e << ")";
           for (int64_t i = b; i < e; ++i) hits[size_t(i)].fetch_add(1);
           std::lock_guard<std::mutex> lock(mu);
           calls[size_t(t)].emplace_back(b, e);
-        });
+        }, granule);
         for (int64_t i = 0; i < units; ++i) ASSERT_EQ(hits[size_t(i)].load(), 1) << "unit " << i;
         for (int t = 0; t < threads; ++t) {
           const int64_t share_b = ThreadPool::share_begin(units, chunk, threads, t),
@@ -98,6 +100,22 @@ TEST(ThreadPool, ChunksCoverEveryUnitOnceAndWalkEachShareInOrder) {
           }
         }
       }
+}
+
+// Pieces shrink as a share runs out, so threads meet at the join within about a granule: one
+// thread walking 100 units (chunk 10) takes whole chunks while a quarter of what is left is at
+// least a chunk, then ever smaller pieces, and its last piece is a single granule.
+TEST(ThreadPool, PiecesShrinkTowardTheEndOfAShare) {
+  ThreadPool pool(1);
+  for (int64_t granule : {1, 2, 5}) {
+    SCOPED_TRACE("granule " + std::to_string(granule));
+    std::vector<int64_t> sizes;
+    pool.parallel_chunks(100, 10, [&](int64_t b, int64_t e, int) { sizes.push_back(e - b); }, granule);
+    ASSERT_GE(sizes.size(), 3u);
+    EXPECT_EQ(sizes.front(), 10);
+    for (size_t i = 1; i < sizes.size(); ++i) EXPECT_LE(sizes[i], sizes[i - 1]) << "piece " << i;
+    EXPECT_EQ(sizes.back(), granule);
+  }
 }
 
 // A thread held on its first chunk has the rest of its share taken from the back by the other,
@@ -127,8 +145,8 @@ TEST(ThreadPool, ChunksOfASlowThreadAreTakenFromTheBack) {
   for (int64_t i = 0; i < 50; ++i) EXPECT_EQ(by[size_t(i)].load(), 0) << "unit " << i;
 }
 
-// A chunk below 1, and more units than a share's 32-bit bounds hold, are refused with the number
-// (before any unit runs).
+// A chunk below 1, more units than a share's 32-bit bounds hold, and a chunk that is not whole
+// granules are refused with the numbers (before any unit runs).
 TEST(ThreadPool, ChunksRefuseWhatTheyCannotSplit) {
   ThreadPool pool(2);
   std::atomic<int> ran{0};
@@ -139,6 +157,14 @@ TEST(ThreadPool, ChunksRefuseWhatTheyCannotSplit) {
       ADD_FAILURE() << units << " units, chunk " << chunk << " accepted";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(std::to_string(chunk < 1 ? chunk : units)), std::string::npos) << e.what();
+    }
+  }
+  for (auto [chunk, granule] : {std::pair<int64_t, int64_t>{5, 2}, {4, 0}}) {
+    try {
+      pool.parallel_chunks(10, chunk, fn, granule);
+      ADD_FAILURE() << "chunk " << chunk << " of granules " << granule << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("granules of " + std::to_string(granule)), std::string::npos) << e.what();
     }
   }
   EXPECT_EQ(ran.load(), 0);
