@@ -1,6 +1,7 @@
 // RMSNorm and argmax on the SIMD path against independent truths: RMSNorm against a
 // double-precision evaluation of the formula (and ref::rms_norm within f32 rounding), for
-// lengths around the vector width, with f32 and bf16 weights and without; argmax against the
+// lengths around the vector width, with f32 and bf16 weights and without (bf16 read as stored
+// gives the bits of its f32 copy); argmax against the
 // scalar "first strictly greater" scan, with ties, NaN, infinities and all -inf rows.
 #include "ops/row_reductions.h"
 
@@ -48,6 +49,13 @@ TEST(RowReductions, RmsNormMatchesDoublePrecisionAndTheReference) {
           EXPECT_NEAR(got[k], want, 1e-5 * std::fabs(want) + 1e-6) << "n " << n << " weights " << weights;
           EXPECT_NEAR(got[k], ref[k], 1e-5f * std::fabs(ref[k]) + 1e-6f) << "n " << n << " weights " << weights;
         }
+      }
+      if (weights == 2) {  // bf16 weights read in the lanes: the same bits as the f32 copy of them
+        TensorView w32 = test::matrix_view(DType::F32, 1, n, wf.data());
+        w32.shape = {n};
+        std::vector<float> via_f32 = x;
+        ops::rms_norm(via_f32.data(), rows, n, &w32, 1e-6f);
+        EXPECT_EQ(std::memcmp(got.data(), via_f32.data(), got.size() * sizeof(float)), 0) << "n " << n;
       }
     }
 }
