@@ -68,8 +68,15 @@ void rope_rows(const Exec& ex, float* x, int64_t T, int64_t heads, int64_t hd, c
   });
 }
 
-// x · wᵢᵀ for each matrix of the same input: one hand-off to the pool for all of them on the
-// fast kernels (ops::matmul_shared_input), bit-identical to separate products.
+// x · wᵢᵀ into each product's output for matrices of the same input: one hand-off to the pool
+// for all of them on the fast kernels (ops::matmul_shared_input), bit-identical to separate
+// products.
+void products_into(const float* x, int64_t T, const std::vector<ops::Product>& products, const Exec& ex) {
+  if (ex.matmul) ops::matmul_shared_input(x, T, products, *ex.matmul);
+  else
+    for (const ops::Product& p : products) ref::matmul(x, T, *p.w, p.y);
+}
+
 std::vector<Vec> linear_shared(const Vec& x, int64_t T, const std::vector<const TensorView*>& ws, const Exec& ex) {
   std::vector<Vec> ys;
   std::vector<ops::Product> products;
@@ -78,22 +85,32 @@ std::vector<Vec> linear_shared(const Vec& x, int64_t T, const std::vector<const 
     ys.emplace_back(static_cast<size_t>(T * w->shape[0]));
     products.push_back({w, ys.back().data()});
   }
-  if (ex.matmul) ops::matmul_shared_input(x.data(), T, products, *ex.matmul);
-  else
-    for (const ops::Product& p : products) ref::matmul(x.data(), T, *p.w, p.y);
+  products_into(x.data(), T, products, ex);
   return ys;
 }
 
-// down(gelu(gate(x)) * up(x))
+// down(gelu(gate(x)) * up(x)). The gate and up outputs ([T, I] each) live in a buffer kept per
+// thread: the products overwrite every value, and a fresh zero-filled pair per layer (50 MB for
+// a 512-token step of a double-wide E2B layer) cost ~2% of a q4 prefill in memset. Up to
+// kKeptFloats (64 MiB) it is kept across layers and steps; a larger step's pair is its own.
 Vec gated_mlp(const Vec& x, int64_t T, const TensorView& gate, const TensorView& up, const TensorView& down, const Exec& ex) {
-  std::vector<Vec> gu = linear_shared(x, T, {&gate, &up}, ex);
-  Vec &g = gu[0], &u = gu[1];
-  const int64_t I = T > 0 ? int64_t(g.size()) / T : 0;  // [T, I]
+  constexpr size_t kKeptFloats = size_t(1) << 24;
+  const int64_t I = gate.shape[0];
+  const size_t n = size_t(2 * T * I);
+  thread_local Vec kept;
+  Vec fresh;
+  Vec& gu = n <= kKeptFloats ? kept : fresh;  // [2, T, I]: gate, then up
+  if (gu.size() < n) gu.resize(n);
+  float* const g = gu.data();
+  float* const u = g + T * I;
+  products_into(x.data(), T, {{&gate, g}, {&up, u}}, ex);
   if (ex.matmul)  // SIMD path
-    for_row_ranges(ex, T, I, [&](int64_t b, int64_t e) { ops::gelu_tanh_mul(&g[size_t(b * I)], &u[size_t(b * I)], size_t((e - b) * I)); });
+    for_row_ranges(ex, T, I, [&](int64_t b, int64_t e) { ops::gelu_tanh_mul(g + b * I, u + b * I, size_t((e - b) * I)); });
   else
-    for (size_t i = 0; i < g.size(); ++i) g[i] = ref::gelu_tanh(g[i]) * u[i];
-  return linear(g, T, down, ex);
+    for (int64_t i = 0; i < T * I; ++i) g[i] = ref::gelu_tanh(g[i]) * u[i];
+  Vec y(static_cast<size_t>(T * down.shape[0]));
+  matmul_into(g, T, down, y.data(), ex);
+  return y;
 }
 
 // Mixture of experts (26B-A4B). r: raw residual [T, H]; x: pre_feedforward_layernorm_2(r).
