@@ -15,28 +15,13 @@
 #endif
 
 #include "ops/dot_kernels.h"
+#include "ops/widen-inl.h"
 #include "platform/error.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace g4::ops {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-HWY_INLINE float F16Scalar(hwy::float16_t h) {
-  uint16_t bits;
-  std::memcpy(&bits, &h, 2);
-  return g4::f16_to_f32(bits);
-}
-
-template <class D, typename T>
-HWY_INLINE hn::Vec<D> LoadWidened(D d, const T* p) {
-  if constexpr (std::is_same_v<T, float>) {
-    return hn::LoadU(d, p);
-  } else {
-    const hn::Rebind<T, D> dh;
-    return hn::PromoteTo(d, hn::LoadU(dh, p));
-  }
-}
 
 // Pins v in a register: the compiler otherwise folds the same activation load into each of the
 // R FMAs that use it, and the micro-tile becomes bound by loads instead of FMAs.
@@ -46,13 +31,6 @@ HWY_INLINE V InRegister(V v) {
   asm("" : "+v"(v.raw));
 #endif
   return v;
-}
-
-template <typename T>
-HWY_INLINE float ScalarF(T v) {
-  if constexpr (std::is_same_v<T, float>) return v;
-  else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) return hwy::F32FromBF16(v);
-  else return F16Scalar(v);
 }
 
 // y[t · ldy + r] = x_t · w_r for TB tokens (x_t = x + t · ldx) and R weight rows (w_r = w + r · ldw,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ops/row_reductions.h"
+#include "ops/widen-inl.h"
 #include "platform/dtype.h"
 #include "platform/error.h"
 
@@ -18,19 +19,8 @@ namespace g4::ops {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// The weight row in its stored type: f32 as is, bf16 widened in the lanes (exact), so a bf16
-// checkpoint's norm weights need no conversion pass per call (~290 K values per E2B token).
-HWY_INLINE float WidenWeight(float w) { return w; }
-HWY_INLINE float WidenWeight(hwy::bfloat16_t w) { return hwy::F32FromBF16(w); }
-template <class D>
-HWY_INLINE hn::Vec<D> LoadWeight(D d, const float* w) {
-  return hn::LoadU(d, w);
-}
-template <class D>
-HWY_INLINE hn::Vec<D> LoadWeight(D d, const hwy::bfloat16_t* w) {
-  return hn::PromoteTo(d, hn::LoadU(hn::Rebind<hwy::bfloat16_t, D>(), w));
-}
-
+// The weight row is read in its stored type (f32, or bf16 widened in the lanes: exact), so a
+// bf16 checkpoint's norm weights need no conversion pass per call (~290 K values per E2B token).
 template <class W>
 void RmsNormRowsOf(float* x, int64_t rows, int64_t n, const W* w, float eps) {
   const hn::ScalableTag<float> d;
@@ -51,10 +41,10 @@ void RmsNormRowsOf(float* x, int64_t rows, int64_t n, const W* w, float eps) {
     i = 0;
     for (; i + N <= n; i += N) {
       auto y = hn::Mul(hn::LoadU(d, v + i), vinv);
-      if (w) y = hn::Mul(y, LoadWeight(d, w + i));
+      if (w) y = hn::Mul(y, LoadWidened(d, w + i));
       hn::StoreU(y, d, v + i);
     }
-    for (; i < n; ++i) v[i] = w ? (v[i] * inv) * WidenWeight(w[i]) : v[i] * inv;
+    for (; i < n; ++i) v[i] = w ? (v[i] * inv) * ScalarF(w[i]) : v[i] * inv;
   }
 }
 

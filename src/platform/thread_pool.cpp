@@ -109,7 +109,8 @@ void ThreadPool::parallel_chunks(int64_t units, int64_t chunk, const std::functi
                                  int64_t granule) {
   if (units <= 0) return;
   if (chunk < 1) throw Error("thread pool: chunk must be >= 1, got " + std::to_string(chunk));
-  if (granule < 1 || chunk % granule)
+  if (granule < 1) throw Error("thread pool: granule must be >= 1, got " + std::to_string(granule));
+  if (chunk % granule)
     throw Error("thread pool: chunk " + std::to_string(chunk) + " is not a whole number of granules of " +
                 std::to_string(granule));
   if (units >= (int64_t(1) << 32))
