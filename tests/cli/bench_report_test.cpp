@@ -1,5 +1,6 @@
-// `g4 bench` reports the spread of its runs beside each median: the table's "runs lo-hi" ranges
-// and the run-by-run depth ratios must be those of the runs the JSON report lists, one per repeat.
+// `g4 bench` reports the spread of its runs beside each median: the table's "runs lo-hi" ranges,
+// the run-by-run depth ratios and the run-by-run roofline fractions must be those of the runs
+// (and bandwidth passes) the JSON report lists, one per repeat.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -44,6 +45,20 @@ TEST(BenchReport, RangesAndRunByRunRatiosAreThoseOfTheListedRuns) {
   EXPECT_NE(out.find("median of 3; runs " + range_of(d0, 2) + ")"), std::string::npos) << out;
   EXPECT_NE(out.find("; runs " + range_of(dd, 2) + "; run by run " + range_of(ratios, 1) + "%"), std::string::npos) << out;
   EXPECT_NE(out.find("(median of 3; runs " + range_of(warm, 1) + ")"), std::string::npos) << out;
+  // Each depth-0 run against the bandwidth measured just before it; the ceiling is the best of
+  // every measurement, those included.
+  const auto bw_runs = j.at("bandwidth_runs_gb_s").get<std::vector<double>>();
+  const auto roof = j.at("decode_roofline_percent_run_by_run").get<std::vector<double>>();
+  ASSERT_EQ(bw_runs.size(), 3u);
+  ASSERT_EQ(roof.size(), 3u);
+  const double bytes = j.at("weight_bytes_per_token").get<double>();
+  for (size_t r = 0; r < 3; ++r) {
+    EXPECT_GT(bw_runs[r], 0.0);
+    EXPECT_NEAR(roof[r], 100.0 * d0[r] * bytes / (bw_runs[r] * 1e9), 1e-9 * roof[r]);
+    EXPECT_GE(j.at("bandwidth_gb_s").get<double>(), bw_runs[r]);
+  }
+  EXPECT_NE(out.find("measured just before it: " + range_of(roof, 1) + "%"), std::string::npos) << out;
+  EXPECT_NE(out.find("before each depth-0 run " + range_of(bw_runs, 1) + ")"), std::string::npos) << out;
   // The medians the table prints are the middle runs.
   std::vector<double> sorted = d0;
   std::sort(sorted.begin(), sorted.end());
