@@ -430,10 +430,11 @@ void gemm_interleaved_rows(const Q8Activations& a, const std::byte* w, bool q4, 
                                   : (q4 ? decode16<1, true> : decode16<1, false>);
       fn(w + uint64_t(g) * group_bytes, group_bytes, a, y + g * kInterleaveRows, decode.prefetch_bytes);
     };
+    const int groups = decode_groups_for(decode, group_bytes);
     int64_t g = g_begin;
-    if (decode.groups >= 4)
+    if (groups >= 4)
       for (; g + 4 <= g_end; g += 4) run(4, g);
-    if (decode.groups >= 2)
+    if (groups >= 2)
       for (; g + 2 <= g_end; g += 2) run(2, g);
     for (; g < g_end; ++g) run(1, g);
     return;

@@ -70,11 +70,20 @@ bool quantize_block_matches_scalar(const float* xb);
 
 // Decode (one token) on interleaved rows streams `groups` 16-row groups side by side (1, 2 or 4:
 // that many concurrent weight streams per thread) and, with prefetch_bytes > 0, requests each
-// group's block columns that far ahead with software prefetch.
+// group's block columns that far ahead with software prefetch. A matrix whose 16-row group is
+// longer than wide_group_bytes (0: none is) streams wide_groups groups side by side instead: once
+// a group outgrows the L1d, the weight stream evicts the activation bytes before the next group
+// reads them again, and groups side by side share each activation load.
 struct DecodeStreaming {
   int groups = 1;
   uint64_t prefetch_bytes = 0;
+  uint64_t wide_group_bytes = 0;
+  int wide_groups = 1;
 };
+// The groups side by side for a matrix whose 16-row group is `group_bytes` long.
+inline int decode_groups_for(const DecodeStreaming& s, uint64_t group_bytes) {
+  return s.wide_group_bytes && group_bytes > s.wide_group_bytes ? s.wide_groups : s.groups;
+}
 
 // y[t * ldy + o] for o in [o_begin, o_end), t in [0, a.T): Σ_i a[t, i] · w[o, i], where w holds
 // rows of `dtype` blocks, a.in values each: Q8_0 or Q4_0 row-major, or Q8_0_R16 / Q4_0_R16

@@ -41,8 +41,12 @@ DecodePlan plan_decode_streaming(const DeviceInfo& device) {
                "products read +20-35% with prefetch 4-8 KiB ahead and another 15-20% with 4 row groups side by side; "
                "BF16 on the f32 kernels +10-15% with 8 rows per call and prefetch; bench/matmul_bench.cpp)";
   } else if (device.vendor == "AuthenticAMD") {
-    p.streaming = {1, 0};
-    p.reason = "AMD core: one stream keeps up (on Zen 5, 2 or 4 streams no faster, prefetch 1 and 4 KiB ahead slower)";
+    // Past the L1d, 4 groups side by side: one activation load serves 4 groups' columns.
+    const uint64_t l1d = device.caches.l1d_bytes ? device.caches.l1d_bytes : (48u << 10);
+    p.streaming = {1, 0, l1d, 4};
+    p.reason = "AMD core: one stream keeps up (on Zen 5, 2 or 4 streams no faster on E2B's 14-18 KiB groups, prefetch 1 "
+               "and 4 KiB ahead slower); groups longer than the L1d evict the activations between groups, and there 4 "
+               "groups side by side read +6% (55 KiB groups) and +13% (110 KiB) in a standalone loop";
   } else {
     p.reason = "unmeasured CPU vendor '" + device.vendor + "': one stream, no software prefetch";
   }
@@ -56,8 +60,11 @@ std::string prefetch_phrase(uint64_t bytes) {  // "prefetch 8 KiB ahead" / "no p
 }  // namespace
 
 std::string describe_decode_streaming(const DecodeStreaming& s) {
-  return std::to_string(s.groups) + (s.groups == 1 ? " stream" : " streams") + " per thread, " +
-         prefetch_phrase(s.prefetch_bytes);
+  std::string d = std::to_string(s.groups) + (s.groups == 1 ? " stream" : " streams") + " per thread";
+  if (s.wide_group_bytes && s.wide_groups != s.groups)
+    d += " (" + std::to_string(s.wide_groups) + " where a 16-row group exceeds " +
+         std::to_string(s.wide_group_bytes >> 10) + " KiB)";
+  return d + ", " + prefetch_phrase(s.prefetch_bytes);
 }
 
 std::string describe_decode_plan(const DecodePlan& p) {
@@ -67,6 +74,8 @@ std::string describe_decode_plan(const DecodePlan& p) {
 nlohmann::json decode_plan_to_json(const DecodePlan& p) {
   return {{"streams_per_thread", p.streaming.groups},
           {"prefetch_bytes", p.streaming.prefetch_bytes},
+          {"wide_group_bytes", p.streaming.wide_group_bytes},
+          {"wide_streams_per_thread", p.streaming.wide_groups},
           {"reason", p.reason}};
 }
 
@@ -319,9 +328,13 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
     run_units(0, first.back());
     return;
   }
-  // Interleaved int8 tiles: decode.groups 16-row groups side by side for decode, 2 for prefill.
+  // Interleaved int8 tiles: the decode streaming's groups side by side for decode (the products of
+  // one call share their input width, so their groups are equally long), 2 for prefill.
   const bool interleaved = std::all_of(group.begin(), group.end(), [](int g) { return g == int(kInterleaveRows); });
-  const int64_t align = kernel == FastKernel::Int8 && interleaved ? (T == 1 ? std::max(1, ctx.decode.groups) : 2) : 1;
+  const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(interleave_base(products[0].w->dtype), in);
+  const int64_t align = kernel == FastKernel::Int8 && interleaved
+                            ? (T == 1 ? std::max(1, decode_groups_for(ctx.decode, group_bytes)) : 2)
+                            : 1;
   for_each_chunk(*ctx.pool, first.back(), run_units, align);
 }
 

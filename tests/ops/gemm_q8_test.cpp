@@ -295,18 +295,51 @@ TEST(GemmQ8Interleaved, DecodeStreamingChangesNoBits) {
     ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, plain.data(), out, {1, 0});
     for (int groups : {1, 2, 4})
       for (uint64_t bytes : {0ull, 64ull, 8192ull, 1ull << 20})
-        for (auto [b, e] : {std::pair<int64_t, int64_t>{0, out}, {16, 96}, {48, 64}}) {
-          std::fill(other.begin(), other.end(), NAN);
-          ops::gemm_q8_rows(a, w.bytes.data(), t, b, e, other.data(), out, {groups, bytes});
-          EXPECT_EQ(0, std::memcmp(plain.data() + b, other.data() + b, size_t(e - b) * 4))
-              << dtype_name(t) << " groups " << groups << " prefetch " << bytes << " rows " << b << "-" << e;
-          for (int64_t r = 0; r < out; ++r) {  // and no row outside the range is written
-            if (r < b || r >= e) {
-              ASSERT_TRUE(std::isnan(other[size_t(r)])) << "row " << r << " groups " << groups;
+        for (auto [b, e] : {std::pair<int64_t, int64_t>{0, out}, {16, 96}, {48, 64}})
+          for (bool wide : {false, true}) {  // wide: `groups` reached through the long-group rule
+            const ops::DecodeStreaming streaming = wide ? ops::DecodeStreaming{1, bytes, 1024, groups}
+                                                        : ops::DecodeStreaming{groups, bytes};
+            std::fill(other.begin(), other.end(), NAN);
+            ops::gemm_q8_rows(a, w.bytes.data(), t, b, e, other.data(), out, streaming);
+            EXPECT_EQ(0, std::memcmp(plain.data() + b, other.data() + b, size_t(e - b) * 4))
+                << dtype_name(t) << " groups " << groups << " prefetch " << bytes << " rows " << b << "-" << e;
+            for (int64_t r = 0; r < out; ++r) {  // and no row outside the range is written
+              if (r < b || r >= e) {
+                ASSERT_TRUE(std::isnan(other[size_t(r)])) << "row " << r << " groups " << groups;
+              }
             }
           }
-        }
   }
+}
+
+// Through matmul on two threads, the pieces the pool deals out follow the wide streaming's
+// groups (its granule) and the bits stay those of one group at a time.
+TEST(GemmQ8Interleaved, WideStreamingOnThePoolChangesNoBits) {
+  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
+  ThreadPool pool(2);
+  for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16}) {
+    const int64_t in = 512, out = 16 * 37;
+    BlockWeights w = make_weights(t, out, in, 71);
+    std::vector<float> x = test::random_activations(in, 72), plain(static_cast<size_t>(out)), pooled(static_cast<size_t>(out));
+    ops::Q8Activations a;
+    ops::quantize_activations(x.data(), 1, in, a);
+    ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, plain.data(), out, {1, 0});
+    ops::MatmulContext ctx;
+    ctx.pool = &pool;
+    ctx.int8_activations = true;
+    ctx.decode = {1, 0, 1024, 4};
+    ops::matmul(x.data(), 1, w.view, pooled.data(), ctx);
+    EXPECT_EQ(0, std::memcmp(plain.data(), pooled.data(), plain.size() * 4)) << dtype_name(t);
+  }
+}
+
+// Groups longer than wide_group_bytes stream wide_groups side by side; others `groups`.
+TEST(GemmQ8Dispatch, LongGroupsTakeTheWideStreaming) {
+  const ops::DecodeStreaming s{1, 0, 48u << 10, 4};
+  EXPECT_EQ(ops::decode_groups_for(s, 55296), 4);  // Q4_0, in 6144: 54 KiB a group
+  EXPECT_EQ(ops::decode_groups_for(s, 49152), 1);  // exactly the L1d: not longer
+  EXPECT_EQ(ops::decode_groups_for(s, 13824), 1);  // Q4_0, in 1536
+  EXPECT_EQ(ops::decode_groups_for(ops::DecodeStreaming{2, 0}, 1u << 20), 2);  // no rule: groups
 }
 
 TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
@@ -318,6 +351,9 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   d.vendor = "AuthenticAMD";
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.prefetch_bytes, 0u);
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.groups, 1);
+  d.caches.l1d_bytes = 32u << 10;  // groups past the L1d: 4 side by side
+  EXPECT_EQ(ops::plan_decode_streaming(d).streaming.wide_group_bytes, 32u << 10);
+  EXPECT_EQ(ops::plan_decode_streaming(d).streaming.wide_groups, 4);
   EXPECT_NE(ops::plan_decode_streaming(d).reason.find("AMD"), std::string::npos);
   d.vendor = "SomeoneElse";
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.prefetch_bytes, 0u);
