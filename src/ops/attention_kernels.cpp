@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ops/attention_kernels.h"
+#include "ops/widen-inl.h"
 #include "platform/dtype.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -33,35 +34,6 @@ constexpr int64_t kTile = kAttendTile;
 // 0-8; none at all: 2.7M).
 constexpr int64_t kValueStripsAhead = 2;
 
-template <class D, typename T>
-HWY_INLINE hn::Vec<D> LoadF(D d, const T* p) {
-  if constexpr (std::is_same_v<T, float>) {
-    return hn::LoadU(d, p);
-  } else if constexpr (std::is_same_v<T, int8_t>) {
-    const hn::Rebind<int32_t, D> di;
-    const hn::Rebind<int8_t, D> d8;
-    return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, p)));
-  } else {
-    const hn::Rebind<T, D> dh;
-    return hn::PromoteTo(d, hn::LoadU(dh, p));
-  }
-}
-
-template <typename T>
-HWY_INLINE float ToF(T x) {
-  if constexpr (std::is_same_v<T, float>) {
-    return x;
-  } else if constexpr (std::is_same_v<T, int8_t>) {
-    return float(x);
-  } else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
-    return hwy::F32FromBF16(x);
-  } else {
-    uint16_t bits;
-    std::memcpy(&bits, &x, 2);
-    return g4::f16_to_f32(bits);
-  }
-}
-
 // sc[r * kTile + p · apart] = q_r · k_{p · apart} for ROWS query rows and NPOS positions `apart`
 // positions apart (k_j = k + j·stride): each k load serves ROWS rows, each q load NPOS positions
 // (ROWS · NPOS independent sums). q: [ROWS, qs], rows qs >= hd floats apart (attend_partial
@@ -78,7 +50,7 @@ HWY_INLINE void ScoreBlock(const float* q, int64_t qs, int64_t hd, const T* k, i
   for (; i + N <= hd; i += N) {
     hn::Vec<decltype(d)> kv[NPOS];
     #pragma GCC unroll 2
-    for (int p = 0; p < NPOS; ++p) kv[p] = LoadF(d, k + p * apart * stride + i);
+    for (int p = 0; p < NPOS; ++p) kv[p] = LoadWidened(d, k + p * apart * stride + i);
     #pragma GCC unroll 8
     for (int r = 0; r < ROWS; ++r) {
       auto qv = hn::LoadU(d, q + r * qs + i);
@@ -95,7 +67,7 @@ HWY_INLINE void ScoreBlock(const float* q, int64_t qs, int64_t hd, const T* k, i
   for (int r = 0; r < ROWS; ++r)
     for (int p = 0; p < NPOS; ++p) {
       float s = hn::GetLane(hn::SumOfLanes(d, acc[r * NPOS + p]));
-      for (int64_t t = i; t < hd; ++t) s += q[r * qs + t] * ToF(k[p * apart * stride + t]);
+      for (int64_t t = i; t < hd; ++t) s += q[r * qs + t] * ScalarF(k[p * apart * stride + t]);
       sc[r * kTile + p * apart] = s;
     }
 }
@@ -254,7 +226,7 @@ HWY_INLINE void AccumulateBlock(const float* w, int64_t hd, const T* v, int64_t 
     if (pf) PrefetchElems(pf + s * stride, C * N);
     hn::Vec<decltype(d)> x[C];
     #pragma GCC unroll 2
-    for (int c = 0; c < C; ++c) x[c] = LoadF(d, v + s * stride + c * N);
+    for (int c = 0; c < C; ++c) x[c] = LoadWidened(d, v + s * stride + c * N);
     #pragma GCC unroll 8
     for (int g = 0; g < GN; ++g) {
       const auto wg = hn::Set(d, w[g * kTile + s]);
@@ -277,7 +249,7 @@ HWY_INLINE void AccumulateHeads(const float* w, int64_t hd, const T* v, int64_t 
   for (; i + N <= hd; i += N) AccumulateBlock<GN, 1>(w, hd, v + i, stride, n, o + i, static_cast<const T*>(nullptr));
   for (; i < hd; ++i)  // head dims that are not a multiple of the vector width
     for (int g = 0; g < GN; ++g)
-      for (int64_t s = 0; s < n; ++s) o[g * hd + i] += w[g * kTile + s] * ToF(v[s * stride + i]);
+      for (int64_t s = 0; s < n; ++s) o[g * hd + i] += w[g * kTile + s] * ScalarF(v[s * stride + i]);
 }
 
 // o[g] += Σ_s p[g][s] · vs_s · v_s for n (<= kTile) values v_s = v + s·stride (vs: int8 scales,

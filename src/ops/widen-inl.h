@@ -1,6 +1,7 @@
-// Weights stored as f32, bf16 or f16, widened to f32 in Highway lanes or one at a time: shared by
-// the kernels that read a stored type as is (dot_kernels.cpp, row_reductions.cpp). Highway
-// per-target include: included once per target after <hwy/highway.h>.
+// Values stored as f32, bf16, f16 or int8, widened to f32 in Highway lanes or one at a time:
+// shared by the kernels that read a stored type as is (dot_kernels.cpp, row_reductions.cpp,
+// attention_kernels.cpp: weights and K/V rows). Highway per-target include: included once per
+// target after <hwy/highway.h>.
 #if defined(G4_OPS_WIDEN_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef G4_OPS_WIDEN_INL_H_
 #undef G4_OPS_WIDEN_INL_H_
@@ -10,6 +11,7 @@
 
 #include <hwy/highway.h>
 
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -26,11 +28,15 @@ HWY_INLINE float F16Scalar(hwy::float16_t h) {
   return g4::f16_to_f32(bits);
 }
 
-// N values from p (T = float, bf16 or f16) as f32 lanes; exact.
+// N values from p (T = float, bf16, f16 or int8) as f32 lanes; exact.
 template <class D, typename T>
 HWY_INLINE hn::Vec<D> LoadWidened(D d, const T* p) {
   if constexpr (std::is_same_v<T, float>) {
     return hn::LoadU(d, p);
+  } else if constexpr (std::is_same_v<T, int8_t>) {
+    const hn::Rebind<int32_t, D> di;
+    const hn::Rebind<int8_t, D> d8;
+    return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, p)));
   } else {
     const hn::Rebind<T, D> dh;
     return hn::PromoteTo(d, hn::LoadU(dh, p));
@@ -41,6 +47,7 @@ HWY_INLINE hn::Vec<D> LoadWidened(D d, const T* p) {
 template <typename T>
 HWY_INLINE float ScalarF(T v) {
   if constexpr (std::is_same_v<T, float>) return v;
+  else if constexpr (std::is_same_v<T, int8_t>) return float(v);
   else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) return hwy::F32FromBF16(v);
   else return F16Scalar(v);
 }

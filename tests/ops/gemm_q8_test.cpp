@@ -354,6 +354,11 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   d.caches.l1d_bytes = 32u << 10;  // groups past the L1d: 4 side by side
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.wide_group_bytes, 32u << 10);
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.wide_groups, 4);
+  const nlohmann::json amd = ops::decode_plan_to_json(ops::plan_decode_streaming(d));
+  EXPECT_EQ(amd.at("wide_group_bytes"), 32 << 10);
+  EXPECT_EQ(amd.at("wide_streams_per_thread"), 4);
+  EXPECT_EQ(ops::describe_decode_streaming(ops::plan_decode_streaming(d).streaming),
+            "1 stream per thread (4 where a 16-row group exceeds 32 KiB), no prefetch");
   EXPECT_NE(ops::plan_decode_streaming(d).reason.find("AMD"), std::string::npos);
   d.vendor = "SomeoneElse";
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.prefetch_bytes, 0u);
