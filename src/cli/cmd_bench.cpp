@@ -167,9 +167,10 @@ int run(const std::vector<std::string>& argv) {
     const int seq = kv.add_sequence();
     if (start_depth > 0) kv.fill_for_benchmark(seq, start_depth, 42);
     int tok = 5;
+    std::vector<float> logits;  // kept across tokens, as the engine keeps it
     auto t = Clock::now();
     for (int64_t g = 0; g < gen; ++g) {
-      auto logits = forward_cached(*model, {{seq, kv.length(seq), tok, true}}, kv, ex);
+      forward_cached(*model, {{seq, kv.length(seq), tok, true}}, kv, ex, logits);
       tok = int(ops::argmax(logits.data(), int64_t(logits.size())));  // greedy, as the sampler
     }
     const double s = since(t);

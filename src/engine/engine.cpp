@@ -200,7 +200,8 @@ bool Engine::step() {
   if (!rows.empty()) {
     blocks::Exec ex;
     if (pool_) ex.matmul = &matmul_;
-    std::vector<float> logits = forward_cached(model_, rows, kv_, ex);
+    std::vector<float>& logits = logits_;  // kept across steps: no zero-fill of fresh storage
+    forward_cached(model_, rows, kv_, ex, logits);
     const int64_t V = model_.config.vocab_size;
     size_t out_row = 0;
     Sequence* prev = nullptr;

@@ -116,6 +116,7 @@ class Engine {
   int next_id_ = 1;
   int running_count_ = 0;                           // guarded by mu_ (mirror for other threads)
   uint64_t kv_bytes_ = 0;                           // guarded by mu_
+  std::vector<float> logits_;                       // engine thread only: the last step's logits
 };
 
 }  // namespace g4

@@ -40,8 +40,8 @@ void for_row_ranges(const Exec& ex, int64_t rows, int64_t width, const std::func
 // a += b and a *= s over rows of `width` values, split over the pool like the row-wise steps
 // (each element alone, so no split changes a bit): a prefill step's residual stream is T x H
 // values, and these passes ran on the calling thread while the pool waited.
-void add_in_place(const Exec& ex, Vec& a, const Vec& b, int64_t width) {
-  for_row_ranges(ex, int64_t(a.size()) / width, width, [&](int64_t r0, int64_t r1) {
+void add_in_place(const Exec& ex, float* a, const float* b, int64_t rows, int64_t width) {
+  for_row_ranges(ex, rows, width, [&](int64_t r0, int64_t r1) {
     for (size_t i = size_t(r0 * width); i < size_t(r1 * width); ++i) a[i] += b[i];
   });
 }
@@ -60,12 +60,29 @@ void rms_norm(const Exec& ex, float* x, int64_t rows, int64_t n, const TensorVie
     ref::rms_norm(x, rows, n, w, eps);
 }
 
-// RoPE on rows [T, heads, hd], token t at positions[t].
+// RoPE on rows [T, heads, hd], token t at positions[t]: from the step's cos/sin tables when
+// they were built (RopeTables with positions), else ref::rope per row. Same bits either way.
 void rope_rows(const Exec& ex, float* x, int64_t T, int64_t heads, int64_t hd, const std::vector<float>& inv_freq,
-               const std::vector<int64_t>& positions) {
+               const RopeTables::Angles& angles, const std::vector<int64_t>& positions) {
+  const int64_t half = hd / 2;
+  const bool tabled = angles.cos.size() == size_t(T * half);
   for_row_ranges(ex, T, heads * hd, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) ref::rope(x + t * heads * hd, heads, hd, inv_freq, positions[size_t(t)]);
+    for (int64_t t = b; t < e; ++t) {
+      if (tabled)
+        ref::rope_rotate(x + t * heads * hd, heads, hd, &angles.cos[size_t(t * half)], &angles.sin[size_t(t * half)]);
+      else
+        ref::rope(x + t * heads * hd, heads, hd, inv_freq, positions[size_t(t)]);
+    }
   });
+}
+
+RopeTables::Angles angles_at(const std::vector<float>& inv_freq, const std::vector<int64_t>& positions) {
+  RopeTables::Angles a;
+  const size_t half = inv_freq.size();
+  a.cos.resize(positions.size() * half);
+  a.sin.resize(a.cos.size());
+  for (size_t t = 0; t < positions.size(); ++t) ref::rope_cos_sin(inv_freq, positions[t], &a.cos[t * half], &a.sin[t * half]);
+  return a;
 }
 
 // x · wᵢᵀ into each product's output for matrices of the same input: one hand-off to the pool
@@ -89,18 +106,30 @@ std::vector<Vec> linear_shared(const Vec& x, int64_t T, const std::vector<const 
   return ys;
 }
 
-// down(gelu(gate(x)) * up(x)). The gate and up outputs ([T, I] each) live in a buffer kept per
-// thread: the products overwrite every value, and a fresh zero-filled pair per layer (50 MB for
-// a 512-token step of a double-wide E2B layer) cost ~2% of a q4 prefill in memset. Up to
-// kKeptFloats (64 MiB) it is kept across layers and steps; a larger step's pair is its own.
-Vec gated_mlp(const Vec& x, int64_t T, const TensorView& gate, const TensorView& up, const TensorView& down, const Exec& ex) {
-  constexpr size_t kKeptFloats = size_t(1) << 24;
+// Working buffers that a product overwrites whole, kept per thread (each call site its own
+// `kept`) across layers and steps: fresh zero-filled ones per layer (a 512-token E2B step's
+// outputs are 3-8 MB each, its gate/up pair 50 MB) cost ~4% of a q4 prefill in memset. Up to
+// kKeptFloats (64 MiB) the storage is kept; a larger step's buffer is its own. Contents on entry
+// are whatever the last use left.
+class Scratch {
+ public:
+  Scratch(Vec& kept, size_t n) : buf_(n <= kKeptFloats ? kept : fresh_) {
+    if (buf_.size() < n) buf_.resize(n);
+  }
+  float* data() { return buf_.data(); }
+
+ private:
+  static constexpr size_t kKeptFloats = size_t(1) << 24;
+  Vec fresh_;
+  Vec& buf_;
+};
+
+// down(gelu(gate(x)) * up(x)) -> y [T, H]; the gate and up outputs ([T, I] each) in a Scratch.
+void gated_mlp(const Vec& x, int64_t T, const TensorView& gate, const TensorView& up, const TensorView& down, float* y,
+               const Exec& ex) {
   const int64_t I = gate.shape[0];
-  const size_t n = size_t(2 * T * I);
   thread_local Vec kept;
-  Vec fresh;
-  Vec& gu = n <= kKeptFloats ? kept : fresh;  // [2, T, I]: gate, then up
-  if (gu.size() < n) gu.resize(n);
+  Scratch gu(kept, size_t(2 * T * I));  // [2, T, I]: gate, then up
   float* const g = gu.data();
   float* const u = g + T * I;
   products_into(x.data(), T, {{&gate, g}, {&up, u}}, ex);
@@ -108,9 +137,7 @@ Vec gated_mlp(const Vec& x, int64_t T, const TensorView& gate, const TensorView&
     for_row_ranges(ex, T, I, [&](int64_t b, int64_t e) { ops::gelu_tanh_mul(g + b * I, u + b * I, size_t((e - b) * I)); });
   else
     for (int64_t i = 0; i < T * I; ++i) g[i] = ref::gelu_tanh(g[i]) * u[i];
-  Vec y(static_cast<size_t>(T * down.shape[0]));
-  matmul_into(g, T, down, y.data(), ex);
-  return y;
+  matmul_into(g, T, down, y, ex);
 }
 
 // Mixture of experts (26B-A4B). r: raw residual [T, H]; x: pre_feedforward_layernorm_2(r).
@@ -188,6 +215,11 @@ Vec moe_block(const ModelConfig& c, const LayerWeights& lw, const Vec& r, const 
 RopeTables::RopeTables(const ModelConfig& c)
     : sliding(inv_freq(c.rope_sliding, c.head_dim)), full(inv_freq(c.rope_full, c.global_head_dim)) {}
 
+RopeTables::RopeTables(const ModelConfig& c, const std::vector<int64_t>& positions) : RopeTables(c) {
+  sliding_at = angles_at(sliding, positions);
+  full_at = angles_at(full, positions);
+}
+
 Vec linear(const Vec& x, int64_t T, const TensorView& w, const Exec& ex) {
   Vec y(static_cast<size_t>(T * w.shape[0]));
   matmul_into(x.data(), T, w, y.data(), ex);
@@ -250,7 +282,8 @@ Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64
   const int64_t hd = p.head_dim, kvh = p.kv_heads;
   const float eps = float(c.rms_norm_eps);
   const auto& inv_freq = rope.for_layer(p);
-  Vec h = x;
+  const RopeTables::Angles& angles = rope.angles_for_layer(p);
+  Vec h = x;  // (copied, not a Scratch: linear_shared takes a Vec)
   rms_norm(ex, h.data(), T, H, lw.input_norm, eps);
   Qkv out;
   // q [T, nH, hd]; unless KV-shared, k [T, kvh, hd] and v (K=V layers: v from the raw key projection)
@@ -260,21 +293,23 @@ Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64
   std::vector<Vec> qkv = linear_shared(h, T, ws, ex);
   out.q = std::move(qkv[0]);
   rms_norm(ex, out.q.data(), T * nH, hd, lw.q_norm, eps);
-  rope_rows(ex, out.q.data(), T, nH, hd, inv_freq, positions);
+  rope_rows(ex, out.q.data(), T, nH, hd, inv_freq, angles, positions);
   if (p.kv_shared) return out;
   out.v = lw.v_proj ? std::move(qkv[2]) : qkv[1];
   out.k = std::move(qkv[1]);
   rms_norm(ex, out.k.data(), T * kvh, hd, lw.k_norm, eps);
-  rope_rows(ex, out.k.data(), T, kvh, hd, inv_freq, positions);
+  rope_rows(ex, out.k.data(), T, kvh, hd, inv_freq, angles, positions);
   rms_norm(ex, out.v.data(), T * kvh, hd, nullptr, eps);  // v_norm: no weight, no RoPE
   return out;
 }
 
 void attention_output(const Model& m, int layer, const Vec& a, Vec& x, const Exec& ex) {
   const int64_t H = m.config.hidden_size, T = int64_t(x.size()) / H;
-  Vec o = linear(a, T, *m.weights.layers[size_t(layer)].o_proj, ex);  // [T, H]
+  thread_local Vec kept;
+  Scratch o(kept, size_t(T * H));  // [T, H]
+  matmul_into(a.data(), T, *m.weights.layers[size_t(layer)].o_proj, o.data(), ex);
   rms_norm(ex, o.data(), T, H, m.weights.layers[size_t(layer)].post_attention_norm, float(m.config.rms_norm_eps));
-  add_in_place(ex, x, o, H);
+  add_in_place(ex, x.data(), o.data(), T, H);
 }
 
 void feed_forward(const Model& m, int layer, Vec& x, const Exec& ex) {
@@ -284,17 +319,19 @@ void feed_forward(const Model& m, int layer, Vec& x, const Exec& ex) {
   const float eps = float(c.rms_norm_eps);
   Vec in = x;
   rms_norm(ex, in.data(), T, H, lw.pre_feedforward_norm, eps);
-  Vec mo = gated_mlp(in, T, *lw.gate_proj, *lw.up_proj, *lw.down_proj, ex);
+  thread_local Vec kept;
+  Scratch mo(kept, size_t(T * H));  // [T, H]
+  gated_mlp(in, T, *lw.gate_proj, *lw.up_proj, *lw.down_proj, mo.data(), ex);
   if (c.layers[size_t(layer)].moe) {
     rms_norm(ex, mo.data(), T, H, lw.post_feedforward_norm_1, eps);
     Vec experts_in = x;  // experts read pre_feedforward_layernorm_2(residual); the router the raw residual
     rms_norm(ex, experts_in.data(), T, H, lw.pre_feedforward_norm_2, eps);
     Vec e = moe_block(c, lw, x, experts_in, T, ex);
     rms_norm(ex, e.data(), T, H, lw.post_feedforward_norm_2, eps);
-    add_in_place(ex, mo, e, H);
+    add_in_place(ex, mo.data(), e.data(), T, H);
   }
   rms_norm(ex, mo.data(), T, H, lw.post_feedforward_norm, eps);
-  add_in_place(ex, x, mo, H);
+  add_in_place(ex, x.data(), mo.data(), T, H);
 }
 
 void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple, const Exec& ex) {
@@ -302,40 +339,58 @@ void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple, const Exe
   const LayerWeights& lw = m.weights.layers[size_t(layer)];
   const int64_t H = c.hidden_size, T = int64_t(x.size()) / H, L = c.num_hidden_layers, P = c.hidden_size_per_layer_input;
   if (P > 0) {
-    Vec g = linear(x, T, *lw.ple_input_gate, ex);  // [T, P]
+    thread_local Vec kept_g, kept_y;
+    Scratch g(kept_g, size_t(T * P));  // [T, P]
+    matmul_into(x.data(), T, *lw.ple_input_gate, g.data(), ex);
     for_row_ranges(ex, T, P, [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {
         const float* pl = &ple[size_t((t * L + layer) * P)];
         if (ex.matmul) {
-          ops::gelu_tanh_mul(&g[size_t(t * P)], pl, size_t(P));
+          ops::gelu_tanh_mul(g.data() + t * P, pl, size_t(P));
           continue;
         }
         for (int64_t j = 0; j < P; ++j) {
-          float& gv = g[size_t(t * P + j)];
+          float& gv = g.data()[t * P + j];
           gv = ref::gelu_tanh(gv) * pl[j];
         }
       }
     });
-    Vec y = linear(g, T, *lw.ple_projection, ex);  // [T, H]
+    Scratch y(kept_y, size_t(T * H));  // [T, H]
+    matmul_into(g.data(), T, *lw.ple_projection, y.data(), ex);
     rms_norm(ex, y.data(), T, H, lw.ple_post_norm, float(c.rms_norm_eps));
-    add_in_place(ex, x, y, H);
+    add_in_place(ex, x.data(), y.data(), T, H);
   }
   const float scalar = lw.layer_scalar->at(0);  // the whole stream, every layer
   scale_in_place(ex, x, scalar, H);
 }
 
 Vec logits(const Model& m, Vec x, const Exec& ex) {
+  Vec out;
+  logits_into(m, std::move(x), ex, out);
+  return out;
+}
+
+void logits_into(const Model& m, Vec x, const Exec& ex, Vec& out) {
   const ModelConfig& c = m.config;
+  const TensorView& head = *m.weights.lm_head;
   const int64_t H = c.hidden_size, T = int64_t(x.size()) / H;
   rms_norm(ex, x.data(), T, H, m.weights.final_norm, float(c.rms_norm_eps));
-  Vec out = linear(x, T, *m.weights.lm_head, ex);  // tied head, no sqrt(H)
+  out.resize(size_t(T * head.shape[0]));  // every value is written by the product below
+  matmul_into(x.data(), T, head, out.data(), ex);  // tied head, no sqrt(H)
   if (c.final_logit_softcapping) {
     const float cap = float(*c.final_logit_softcapping);
-    if (ex.matmul) ops::softcap(out.data(), out.size(), cap);
-    else
+    if (ex.matmul) {
+      // Element by element, so the pool may split even one row's 262144 logits (no bit changes).
+      constexpr int64_t kPiece = 256;  // a multiple of every SIMD width
+      const int64_t n = int64_t(out.size()), pieces = (n + kPiece - 1) / kPiece;
+      for_row_ranges(ex, pieces, kPiece, [&](int64_t b, int64_t e) {
+        const int64_t i0 = b * kPiece, i1 = std::min(n, e * kPiece);
+        ops::softcap(out.data() + i0, size_t(i1 - i0), cap);
+      });
+    } else {
       for (float& v : out) v = cap * std::tanh(v / cap);
+    }
   }
-  return out;
 }
 
 }  // namespace g4::blocks

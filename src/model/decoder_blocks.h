@@ -33,11 +33,19 @@ struct Exec {
   int64_t row_parallel_min_values = 32768;
 };
 
-// RoPE inverse-frequency tables for both layer types, computed once per model.
+// RoPE inverse-frequency tables for both layer types, computed once per model; given the
+// step's positions, also each row's cos/sin per layer type ([T, hd/2] each), computed once per
+// step instead of once per layer for q and again for k (ref::rope_cos_sin: the same bits).
 struct RopeTables {
   std::vector<float> sliding, full;
+  struct Angles {
+    std::vector<float> cos, sin;  // [T, hd/2]
+  };
+  Angles sliding_at, full_at;  // empty unless built with positions
   explicit RopeTables(const ModelConfig& c);
+  RopeTables(const ModelConfig& c, const std::vector<int64_t>& positions);
   const std::vector<float>& for_layer(const LayerPlan& p) const { return p.type == LayerType::Full ? full : sliding; }
+  const Angles& angles_for_layer(const LayerPlan& p) const { return p.type == LayerType::Full ? full_at : sliding_at; }
 };
 
 // Checks ids against the vocabulary (and the PLE table); throws g4::Error naming the bad one.
@@ -68,6 +76,8 @@ void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple, const Exe
 
 // logits = softcap(final_norm(x) · headᵀ)                                          -> [T, V]
 Vec logits(const Model& m, Vec x, const Exec& ex);
+// The same into `out`, resized to [T, V]: a kept vector's storage is reused (no zero-fill).
+void logits_into(const Model& m, Vec x, const Exec& ex, Vec& out);
 
 // y[T, out] = x[T, in] · Wᵀ
 Vec linear(const Vec& x, int64_t T, const TensorView& w, const Exec& ex);

@@ -291,9 +291,17 @@ std::string describe_attention(std::optional<ops::KvElem> elem, const blocks::Ex
 }
 
 std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& kv, const blocks::Exec& ex) {
+  std::vector<float> logits;
+  forward_cached(m, rows, kv, ex, logits);
+  return logits;
+}
+
+void forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& kv, const blocks::Exec& ex,
+                    std::vector<float>& logits) {
   using blocks::Vec;
   const ModelConfig& c = m.config;
-  if (rows.empty()) return {};
+  logits.clear();
+  if (rows.empty()) return;
   const std::vector<Group> groups = group_rows(rows, kv);
   const int64_t T = int64_t(rows.size()), L = c.num_hidden_layers, nH = c.num_attention_heads, W = c.sliding_window;
   std::vector<int> tokens(rows.size());
@@ -303,7 +311,9 @@ std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& r
     positions[r] = rows[r].pos;
   }
   blocks::check_tokens(c, tokens);
-  const blocks::RopeTables rope(c);
+  // The SIMD path takes each row's RoPE cos/sin from tables built once for the step; the
+  // reference path computes them per layer, as the spec does.
+  const blocks::RopeTables rope = ex.matmul ? blocks::RopeTables(c, positions) : blocks::RopeTables(c);
 
   Vec x = blocks::embed(m, tokens);                                            // [T, H]
   const Vec ple = c.has_ple() ? blocks::per_layer_inputs(m, tokens, x, ex) : Vec{};  // [T, L, P]
@@ -312,6 +322,11 @@ std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& r
   // written at the end, so a KV-shared layer sees exactly what its source layer saw, and a chunk
   // longer than the ring never overwrites keys its own earlier rows still need.
   std::vector<Vec> step_k(static_cast<size_t>(L)), step_v(static_cast<size_t>(L));
+  // Attention outputs [T, nH, hd], one buffer for every layer (sized for the widest head): each
+  // layer's attention writes all of its T·nH·hd values before attention_output reads them.
+  int64_t widest = 0;
+  for (const LayerPlan& p : c.layers) widest = std::max<int64_t>(widest, p.head_dim);
+  Vec a(static_cast<size_t>(T * nH * widest));
   for (int64_t i = 0; i < L; ++i) {
     const LayerPlan& p = c.layers[size_t(i)];
     const int64_t hd = p.head_dim, kvh = p.kv_heads;
@@ -324,7 +339,6 @@ std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& r
     const int src = p.kv_source_layer;
     const Vec& sk = step_k[size_t(src)];
     const Vec& sv = step_v[size_t(src)];
-    Vec a(static_cast<size_t>(T * nH * hd));
     if (ex.matmul)  // SIMD kernels on the pool
       attend_layer_simd(kv, src, sliding, W, nH, kvh, hd, groups, positions, qkv.q, sk, sv, a, ex);
     else  // the reference loops
@@ -349,8 +363,8 @@ std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& r
   Vec wanted;
   for (size_t r = 0; r < rows.size(); ++r)
     if (rows[r].want_logits) wanted.insert(wanted.end(), x.begin() + ptrdiff_t(r * H), x.begin() + ptrdiff_t((r + 1) * H));
-  if (wanted.empty()) return {};
-  return blocks::logits(m, std::move(wanted), ex);
+  if (wanted.empty()) return;
+  blocks::logits_into(m, std::move(wanted), ex, logits);
 }
 
 }  // namespace g4

@@ -36,5 +36,10 @@ std::string describe_attention(std::optional<ops::KvElem> elem, const blocks::Ex
 // `ex` selects the reference loops (default) or the SIMD kernels on a thread pool.
 std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& kv,
                                   const blocks::Exec& ex = {});
+// The same, writing the logits into `logits` (resized to [n_wanted, V]; empty when no row wants
+// any). A caller that keeps the vector across steps reuses its storage: a fresh E2B decode
+// step's 262144 logits were 1 MiB zero-filled on the calling thread every token.
+void forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& kv, const blocks::Exec& ex,
+                    std::vector<float>& logits);
 
 }  // namespace g4

@@ -70,19 +70,32 @@ void softmax(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
-void rope(float* x, int64_t n_heads, int64_t hd, const std::vector<float>& inv_freq, int64_t pos) {
-  const int64_t half = hd / 2;
-  for (int64_t k = 0; k < half; ++k) {
+void rope_cos_sin(const std::vector<float>& inv_freq, int64_t pos, float* cos, float* sin) {
+  for (size_t k = 0; k < inv_freq.size(); ++k) {
     // The reference forms freqs = inv_freq * pos in f32, then cos/sin of that.
-    const float angle = float(pos) * inv_freq[size_t(k)];
-    const float c = std::cos(angle), s = std::sin(angle);
-    for (int64_t h = 0; h < n_heads; ++h) {
-      float* v = x + h * hd;
-      const float a = v[k], b = v[k + half];
-      v[k] = a * c - b * s;
-      v[k + half] = b * c + a * s;
+    const float angle = float(pos) * inv_freq[k];
+    cos[k] = std::cos(angle);
+    sin[k] = std::sin(angle);
+  }
+}
+
+void rope_rotate(float* x, int64_t n_heads, int64_t hd, const float* cos, const float* sin) {
+  const int64_t half = hd / 2;
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* lo = x + h * hd;
+    float* hi = lo + half;
+    for (int64_t k = 0; k < half; ++k) {
+      const float a = lo[k], b = hi[k];
+      lo[k] = a * cos[k] - b * sin[k];
+      hi[k] = b * cos[k] + a * sin[k];
     }
   }
+}
+
+void rope(float* x, int64_t n_heads, int64_t hd, const std::vector<float>& inv_freq, int64_t pos) {
+  std::vector<float> cos(inv_freq.size()), sin(inv_freq.size());
+  rope_cos_sin(inv_freq, pos, cos.data(), sin.data());
+  rope_rotate(x, n_heads, hd, cos.data(), sin.data());
 }
 
 std::vector<float> rope_inv_freq_default(int64_t hd, double theta) {

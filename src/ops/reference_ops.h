@@ -28,6 +28,11 @@ void softmax(float* x, int64_t n);
 // Rotate-half (NeoX) RoPE: channel j pairs with j + hd/2. inv_freq has hd/2 entries
 // (zeros pass their pair through unchanged). x: [n_heads, hd] at position pos.
 void rope(float* x, int64_t n_heads, int64_t hd, const std::vector<float>& inv_freq, int64_t pos);
+// rope() in its two steps: the angles' cos/sin at pos ([hd/2] each), then the rotation of
+// [n_heads, hd] by them. A caller that rotates many rows at one position (every layer's q and k)
+// computes the first once; the bits are rope()'s.
+void rope_cos_sin(const std::vector<float>& inv_freq, int64_t pos, float* cos, float* sin);
+void rope_rotate(float* x, int64_t n_heads, int64_t hd, const float* cos, const float* sin);
 
 // Inverse frequencies for the two RoPE flavours (computed in double, stored f32):
 // default:      inv_freq[k] = theta^(-2k/hd), k < hd/2

@@ -41,6 +41,7 @@ inline std::vector<std::vector<float>> feed_batched(const Model& m, KvCache& kv,
   std::vector<int> id(streams.size(), -1);
   std::vector<size_t> fed(streams.size(), 0);
   std::vector<std::vector<float>> out(streams.size());
+  std::vector<float> l;  // kept across steps, as the engine keeps its logits (sizes vary by step)
   for (int step = 0;; ++step) {
     bool all_fed = true;
     for (size_t i = 0; i < streams.size(); ++i) all_fed = all_fed && fed[i] == streams[i].size();
@@ -62,7 +63,7 @@ inline std::vector<std::vector<float>> feed_batched(const Model& m, KvCache& kv,
       fed[i] += n;
     }
     if (rows.empty()) continue;
-    auto l = forward_cached(m, rows, kv, ex);
+    forward_cached(m, rows, kv, ex, l);
     for (size_t r = 0; r < rows.size(); ++r)
       out[owner[r]].insert(out[owner[r]].end(), l.begin() + ptrdiff_t(r * V), l.begin() + ptrdiff_t((r + 1) * V));
     if (free_when_done)
