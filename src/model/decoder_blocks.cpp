@@ -94,18 +94,6 @@ void products_into(const float* x, int64_t T, const std::vector<ops::Product>& p
     for (const ops::Product& p : products) ref::matmul(x, T, *p.w, p.y);
 }
 
-std::vector<Vec> linear_shared(const Vec& x, int64_t T, const std::vector<const TensorView*>& ws, const Exec& ex) {
-  std::vector<Vec> ys;
-  std::vector<ops::Product> products;
-  ys.reserve(ws.size());
-  for (const TensorView* w : ws) {
-    ys.emplace_back(static_cast<size_t>(T * w->shape[0]));
-    products.push_back({w, ys.back().data()});
-  }
-  products_into(x.data(), T, products, ex);
-  return ys;
-}
-
 // Working buffers that a product overwrites whole, kept per thread (each call site its own
 // `kept`) across layers and steps: fresh zero-filled ones per layer (a 512-token E2B step's
 // outputs are 3-8 MB each, its gate/up pair 50 MB) cost ~4% of a q4 prefill in memset. Up to
@@ -274,7 +262,7 @@ Vec per_layer_inputs(const Model& m, const std::vector<int>& tokens, const Vec& 
 }
 
 Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64_t>& positions, const RopeTables& rope,
-                const Exec& ex) {
+                const Exec& ex, Vec q_storage) {
   const ModelConfig& c = m.config;
   const LayerPlan& p = c.layers[size_t(layer)];
   const LayerWeights& lw = m.weights.layers[size_t(layer)];
@@ -283,20 +271,27 @@ Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64
   const float eps = float(c.rms_norm_eps);
   const auto& inv_freq = rope.for_layer(p);
   const RopeTables::Angles& angles = rope.angles_for_layer(p);
-  Vec h = x;  // (copied, not a Scratch: linear_shared takes a Vec)
+  thread_local Vec kept;
+  Scratch h(kept, size_t(T * H));
+  std::copy(x.begin(), x.end(), h.data());
   rms_norm(ex, h.data(), T, H, lw.input_norm, eps);
   Qkv out;
-  // q [T, nH, hd]; unless KV-shared, k [T, kvh, hd] and v (K=V layers: v from the raw key projection)
-  std::vector<const TensorView*> ws{lw.q_proj};
-  if (!p.kv_shared) ws.push_back(lw.k_proj);
-  if (!p.kv_shared && lw.v_proj) ws.push_back(lw.v_proj);
-  std::vector<Vec> qkv = linear_shared(h, T, ws, ex);
-  out.q = std::move(qkv[0]);
+  // q [T, nH, hd] (in the storage handed in, when it is long enough); unless KV-shared, k
+  // [T, kvh, hd] and v (K=V layers: v from the raw key projection). One hand-off for all three.
+  out.q = std::move(q_storage);
+  if (out.q.size() < size_t(T * nH * hd)) out.q.resize(size_t(T * nH * hd));
+  std::vector<ops::Product> products{{lw.q_proj, out.q.data()}};
+  if (!p.kv_shared) {
+    out.k.resize(size_t(T * kvh * hd));
+    out.v.resize(out.k.size());
+    products.push_back({lw.k_proj, out.k.data()});
+    if (lw.v_proj) products.push_back({lw.v_proj, out.v.data()});
+  }
+  products_into(h.data(), T, products, ex);
   rms_norm(ex, out.q.data(), T * nH, hd, lw.q_norm, eps);
   rope_rows(ex, out.q.data(), T, nH, hd, inv_freq, angles, positions);
   if (p.kv_shared) return out;
-  out.v = lw.v_proj ? std::move(qkv[2]) : qkv[1];
-  out.k = std::move(qkv[1]);
+  if (!lw.v_proj) out.v = out.k;  // K=V: the raw key projection, before k_norm and RoPE
   rms_norm(ex, out.k.data(), T * kvh, hd, lw.k_norm, eps);
   rope_rows(ex, out.k.data(), T, kvh, hd, inv_freq, angles, positions);
   rms_norm(ex, out.v.data(), T * kvh, hd, nullptr, eps);  // v_norm: no weight, no RoPE

@@ -59,11 +59,14 @@ Vec per_layer_inputs(const Model& m, const std::vector<int>& tokens, const Vec& 
 
 // h = input_layernorm(x); q = rope(q_norm(q_proj h))                               -> [T, nH, hd]
 // For non-shared layers also k = rope(k_norm(k_proj h)), v = v_norm(v_proj h or raw k) -> [T, kvh, hd]
+// q: [T, nH, hd] at the front of a vector that may be longer: the step's previous layer's q
+// storage can be handed back in (q_storage), so a prefill step zero-fills a fresh one once,
+// not once per layer. k, v: [T, kvh, hd], empty for a KV-shared layer.
 struct Qkv {
   Vec q, k, v;
 };
 Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64_t>& positions, const RopeTables& rope,
-                const Exec& ex);
+                const Exec& ex, Vec q_storage = {});
 
 // x += post_attention_norm(o_proj(a))
 void attention_output(const Model& m, int layer, const Vec& a, Vec& x, const Exec& ex);

@@ -327,11 +327,12 @@ void forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& 
   int64_t widest = 0;
   for (const LayerPlan& p : c.layers) widest = std::max<int64_t>(widest, p.head_dim);
   Vec a(static_cast<size_t>(T * nH * widest));
+  Vec q_storage;
   for (int64_t i = 0; i < L; ++i) {
     const LayerPlan& p = c.layers[size_t(i)];
     const int64_t hd = p.head_dim, kvh = p.kv_heads;
     const bool sliding = p.type == LayerType::Sliding;
-    blocks::Qkv qkv = blocks::project_qkv(m, int(i), x, positions, rope, ex);
+    blocks::Qkv qkv = blocks::project_qkv(m, int(i), x, positions, rope, ex, std::move(q_storage));
     if (!p.kv_shared) {
       step_k[size_t(i)] = std::move(qkv.k);
       step_v[size_t(i)] = std::move(qkv.v);
@@ -343,6 +344,7 @@ void forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& 
       attend_layer_simd(kv, src, sliding, W, nH, kvh, hd, groups, positions, qkv.q, sk, sv, a, ex);
     else  // the reference loops
       attend_layer_reference(kv, src, sliding, W, nH, kvh, hd, groups, positions, qkv.q, sk, sv, a);
+    q_storage = std::move(qkv.q);  // the next layer's q reuses it
     blocks::attention_output(m, int(i), a, x, ex);
     blocks::feed_forward(m, int(i), x, ex);
     blocks::per_layer_tail(m, int(i), x, ple, ex);

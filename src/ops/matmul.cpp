@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -287,7 +289,17 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
     rows += w.shape[0];
   }
   thread_local std::vector<uint16_t> xb;
-  thread_local Q8Activations xq;
+  // Quantized activations kept per thread and per input width: one buffer resized between a
+  // layer's widths (E2B: 1536, 2048, 256 and 6144 or 12288) zero-filled its growth on every
+  // product, ~10 MB per layer of a 512-token step. A handful of widths is all a model has.
+  thread_local std::vector<std::pair<int64_t, std::unique_ptr<Q8Activations>>> by_width;
+  auto width = std::find_if(by_width.begin(), by_width.end(), [&](const auto& e) { return e.first == in; });
+  if (width == by_width.end()) {
+    if (by_width.size() >= 8) by_width.erase(by_width.begin());  // oldest first
+    by_width.emplace_back(in, std::make_unique<Q8Activations>());
+    width = by_width.end() - 1;
+  }
+  Q8Activations& xq = *width->second;
   // Converting a prefill step's activations is ~5% of its products' work: split over the pool
   // by tokens when there is enough of it to pay for the hand-off.
   const bool split = ctx.pool && ctx.pool->size() > 1 && T > 1 && T * in >= kMinParallelConvert;
