@@ -94,6 +94,31 @@ void products_into(const float* x, int64_t T, const std::vector<ops::Product>& p
     for (const ops::Product& p : products) ref::matmul(x, T, *p.w, p.y);
 }
 
+// Decode: right after a product, the pool's workers start reading the next product's weights
+// (ops::warm_products) while this thread does the serial steps in between; prefill is
+// compute-bound and skips it. Reads only: no result changes.
+void warm_next(const Exec& ex, int64_t T, const std::vector<const TensorView*>& next) {
+  if (ex.matmul && T == 1) ops::warm_products(next, *ex.matmul);
+}
+
+// What a layer's last product is followed by: the next layer's q/k/v, or after the last layer the head.
+std::vector<const TensorView*> qkv_weights(const Model& m, int layer);
+std::vector<const TensorView*> after_layer(const Model& m, int layer) {
+  if (layer + 1 < m.config.num_hidden_layers) return qkv_weights(m, layer + 1);
+  return {m.weights.lm_head};
+}
+
+// The products project_qkv runs for `layer`, in order: q, then unless KV-shared k and v.
+std::vector<const TensorView*> qkv_weights(const Model& m, int layer) {
+  const LayerWeights& lw = m.weights.layers[size_t(layer)];
+  std::vector<const TensorView*> ws{lw.q_proj};
+  if (!m.config.layers[size_t(layer)].kv_shared) {
+    ws.push_back(lw.k_proj);
+    if (lw.v_proj) ws.push_back(lw.v_proj);
+  }
+  return ws;
+}
+
 // Working buffers that a product overwrites whole, kept per thread (each call site its own
 // `kept`) across layers and steps: fresh zero-filled ones per layer (a 512-token E2B step's
 // outputs are 3-8 MB each, its gate/up pair 50 MB) cost ~4% of a q4 prefill in memset. Up to
@@ -121,6 +146,7 @@ void gated_mlp(const Vec& x, int64_t T, const TensorView& gate, const TensorView
   float* const g = gu.data();
   float* const u = g + T * I;
   products_into(x.data(), T, {{&gate, g}, {&up, u}}, ex);
+  warm_next(ex, T, {&down});
   if (ex.matmul)  // SIMD path
     for_row_ranges(ex, T, I, [&](int64_t b, int64_t e) { ops::gelu_tanh_mul(g + b * I, u + b * I, size_t((e - b) * I)); });
   else
@@ -280,14 +306,15 @@ Qkv project_qkv(const Model& m, int layer, const Vec& x, const std::vector<int64
   // [T, kvh, hd] and v (K=V layers: v from the raw key projection). One hand-off for all three.
   out.q = std::move(q_storage);
   if (out.q.size() < size_t(T * nH * hd)) out.q.resize(size_t(T * nH * hd));
-  std::vector<ops::Product> products{{lw.q_proj, out.q.data()}};
   if (!p.kv_shared) {
     out.k.resize(size_t(T * kvh * hd));
     out.v.resize(out.k.size());
-    products.push_back({lw.k_proj, out.k.data()});
-    if (lw.v_proj) products.push_back({lw.v_proj, out.v.data()});
   }
+  std::vector<ops::Product> products;
+  for (const TensorView* w : qkv_weights(m, layer))
+    products.push_back({w, w == lw.q_proj ? out.q.data() : w == lw.k_proj ? out.k.data() : out.v.data()});
   products_into(h.data(), T, products, ex);
+  warm_next(ex, T, {lw.o_proj});
   rms_norm(ex, out.q.data(), T * nH, hd, lw.q_norm, eps);
   rope_rows(ex, out.q.data(), T, nH, hd, inv_freq, angles, positions);
   if (p.kv_shared) return out;
@@ -302,7 +329,9 @@ void attention_output(const Model& m, int layer, const Vec& a, Vec& x, const Exe
   const int64_t H = m.config.hidden_size, T = int64_t(x.size()) / H;
   thread_local Vec kept;
   Scratch o(kept, size_t(T * H));  // [T, H]
-  matmul_into(a.data(), T, *m.weights.layers[size_t(layer)].o_proj, o.data(), ex);
+  const LayerWeights& lw = m.weights.layers[size_t(layer)];
+  matmul_into(a.data(), T, *lw.o_proj, o.data(), ex);
+  warm_next(ex, T, {lw.gate_proj, lw.up_proj});
   rms_norm(ex, o.data(), T, H, m.weights.layers[size_t(layer)].post_attention_norm, float(m.config.rms_norm_eps));
   add_in_place(ex, x.data(), o.data(), T, H);
 }
@@ -317,6 +346,8 @@ void feed_forward(const Model& m, int layer, Vec& x, const Exec& ex) {
   thread_local Vec kept;
   Scratch mo(kept, size_t(T * H));  // [T, H]
   gated_mlp(in, T, *lw.gate_proj, *lw.up_proj, *lw.down_proj, mo.data(), ex);
+  const std::vector<const TensorView*> next = c.has_ple() ? std::vector<const TensorView*>{lw.ple_input_gate} : after_layer(m, layer);
+  if (!c.layers[size_t(layer)].moe) warm_next(ex, T, next);
   if (c.layers[size_t(layer)].moe) {
     rms_norm(ex, mo.data(), T, H, lw.post_feedforward_norm_1, eps);
     Vec experts_in = x;  // experts read pre_feedforward_layernorm_2(residual); the router the raw residual
@@ -324,6 +355,7 @@ void feed_forward(const Model& m, int layer, Vec& x, const Exec& ex) {
     Vec e = moe_block(c, lw, x, experts_in, T, ex);
     rms_norm(ex, e.data(), T, H, lw.post_feedforward_norm_2, eps);
     add_in_place(ex, mo.data(), e.data(), T, H);
+    warm_next(ex, T, next);
   }
   rms_norm(ex, mo.data(), T, H, lw.post_feedforward_norm, eps);
   add_in_place(ex, x.data(), mo.data(), T, H);
@@ -337,6 +369,7 @@ void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple, const Exe
     thread_local Vec kept_g, kept_y;
     Scratch g(kept_g, size_t(T * P));  // [T, P]
     matmul_into(x.data(), T, *lw.ple_input_gate, g.data(), ex);
+    warm_next(ex, T, {lw.ple_projection});
     for_row_ranges(ex, T, P, [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {
         const float* pl = &ple[size_t((t * L + layer) * P)];
@@ -352,6 +385,7 @@ void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple, const Exe
     });
     Scratch y(kept_y, size_t(T * H));  // [T, H]
     matmul_into(g.data(), T, *lw.ple_projection, y.data(), ex);
+    warm_next(ex, T, after_layer(m, layer));
     rms_norm(ex, y.data(), T, H, lw.ple_post_norm, float(c.rms_norm_eps));
     add_in_place(ex, x.data(), y.data(), T, H);
   }

@@ -311,6 +311,14 @@ void forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& 
     positions[r] = rows[r].pos;
   }
   blocks::check_tokens(c, tokens);
+  // Decode warms each next product's weights on the pool's workers (ops::warm_products); none of
+  // that reading may outlive the step, whichever way it ends (the caller may free the model).
+  struct StopWarm {
+    ThreadPool* pool;
+    ~StopWarm() {
+      if (pool) pool->stop_warm();
+    }
+  } stop_warm{ex.matmul ? ex.matmul->pool : nullptr};
   // The SIMD path takes each row's RoPE cos/sin from tables built once for the step; the
   // reference path computes them per layer, as the spec does.
   const blocks::RopeTables rope = ex.matmul ? blocks::RopeTables(c, positions) : blocks::RopeTables(c);

@@ -79,6 +79,9 @@ struct DecodeStreaming {
   uint64_t prefetch_bytes = 0;
   uint64_t wide_group_bytes = 0;
   int wide_groups = 1;
+  // ops::warm_products: how many bytes of its next share each pool worker reads ahead while
+  // the caller does its serial work between products (0: none).
+  uint64_t warm_bytes = 0;
 };
 // The groups side by side for a matrix whose 16-row group is `group_bytes` long.
 inline int decode_groups_for(const DecodeStreaming& s, uint64_t group_bytes) {

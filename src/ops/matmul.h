@@ -77,4 +77,14 @@ struct Product {
 // separate calls. Otherwise it calls matmul once per product.
 void matmul_shared_input(const float* x, int64_t T, const std::vector<Product>& products, const MatmulContext& ctx);
 
+// Decode: what each pool worker will read first when the one-token products of `ws` (one input,
+// as matmul_shared_input takes them) run next: the start of its share, up to
+// ctx.decode.warm_bytes, one range per worker (ThreadPool::warm's argument). Empty when nothing
+// is to be warmed: no pool or a pool of 1, warm_bytes 0, products that would not run together
+// on the pool.
+std::vector<ThreadPool::WarmRange> warm_ranges(const std::vector<const TensorView*>& ws, const MatmulContext& ctx);
+// Hands those ranges to the workers (ThreadPool::warm) and returns at once: called right after a
+// product, so the workers read the next product's weights during the caller's serial work.
+void warm_products(const std::vector<const TensorView*>& ws, const MatmulContext& ctx);
+
 }  // namespace g4::ops

@@ -1,6 +1,8 @@
 #include "platform/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -65,16 +67,70 @@ void ThreadPool::worker(int index) {
     // reads after them, so no lock is taken here: taking it cost about half of a hand-off's
     // latency. The caller cannot post the next job before this one's pending_ reaches zero.
     seen = generation_.load(std::memory_order_acquire);
+    auto done = [&] {
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mu_);  // the caller may be about to sleep: wake it under the lock
+        done_cv_.notify_one();
+      }
+    };
+    if (warm_job_) {
+      // Take the range, let the caller post again at once, then read until done or until the
+      // next posting moves generation_ (checked every 4 KiB).
+      const WarmRange r = warm_[size_t(index - 1)];
+      done();
+      uint64_t sink = 0;
+      size_t off = 0;
+      for (; off < r.bytes; off += 64) {
+        uint64_t v = 0;
+        std::memcpy(&v, r.data + off, std::min<size_t>(sizeof v, r.bytes - off));
+        sink ^= v;
+        if ((off & 4095) == 4032 && generation_.load(std::memory_order_relaxed) != seen) {
+          off += 64;
+          break;
+        }
+      }
+      warm_sink_.store(sink, std::memory_order_relaxed);  // keeps the loads
+      warmed_bytes_.fetch_add(std::min(off, r.bytes), std::memory_order_relaxed);
+      continue;
+    }
     job = job_;
     n = n_;
     int64_t b, e;
     range_of(n, size(), index, &b, &e);
     if (b < e) (*job)(b, e, index);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> lock(mu_);  // the caller may be about to sleep: wake it under the lock
-      done_cv_.notify_one();
-    }
+    done();
   }
+}
+
+void ThreadPool::wait_for_workers() {
+  if (spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  done_cv_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+}
+
+void ThreadPool::post_locked() {
+  pending_.store(int(workers_.size()), std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);
+}
+
+void ThreadPool::warm(std::span<const WarmRange> per_worker) {
+  if (workers_.empty()) return;
+  if (per_worker.size() != workers_.size())
+    throw Error("thread pool: warm() got " + std::to_string(per_worker.size()) + " ranges for " +
+                std::to_string(workers_.size()) + " workers");
+  if (warm_outstanding_) wait_for_workers();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    warm_.assign(per_worker.begin(), per_worker.end());
+    warm_job_ = true;
+    post_locked();
+  }
+  start_cv_.notify_all();
+  warm_outstanding_ = true;
+}
+
+void ThreadPool::stop_warm() {
+  if (warm_outstanding_) parallel_for(size(), [](int64_t, int64_t, int) {});  // a job every worker takes
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t, int)>& fn) {
@@ -83,20 +139,22 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     fn(0, n, 0);
     return;
   }
+  if (warm_outstanding_) {  // each worker must have taken its warm range before the job fields change
+    wait_for_workers();
+    warm_outstanding_ = false;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     job_ = &fn;
     n_ = n;
-    pending_.store(int(workers_.size()), std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+    warm_job_ = false;
+    post_locked();
   }
   start_cv_.notify_all();
   int64_t b, e;
   range_of(n, size(), 0, &b, &e);
   if (b < e) fn(b, e, 0);
-  if (spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) return;
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+  wait_for_workers();
 }
 
 int64_t ThreadPool::share_begin(int64_t units, int64_t chunk, int threads, int t) {

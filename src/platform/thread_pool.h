@@ -9,8 +9,10 @@
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -46,13 +48,39 @@ class ThreadPool {
   // Where thread t's share starts: units·t/threads rounded to the nearest multiple of chunk.
   static int64_t share_begin(int64_t units, int64_t chunk, int threads, int t);
 
+  // Bytes for a worker to read into its caches while the caller goes on.
+  struct WarmRange {
+    const std::byte* data = nullptr;
+    size_t bytes = 0;
+  };
+  // Hands worker t (1..size()-1) the range per_worker[t - 1] to read, and returns at once: the
+  // workers read the weights the next parallel call will give them while the caller does its
+  // serial work, instead of idling until that call. A worker drops the rest of its range as
+  // soon as the next call (parallel_for, parallel_chunks or warm) is posted, and the bytes are
+  // only read, so this changes no result. The ranges must stay readable until that next call.
+  // per_worker.size() must be size() - 1; a pool of 1 ignores the call.
+  void warm(std::span<const WarmRange> per_worker);
+  // Returns once no worker reads a warm() range any more (cutting an outstanding one short): for
+  // a caller about to let the warmed memory go, or to end a step with nothing left running.
+  void stop_warm();
+  // Bytes the workers have read for warm() since the pool started (ranges cut short count what
+  // was read), for tests and the bench.
+  uint64_t warmed_bytes() const { return warmed_bytes_.load(std::memory_order_relaxed); }
+
  private:
   void worker(int index);
+  void post_locked();       // publishes the job fields: pending_ = workers, generation_ + 1
+  void wait_for_workers();  // until pending_ is 0 (each worker took the last posting)
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;
   const std::function<void(int64_t, int64_t, int)>* job_ = nullptr;  // written before generation_ moves
   int64_t n_ = 0;
+  bool warm_job_ = false;                 // the posting is a warm() (ranges in warm_), not job_
+  std::vector<WarmRange> warm_;           // per worker, written before generation_ moves
+  bool warm_outstanding_ = false;         // caller only: a warm() posting may not be taken yet
+  std::atomic<uint64_t> warm_sink_{0};    // what the warm reads fold into (so they are not elided)
+  std::atomic<uint64_t> warmed_bytes_{0};
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   bool stop_ = false;

@@ -281,6 +281,25 @@ TEST_F(Int8Activations, Int8AttentionCostsAboutWhatTheInt8CacheCosts) {
   }
 }
 
+// Decode with the workers reading each next product's weights ahead (ThreadPool::warm, planned
+// on AMD) computes exactly what it computes without: same bits, token by token, and the warm
+// really ran (the pool counted the bytes its workers read).
+TEST_F(Int8Activations, WarmingTheNextProductChangesNoBits) {
+  for (DType t : {DType::Q8_0, DType::Q4_0}) {
+    auto m = quantized("tiny-e", t, true);
+    const auto tokens = random_tokens(20, m->config.vocab_size, 11);
+    ThreadPool pool(2);
+    ops::MatmulContext cold{&pool, 4, false, true}, warm = cold;
+    warm.decode.warm_bytes = 4096;
+    const auto plain = alone(*m, tokens, blocks::Exec{&cold});
+    EXPECT_EQ(pool.warmed_bytes(), 0u);
+    const auto warmed = alone(*m, tokens, blocks::Exec{&warm});
+    EXPECT_GT(pool.warmed_bytes(), 0u) << dtype_name(t) << ": no product was warmed";
+    ASSERT_EQ(plain.size(), warmed.size());
+    EXPECT_EQ(0, std::memcmp(plain.data(), warmed.data(), plain.size() * sizeof(float))) << dtype_name(t);
+  }
+}
+
 // Interleaving re-orders bytes and nothing else: the f32 reference loops (which read each row
 // out of its group, the tied embedding's gathers included) give the same logits bit for bit.
 TEST_F(Int8Activations, InterleavingChangesNoValue) {

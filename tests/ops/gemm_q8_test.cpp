@@ -347,6 +347,7 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   d.vendor = "GenuineIntel";
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.prefetch_bytes, 8192u);
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.groups, 4);
+  EXPECT_EQ(ops::plan_decode_streaming(d).streaming.warm_bytes, 0u);  // unmeasured there
   EXPECT_NE(ops::plan_decode_streaming(d).reason.find("Intel"), std::string::npos);
   d.vendor = "AuthenticAMD";
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.prefetch_bytes, 0u);
@@ -357,8 +358,12 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   const nlohmann::json amd = ops::decode_plan_to_json(ops::plan_decode_streaming(d));
   EXPECT_EQ(amd.at("wide_group_bytes"), 32 << 10);
   EXPECT_EQ(amd.at("wide_streams_per_thread"), 4);
+  d.caches.l2_bytes = 2u << 20;  // workers warm a quarter of their L2
+  EXPECT_EQ(ops::plan_decode_streaming(d).streaming.warm_bytes, 512u << 10);
+  EXPECT_EQ(ops::decode_plan_to_json(ops::plan_decode_streaming(d)).at("warm_bytes"), 512 << 10);
   EXPECT_EQ(ops::describe_decode_streaming(ops::plan_decode_streaming(d).streaming),
-            "1 stream per thread (4 where a 16-row group exceeds 32 KiB), no prefetch");
+            "1 stream per thread (4 where a 16-row group exceeds 32 KiB), no prefetch, workers read 512 KiB of the next "
+            "product ahead");
   EXPECT_NE(ops::plan_decode_streaming(d).reason.find("AMD"), std::string::npos);
   d.vendor = "SomeoneElse";
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.prefetch_bytes, 0u);

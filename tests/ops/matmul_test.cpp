@@ -188,6 +188,59 @@ TEST(Matmul, SharedInputEqualsSeparateProductsBitForBit) {
   }
 }
 
+// ops::warm_ranges: each worker's range starts at the first bytes of its share of the units
+// (16-row groups laid end to end over the products; ThreadPool::share_begin with the chunk of
+// about 1/8 of a share), in whichever product holds them, and stops at warm_bytes or at the end
+// of that product. Worked by hand for E2B-like Q4_0_R16 matrices of 1536 inputs (a 16-row group
+// is 16 x 48 blocks x 18 B = 13824 B): q 2048 rows = 128 units, k 256 rows = 16 units.
+TEST(Matmul, WarmRangesStartWhereEachWorkersShareStarts) {
+  if (!ops::gemm_q8_available()) GTEST_SKIP() << "no VNNI kernel on this CPU";
+  const int64_t in = 1536;
+  const uint64_t group = 13824;
+  std::vector<std::byte> qb(2048 * group / 16), kb(256 * group / 16);
+  const TensorView q = test::matrix_view(DType::Q4_0_R16, 2048, in, qb.data());
+  const TensorView k = test::matrix_view(DType::Q4_0_R16, 256, in, kb.data());
+  ASSERT_EQ(q.nbytes, qb.size());
+  ThreadPool two(2), three(3), one(1);
+  ops::MatmulContext ctx{&two, 4, false, true};
+  ctx.decode.warm_bytes = 256u << 10;
+  // 144 units, chunk max(1, 144 / 16) = 9: the worker's share starts at round(72 / 9) · 9 = 72, in q.
+  auto r = ops::warm_ranges({&q, &k}, ctx);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].data, q.data + 72 * group);
+  EXPECT_EQ(r[0].bytes, 256u << 10);
+  // k first: unit 72 is k's 16 units, then q's unit 56.
+  r = ops::warm_ranges({&k, &q}, ctx);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].data, q.data + 56 * group);
+  // More than is left of q: up to its end.
+  ctx.decode.warm_bytes = 4u << 20;
+  r = ops::warm_ranges({&q, &k}, ctx);
+  EXPECT_EQ(r[0].bytes, q.nbytes - 72 * group);
+  // 3 threads: chunk 144 / 24 = 6, workers start at 48 and 96.
+  ctx.pool = &three;
+  ctx.decode.warm_bytes = 1000;
+  r = ops::warm_ranges({&q, &k}, ctx);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].data, q.data + 48 * group);
+  EXPECT_EQ(r[1].data, q.data + 96 * group);
+  EXPECT_EQ(r[1].bytes, 1000u);
+  // Nothing to warm: a pool of 1, warm_bytes 0, a product that runs on the calling thread (fewer
+  // than 64 rows), products that do not run together.
+  ctx.pool = &one;
+  EXPECT_TRUE(ops::warm_ranges({&q}, ctx).empty());
+  ctx.pool = &two;
+  ctx.decode.warm_bytes = 0;
+  EXPECT_TRUE(ops::warm_ranges({&q}, ctx).empty());
+  ctx.decode.warm_bytes = 4096;
+  const TensorView small = test::matrix_view(DType::Q4_0_R16, 48, in, qb.data());
+  EXPECT_TRUE(ops::warm_ranges({&small}, ctx).empty());
+  std::vector<std::byte> fb(size_t(64 * in) * 4);
+  const TensorView f = test::matrix_view(DType::F32, 64, in, fb.data());
+  EXPECT_TRUE(ops::warm_ranges({&q, &f}, ctx).empty());
+  EXPECT_EQ(ops::warm_ranges({&q}, ctx).size(), 1u);
+}
+
 // Prefill (T > 2) runs every token against a widened panel of rows (dot_panel, 4 x 2 or 2 x 2
 // micro-tiles); decode (T = 1) runs dot_rows on the stored rows. Each token of a prompt must get
 // the same bits as that token alone, however the panel, the micro-tiles and the threads cut it.

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -170,6 +171,99 @@ TEST(ThreadPool, ChunksRefuseWhatTheyCannotSplit) {
     }
   }
   EXPECT_EQ(ran.load(), 0);
+}
+
+
+// warm(): each worker reads its whole range when the caller leaves it time (the bytes count in
+// warmed_bytes), the next parallel call still runs exactly once per index, and a range is read
+// to its last byte even when its length is not a whole line.
+TEST(ThreadPool, WarmReadsEachWorkersRangeAndTheNextCallRuns) {
+  ThreadPool pool(3);
+  std::vector<std::byte> bytes(1 << 20, std::byte{7});
+  const std::vector<ThreadPool::WarmRange> ranges{{bytes.data(), 4096}, {bytes.data() + 8192, 100001}};
+  for (int round = 0; round < 20; ++round) {
+    const uint64_t before = pool.warmed_bytes();
+    pool.warm(ranges);
+    // Nothing else is posted, so the workers read to the end; wait for it (bounded: a loaded CI
+    // host may not schedule them at once), then the count must be exact.
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (pool.warmed_bytes() - before < 4096u + 100001u && std::chrono::steady_clock::now() < limit)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    EXPECT_EQ(pool.warmed_bytes() - before, 4096u + 100001u) << "round " << round;
+    expect_covers(pool, 1001);
+  }
+}
+
+// A warm posted right before the next call is cut short, not waited for; warms, parallel_for and
+// parallel_chunks interleave in any order (back to back and after the workers went to sleep)
+// with every call's work done exactly once. (Run under TSan in CI: the posting protocol.)
+TEST(ThreadPool, WarmInterleavesWithCallsInAnyOrder) {
+  ThreadPool pool(2);
+  std::vector<std::byte> big(std::size_t(64) << 20, std::byte{1});
+  const std::vector<ThreadPool::WarmRange> whole{{big.data(), big.size()}};
+  for (int round = 0; round < 300; ++round) {
+    pool.warm(whole);
+    if (round % 3 == 0) pool.warm(whole);  // twice in a row
+    if (round % 100 == 99) std::this_thread::sleep_for(std::chrono::microseconds(3 * ThreadPool::kSpinMicros));
+    std::atomic<int64_t> sum{0};
+    if (round % 2)
+      pool.parallel_for(100, [&](int64_t b, int64_t e, int) {
+        for (int64_t i = b; i < e; ++i) sum.fetch_add(i);
+      });
+    else
+      pool.parallel_chunks(100, 8, [&](int64_t b, int64_t e, int) {
+        for (int64_t i = b; i < e; ++i) sum.fetch_add(i);
+      });
+    ASSERT_EQ(sum.load(), 4950) << "round " << round;
+  }
+  EXPECT_LT(pool.warmed_bytes(), uint64_t(400) * big.size());  // cut short: not 64 MiB per warm
+}
+
+TEST(ThreadPool, WarmChecksItsRangesAndIsANoOpWithoutWorkers) {
+  ThreadPool pool(3);
+  std::byte b{};
+  const std::vector<ThreadPool::WarmRange> one{{&b, 1}};
+  try {
+    pool.warm(one);
+    FAIL() << "expected g4::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("1 ranges for 2 workers"), std::string::npos) << e.what();
+  }
+  ThreadPool alone(1);
+  alone.warm({});
+  EXPECT_EQ(alone.warmed_bytes(), 0u);
+  expect_covers(pool, 10);
+}
+
+// After stop_warm() no worker reads its range any more: the count stops moving, and the memory
+// may be freed at once (ASan in CI would report a worker still reading it).
+TEST(ThreadPool, StopWarmEndsEveryRead) {
+  ThreadPool pool(3);
+  for (int round = 0; round < 20; ++round) {
+    auto big = std::make_unique<std::vector<std::byte>>(std::size_t(16) << 20, std::byte{5});
+    const std::vector<ThreadPool::WarmRange> r{{big->data(), big->size()}, {big->data(), big->size()}};
+    pool.warm(r);
+    if (round % 2) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    pool.stop_warm();
+    big.reset();
+    const uint64_t after = pool.warmed_bytes();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    EXPECT_EQ(pool.warmed_bytes(), after) << "round " << round;
+  }
+  pool.stop_warm();  // nothing outstanding: returns at once
+  expect_covers(pool, 64);
+}
+
+// Destroying a pool while a warm is posted (taken or not, read or not) neither hangs nor crashes.
+TEST(ThreadPool, DestroysWithAWarmOutstanding) {
+  std::vector<std::byte> bytes(std::size_t(4) << 20, std::byte{3});
+  for (int i = 0; i < 30; ++i) {
+    ThreadPool pool(2);
+    const std::vector<ThreadPool::WarmRange> r{{bytes.data(), bytes.size()}};
+    pool.warm(r);
+    if (i % 2) std::this_thread::sleep_for(std::chrono::microseconds(2 * ThreadPool::kSpinMicros));
+  }
 }
 
 }  // namespace
