@@ -101,13 +101,6 @@ void warm_next(const Exec& ex, int64_t T, const std::vector<const TensorView*>& 
   if (ex.matmul && T == 1) ops::warm_products(next, *ex.matmul);
 }
 
-// What a layer's last product is followed by: the next layer's q/k/v, or after the last layer the head.
-std::vector<const TensorView*> qkv_weights(const Model& m, int layer);
-std::vector<const TensorView*> after_layer(const Model& m, int layer) {
-  if (layer + 1 < m.config.num_hidden_layers) return qkv_weights(m, layer + 1);
-  return {m.weights.lm_head};
-}
-
 // The products project_qkv runs for `layer`, in order: q, then unless KV-shared k and v.
 std::vector<const TensorView*> qkv_weights(const Model& m, int layer) {
   const LayerWeights& lw = m.weights.layers[size_t(layer)];
@@ -119,9 +112,15 @@ std::vector<const TensorView*> qkv_weights(const Model& m, int layer) {
   return ws;
 }
 
+// What a layer's last product is followed by: the next layer's q/k/v, or after the last layer the head.
+std::vector<const TensorView*> after_layer(const Model& m, int layer) {
+  if (layer + 1 < m.config.num_hidden_layers) return qkv_weights(m, layer + 1);
+  return {m.weights.lm_head};
+}
+
 // Working buffers that a product overwrites whole, kept per thread (each call site its own
 // `kept`) across layers and steps: fresh zero-filled ones per layer (a 512-token E2B step's
-// outputs are 3-8 MB each, its gate/up pair 50 MB) cost ~4% of a q4 prefill in memset. Up to
+// outputs are 3-8 MB each, its gate/up pair 50 MB) cost a q4 prefill a few % in memset. Up to
 // kKeptFloats (64 MiB) the storage is kept; a larger step's buffer is its own. Contents on entry
 // are whatever the last use left.
 class Scratch {

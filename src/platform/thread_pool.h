@@ -12,8 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <span>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -56,8 +56,9 @@ class ThreadPool {
   // Hands worker t (1..size()-1) the range per_worker[t - 1] to read, and returns at once: the
   // workers read the weights the next parallel call will give them while the caller does its
   // serial work, instead of idling until that call. A worker drops the rest of its range as
-  // soon as the next call (parallel_for, parallel_chunks or warm) is posted, and the bytes are
-  // only read, so this changes no result. The ranges must stay readable until that next call.
+  // soon as the next call (parallel_for, parallel_chunks, warm or stop_warm) is posted to the
+  // workers, and the bytes are only read, so this changes no result. The ranges must stay
+  // readable until then (a call small enough to run inline on the caller does not end it).
   // per_worker.size() must be size() - 1; a pool of 1 ignores the call.
   void warm(std::span<const WarmRange> per_worker);
   // Returns once no worker reads a warm() range any more (cutting an outstanding one short): for
