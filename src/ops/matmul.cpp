@@ -220,6 +220,12 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
 
 namespace {
 
+// The chunk for_each_chunk deals `units` in (also where ops::warm_ranges finds each share).
+int64_t chunk_for(const ThreadPool& pool, int64_t units, int64_t align) {
+  const int64_t even = std::max<int64_t>(1, units / (int64_t(pool.size()) * 8));
+  return (even + align - 1) / align * align;
+}
+
 // Units [0, units) over the pool in chunks of about 1/8 of a thread's share
 // (ThreadPool::parallel_chunks: contiguous shares, so each thread's weight streams run on from
 // chunk to chunk, and a thread done early takes chunks from the others instead of waiting at the
@@ -231,11 +237,6 @@ namespace {
 // ~330 to ~180 ms and the worker's from ~290 to ~95 ms per 192 tokens. Pieces are whole
 // multiples of `align` units (the kernel's widest tile), so none ends in narrower tiles except
 // where the units do. fn(unit_begin, unit_end).
-int64_t chunk_for(const ThreadPool& pool, int64_t units, int64_t align) {
-  const int64_t even = std::max<int64_t>(1, units / (int64_t(pool.size()) * 8));
-  return (even + align - 1) / align * align;
-}
-
 template <class Fn>
 void for_each_chunk(ThreadPool& pool, int64_t units, Fn fn, int64_t align = 1) {
   pool.parallel_chunks(units, chunk_for(pool, units, align), [&](int64_t b, int64_t e, int) { fn(b, e); }, align);
