@@ -106,15 +106,20 @@ namespace {
 // one at a time (forward_cached.cpp's work items), then merged (attend_merge_finish). Six
 // sequences' caches of E2B's owning layers of that type are visited in turn (full: 18 caches,
 // 72-144 MiB; sliding: 72 rings, 18-36 MiB), so the keys come from memory or L3.
-// state.range(0): the cache (Cache); range(1): threads; range(2): 0 a full layer (4096 keys),
-// 1 a sliding one (the last 512).
-enum Cache { kBf16Cache = 0, kInt8Cache = 1, kF16Cache = 2 };
+// state.range(0): the cache and kernel (Cache: the f32 kernel over a bf16 or f16 cache, the int8
+// kernel, the bf16 kernel); range(1): threads; range(2): 0 a full layer (4096 keys), 1 a sliding
+// one (the last 512).
+enum Cache { kBf16Cache = 0, kInt8Cache = 1, kF16Cache = 2, kBf16CacheKernel = 3 };
 void BM_AttendLayerFromCache(benchmark::State& state) {
   const auto cache = Cache(state.range(0));
-  const bool int8 = cache == kInt8Cache, sliding = state.range(2) == 1;
+  const bool int8 = cache == kInt8Cache, bf16_kernel = cache == kBf16CacheKernel, sliding = state.range(2) == 1;
   const int threads = int(state.range(1));
   if (int8 && !ops::attention_int8_available()) {
     state.SkipWithError("no confirmed AVX512_VNNI on this CPU");
+    return;
+  }
+  if (bf16_kernel && !ops::attention_bf16_available()) {
+    state.SkipWithError("no confirmed AVX512_BF16 on this CPU");
     return;
   }
   const ModelConfig c = preset_config("e2b");
@@ -156,6 +161,8 @@ void BM_AttendLayerFromCache(benchmark::State& state) {
         const int64_t b = i * slice, e = std::min(n, b + slice);
         if (int8)
           ops::attend_partial_int8(q.data(), G, ks, 0, b, e, o, o + G * hd, o + G * hd + G);
+        else if (bf16_kernel)
+          ops::attend_partial_bf16(q.data(), G, ks, 0, b, e, o, o + G * hd, o + G * hd + G);
         else
           ops::attend_partial(q.data(), G, ks, 0, b, e, o, o + G * hd, o + G * hd + G);
       }
@@ -166,7 +173,7 @@ void BM_AttendLayerFromCache(benchmark::State& state) {
   state.counters["positions/s"] = benchmark::Counter(double(state.iterations()) * double(n), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_AttendLayerFromCache)
-    ->ArgsProduct({{kBf16Cache, kInt8Cache, kF16Cache}, {1, 2}, {0, 1}})
+    ->ArgsProduct({{kBf16Cache, kInt8Cache, kF16Cache, kBf16CacheKernel}, {1, 2}, {0, 1}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
