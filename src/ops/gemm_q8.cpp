@@ -313,13 +313,14 @@ G4_VNNI_TARGET void decode16(const std::byte* w, uint64_t group_bytes, const Q8A
         for (uint64_t o = 0; o < kColumnBytes; o += 64)
           _mm_prefetch(reinterpret_cast<const char*>(w + uint64_t(g) * group_bytes + ahead + o), _MM_HINT_T0);
     }
+    const uint64_t values = interleaved_values_at(kColumnBytes, blocks, b), scales = interleaved_scales_at(kColumnBytes, b);
     #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
-      const std::byte* col = w + uint64_t(g) * group_bytes + uint64_t(b) * kColumnBytes;
+      const std::byte* col = w + uint64_t(g) * group_bytes + values;
       if constexpr (kQ4) {
         #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {
-          const __m512i raw = _mm512_loadu_si512(col + 32 + 64 * j);
+          const __m512i raw = _mm512_loadu_si512(col + 64 * j);
           const __m512i lo = _mm512_and_si512(raw, nibble), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
           s[g] = _mm512_dpbusd_epi32(s[g], lo, _mm512_set1_epi32(load_i32(xq + 4 * j)));
           s[g] = _mm512_dpbusd_epi32(s[g], hi, _mm512_set1_epi32(load_i32(xq + 16 + 4 * j)));
@@ -327,12 +328,12 @@ G4_VNNI_TARGET void decode16(const std::byte* w, uint64_t group_bytes, const Q8A
       } else {
         #pragma GCC unroll 8
         for (int j = 0; j < 8; ++j)
-          s[g] = _mm512_dpbusd_epi32(s[g], _mm512_loadu_si512(col + 32 + 64 * j), _mm512_set1_epi32(load_i32(xq + 4 * j)));
+          s[g] = _mm512_dpbusd_epi32(s[g], _mm512_loadu_si512(col + 64 * j), _mm512_set1_epi32(load_i32(xq + 4 * j)));
       }
     }
     #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
-      const std::byte* col = w + uint64_t(g) * group_bytes + uint64_t(b) * kColumnBytes;
+      const std::byte* col = w + uint64_t(g) * group_bytes + scales;
       const __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col)));
       acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[g]), _mm512_mul_ps(ws, _mm512_set1_ps(a.scale[size_t(b)])), acc[g]);
     }
@@ -366,7 +367,8 @@ G4_VNNI_TARGET void prefill16(const std::byte* w, uint64_t group_bytes, const Q8
     for (int c = 0; c < C; ++c) acc[g][c] = _mm512_setzero_ps();
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < blocks; ++b, xq += C * kQ8Block, start += C, xs += C) {
-    const std::byte* col = w + uint64_t(b) * kColumnBytes;
+    const std::byte* values = w + interleaved_values_at(kColumnBytes, blocks, b);
+    const std::byte* scales = w + interleaved_scales_at(kColumnBytes, b);
     __m512i s[G][C];
     #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
@@ -380,7 +382,7 @@ G4_VNNI_TARGET void prefill16(const std::byte* w, uint64_t group_bytes, const Q8
       __m512i v0[G], v1[G];  // Q4: low and high nibbles of vector j; Q8: vector j
       #pragma GCC unroll 8
       for (int g = 0; g < G; ++g) {
-        const __m512i raw = _mm512_loadu_si512(col + uint64_t(g) * group_bytes + 32 + 64 * j);
+        const __m512i raw = _mm512_loadu_si512(values + uint64_t(g) * group_bytes + 64 * j);
         if constexpr (kQ4) {
           v0[g] = _mm512_and_si512(raw, nibble);
           v1[g] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
@@ -402,7 +404,7 @@ G4_VNNI_TARGET void prefill16(const std::byte* w, uint64_t group_bytes, const Q8
     }
     #pragma GCC unroll 8
     for (int g = 0; g < G; ++g) {
-      const __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + uint64_t(g) * group_bytes)));
+      const __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + uint64_t(g) * group_bytes)));
       #pragma GCC unroll 8
       for (int c = 0; c < C; ++c)
         acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[g][c]), _mm512_mul_ps(ws, _mm512_set1_ps(xs[c])), acc[g][c]);

@@ -23,11 +23,13 @@ DType interleave_base(DType t) {
 }
 
 namespace {
-// Where row r's block b lands in a group: its f16 scale, and its value bytes v..v+3 (v a multiple
-// of 4). Both directions use these, so extract is interleave's exact inverse.
-inline uint64_t scale_at(uint64_t bb, int64_t b, int r) { return uint64_t(b) * bb * kInterleaveRows + 2 * uint64_t(r); }
-inline uint64_t unit_at(uint64_t bb, int64_t b, int r, uint64_t v) {
-  return uint64_t(b) * bb * kInterleaveRows + 32 + 64 * (v / 4) + 4 * uint64_t(r);
+// Where row r's block b (of `blocks`) lands in a group: its f16 scale, and its value bytes
+// v..v+3 (v a multiple of 4). Both directions use these, so extract is interleave's exact inverse.
+inline uint64_t scale_at(uint64_t bb, int64_t b, int r) {
+  return interleaved_scales_at(bb * kInterleaveRows, b) + 2 * uint64_t(r);
+}
+inline uint64_t unit_at(uint64_t bb, int64_t blocks, int64_t b, int r, uint64_t v) {
+  return interleaved_values_at(bb * kInterleaveRows, blocks, b) + 64 * (v / 4) + 4 * uint64_t(r);
 }
 // Q8_0 values flip their sign bits (int8 <-> offset binary); Q4_0 bytes move unchanged.
 inline uint32_t flip_of(DType base) { return base == DType::Q8_0 ? 0x80808080u : 0u; }
@@ -48,7 +50,7 @@ void interleave_group(DType base, const std::byte* rows, int64_t in, std::byte* 
     for (int64_t b = 0; b < in / 32; ++b) {
       const std::byte* src = rows + uint64_t(r) * rb + uint64_t(b) * bb;
       std::memcpy(group + scale_at(bb, b, r), src, 2);
-      for (uint64_t v = 0; v + 2 < bb; v += 4) move_unit(src + 2 + v, group + unit_at(bb, b, r, v), flip);
+      for (uint64_t v = 0; v + 2 < bb; v += 4) move_unit(src + 2 + v, group + unit_at(bb, in / 32, b, r, v), flip);
     }
 }
 
@@ -60,7 +62,7 @@ void extract_interleaved_row(DType interleaved, const std::byte* group, int64_t 
   for (int64_t b = 0; b < in / 32; ++b) {
     std::byte* dst = row + uint64_t(b) * bb;
     std::memcpy(dst, group + scale_at(bb, b, r), 2);
-    for (uint64_t v = 0; v + 2 < bb; v += 4) move_unit(group + unit_at(bb, b, r, v), dst + 2 + v, flip);
+    for (uint64_t v = 0; v + 2 < bb; v += 4) move_unit(group + unit_at(bb, in / 32, b, r, v), dst + 2 + v, flip);
   }
 }
 

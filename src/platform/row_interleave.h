@@ -7,12 +7,17 @@
 // each output row owns one f32 lane: no horizontal sums, one scale conversion per 16 blocks.
 //
 // A matrix of `rows` (a multiple of 16) x `in` values is a sequence of row groups; group g holds
-// rows 16g..16g+15 as in/32 block columns in order, each of 16 x (block bytes):
-//   [16 x f16 scale d, row 0 first]                                                    32 B
-//   Q8_0_R16: 8 vectors of 64 B; vector j, byte 4r+k = q[row r][4j+k] XOR 0x80          512 B
-//             (offset binary, q + 128 in 0..255: VPDPBUSD's unsigned operand)
-//   Q4_0_R16: 4 vectors of 64 B; vector j, byte 4r+k = packed byte 4j+k of row r's block  256 B
-//             (low nibble: value 4j+k, high nibble: value 16+4j+k, codes 0..15 as in Q4_0)
+// rows 16g..16g+15 as in/32 block columns, each of 16 x (block bytes) in two parts:
+//   scales: [16 x f16 scale d, row 0 first]                                              32 B
+//   values: Q8_0_R16: 8 vectors of 64 B; vector j, byte 4r+k = q[row r][4j+k] XOR 0x80   512 B
+//                     (offset binary, q + 128 in 0..255: VPDPBUSD's unsigned operand)
+//           Q4_0_R16: 4 vectors of 64 B; vector j, byte 4r+k = packed byte 4j+k of row r's
+//                     block (low nibble: value 4j+k, high nibble: value 16+4j+k, codes 0..15) 256 B
+// Columns are stored in pairs, [scales 2p | scales 2p+1 | values 2p | values 2p+1], and an odd
+// last column alone as [scales | values]. Why: a Q4 column is 288 B (4.5 cache lines), so stored
+// one after another every second column's four value vectors each straddled two lines; in pairs
+// (576 B, 9 lines; Q8: 1088 B, 17 lines) a group starting on a line has every value vector on
+// one line and both scale sets in one line.
 // The size equals the row-major matrix's, so views, slices and byte counts are unchanged.
 #pragma once
 #include <cstddef>
@@ -23,6 +28,17 @@
 namespace g4 {
 
 inline constexpr int64_t kInterleaveRows = 16;
+
+// Block column b of a group of `blocks` columns whose columns take column_bytes each (16 x block
+// bytes): the offsets of its 16 scales and of its first value vector, per the pairing above.
+inline constexpr uint64_t interleaved_scales_at(uint64_t column_bytes, int64_t b) {
+  return uint64_t(b / 2) * 2 * column_bytes + (b % 2 ? 32 : 0);
+}
+inline constexpr uint64_t interleaved_values_at(uint64_t column_bytes, int64_t blocks, int64_t b) {
+  const uint64_t pair = uint64_t(b / 2) * 2 * column_bytes;
+  if (b % 2 == 0 && b + 1 == blocks) return pair + 32;  // an odd last column, alone
+  return pair + 64 + (b % 2 ? column_bytes - 32 : 0);
+}
 
 bool dtype_is_interleaved(DType t);
 // Q8_0 -> Q8_0_R16, Q4_0 -> Q4_0_R16; throws g4::Error for any other dtype.

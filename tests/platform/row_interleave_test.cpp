@@ -54,20 +54,23 @@ TEST_P(RowInterleave, RoundTripsEveryRowByteForByte) {
 // The byte positions the header documents, written out here independently of the library.
 TEST_P(RowInterleave, BytesSitWhereTheHeaderSays) {
   const DType base = GetParam();
-  const int64_t in = 64;
+  const int64_t in = 96;  // three block columns: one pair, then an odd last column alone
   const std::vector<std::byte> rows = random_rows(base, kInterleaveRows, in, 7);
   std::vector<std::byte> group(rows.size());
   interleave_group(base, rows.data(), in, group.data());
-  const uint64_t bb = dtype_block_bytes(base), rb = row_bytes(base, in), column = bb * 16;
+  const uint64_t bb = dtype_block_bytes(base), rb = row_bytes(base, in), column = bb * 16, values = column - 32;
+  // The header's layout written out: [scales 0 | scales 1 | values 0 | values 1] [scales 2 | values 2].
+  const uint64_t scales_at[3] = {0, 32, 2 * column}, values_at[3] = {64, 64 + values, 2 * column + 32};
   for (int r = 0; r < 16; ++r)
     for (int64_t b = 0; b < in / 32; ++b) {
       const std::byte* src = &rows[size_t(uint64_t(r) * rb + uint64_t(b) * bb)];
-      const std::byte* col = &group[size_t(uint64_t(b) * column)];
-      EXPECT_EQ(col[2 * r], src[0]);
-      EXPECT_EQ(col[2 * r + 1], src[1]);
+      const std::byte* scales = &group[size_t(scales_at[b])];
+      const std::byte* vals = &group[size_t(values_at[b])];
+      EXPECT_EQ(scales[2 * r], src[0]);
+      EXPECT_EQ(scales[2 * r + 1], src[1]);
       for (int v = 0; v < int(bb) - 2; ++v) {
         const std::byte want = base == DType::Q8_0 ? (src[2 + v] ^ std::byte{0x80}) : src[2 + v];
-        EXPECT_EQ(col[32 + 64 * (v / 4) + 4 * r + v % 4], want) << "row " << r << " block " << b << " byte " << v;
+        EXPECT_EQ(vals[64 * (v / 4) + 4 * r + v % 4], want) << "row " << r << " block " << b << " byte " << v;
       }
     }
 }
