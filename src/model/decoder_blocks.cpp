@@ -331,7 +331,7 @@ void attention_output(const Model& m, int layer, const Vec& a, Vec& x, const Exe
   const LayerWeights& lw = m.weights.layers[size_t(layer)];
   matmul_into(a.data(), T, *lw.o_proj, o.data(), ex);
   warm_next(ex, T, {lw.gate_proj, lw.up_proj});
-  rms_norm(ex, o.data(), T, H, m.weights.layers[size_t(layer)].post_attention_norm, float(m.config.rms_norm_eps));
+  rms_norm(ex, o.data(), T, H, lw.post_attention_norm, float(m.config.rms_norm_eps));
   add_in_place(ex, x.data(), o.data(), T, H);
 }
 

@@ -306,6 +306,7 @@ G4_VNNI_TARGET void decode16(const std::byte* w, uint64_t group_bytes, const Q8A
     if (prefetch) {
       // Past the end of its group a stream's prefetch continues in the groups this stream reads
       // next (G groups on each time), not in the neighbouring groups the other streams read.
+      // (b · kColumnBytes: where column b's bytes begin, to within the 32 B the pairing moves them.)
       uint64_t ahead = uint64_t(b) * kColumnBytes + prefetch;
       if (ahead >= group_bytes) ahead += ahead / group_bytes * uint64_t(G - 1) * group_bytes;
       #pragma GCC unroll 4
@@ -316,11 +317,11 @@ G4_VNNI_TARGET void decode16(const std::byte* w, uint64_t group_bytes, const Q8A
     const uint64_t values = interleaved_values_at(kColumnBytes, blocks, b), scales = interleaved_scales_at(kColumnBytes, b);
     #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
-      const std::byte* col = w + uint64_t(g) * group_bytes + values;
+      const std::byte* vec = w + uint64_t(g) * group_bytes + values;  // column b's first value vector
       if constexpr (kQ4) {
         #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {
-          const __m512i raw = _mm512_loadu_si512(col + 64 * j);
+          const __m512i raw = _mm512_loadu_si512(vec + 64 * j);
           const __m512i lo = _mm512_and_si512(raw, nibble), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
           s[g] = _mm512_dpbusd_epi32(s[g], lo, _mm512_set1_epi32(load_i32(xq + 4 * j)));
           s[g] = _mm512_dpbusd_epi32(s[g], hi, _mm512_set1_epi32(load_i32(xq + 16 + 4 * j)));
@@ -328,13 +329,13 @@ G4_VNNI_TARGET void decode16(const std::byte* w, uint64_t group_bytes, const Q8A
       } else {
         #pragma GCC unroll 8
         for (int j = 0; j < 8; ++j)
-          s[g] = _mm512_dpbusd_epi32(s[g], _mm512_loadu_si512(col + 64 * j), _mm512_set1_epi32(load_i32(xq + 4 * j)));
+          s[g] = _mm512_dpbusd_epi32(s[g], _mm512_loadu_si512(vec + 64 * j), _mm512_set1_epi32(load_i32(xq + 4 * j)));
       }
     }
     #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
-      const std::byte* col = w + uint64_t(g) * group_bytes + scales;
-      const __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col)));
+      const std::byte* d = w + uint64_t(g) * group_bytes + scales;  // column b's 16 f16 scales
+      const __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d)));
       acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[g]), _mm512_mul_ps(ws, _mm512_set1_ps(a.scale[size_t(b)])), acc[g]);
     }
   }
