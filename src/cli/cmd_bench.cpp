@@ -44,8 +44,10 @@ const char* kUsage =
     "stream, eight streams and prefetching streams per thread, measured before, after and before\n"
     "each depth-0 decode run; the best of all of them is the ceiling); decode as a fraction of the\n"
     "roofline (bandwidth / bytes per token), also run by run against the bandwidth measured just\n"
-    "before each run; and the FMA throughput of 1 thread and of --threads\n"
-    "together (whether the threads add compute or share one core's units, which bounds prefill).\n"
+    "before each run; where a decoded token's time goes (weight products, attention and the rest,\n"
+    "timed on the calling thread, the pool's waits included); and the FMA throughput of 1 thread\n"
+    "and of --threads together (whether the threads add compute or share one core's units, which\n"
+    "bounds prefill).\n"
     "Progress on stderr, a table on stdout.\n"
     "--weights q8|q4 re-encodes the weight matrices in memory at load (time reported).\n"
     "--weight-memory: where the streamed matrices live (default auto: copied into 2 MiB huge pages\n"
@@ -162,19 +164,30 @@ int run(const std::vector<std::string>& argv) {
     kv.free_sequence(seq);
     return s;
   };
+  // Where a decoded token's time goes, one run: ms per token in total, in the weight products, in
+  // attention, and the rest (norms, RoPE, activations, cache writes, sampling).
+  struct TokenTimes {
+    double total_ms, weight_products_ms, attention_ms, rest_ms;
+  };
   // Decode `gen` tokens with the cache already `start_depth` long; returns tok/s.
-  auto decode = [&](int64_t start_depth) {
+  auto decode = [&](int64_t start_depth, std::vector<TokenTimes>& times) {
     const int seq = kv.add_sequence();
     if (start_depth > 0) kv.fill_for_benchmark(seq, start_depth, 42);
     int tok = 5;
     std::vector<float> logits;  // kept across tokens, as the engine keeps it
+    blocks::StepTimes st;
+    blocks::Exec timed = ex;
+    timed.times = &st;
     auto t = Clock::now();
     for (int64_t g = 0; g < gen; ++g) {
-      forward_cached(*model, {{seq, kv.length(seq), tok, true}}, kv, ex, logits);
+      forward_cached(*model, {{seq, kv.length(seq), tok, true}}, kv, timed, logits);
       tok = int(ops::argmax(logits.data(), int64_t(logits.size())));  // greedy, as the sampler
     }
     const double s = since(t);
     kv.free_sequence(seq);
+    const double per = 1e3 / double(gen);
+    times.push_back({s * per, st.weight_products_s * per, st.attention_s * per,
+                     (s - st.weight_products_s - st.attention_s) * per});
     return double(gen) / s;
   };
 
@@ -195,14 +208,15 @@ int run(const std::vector<std::string>& argv) {
   // DRAM bandwidth drifts between runs, and a run against the ceiling of its own moment says how
   // close the kernels come independently of that drift.
   std::vector<double> dec0, decd, bw_runs;
+  std::vector<TokenTimes> times0, timesd;
   BandwidthOptions bo_run = bo;
   bo_run.repetitions = 3;  // one pass of each way to read
   for (int64_t r = 0; r < repeat; ++r) {
     bw_runs.push_back(measure_read_bandwidth(bo_run).best_gb_per_s);
-    dec0.push_back(decode(0));
+    dec0.push_back(decode(0, times0));
     std::fprintf(stderr, "[bench] decode at depth 0, run %lld: %.2f tok/s\n", (long long)r + 1, dec0.back());
     if (depth == 0) continue;
-    decd.push_back(decode(depth));
+    decd.push_back(decode(depth, timesd));
     std::fprintf(stderr, "[bench] decode at depth %lld, run %lld: %.2f tok/s\n", (long long)depth, (long long)r + 1, decd.back());
   }
   std::fprintf(stderr, "[bench] measuring memory-read bandwidth with %d threads ...\n", threads);
@@ -246,6 +260,17 @@ int run(const std::vector<std::string>& argv) {
     std::printf("  %-34s %10.2f tok/s  (%.1f%% of depth 0; runs %s; run by run %s%%, median %.1f%%)\n",
                 ("decode, depth " + std::to_string(depth)).c_str(), dd, 100.0 * dd / d0, run_range(decd, 2).c_str(),
                 run_range(depth_ratios, 1).c_str(), median(depth_ratios));
+  // The run whose total is the median (the lower of the middle two for an even count), so that its
+  // parts add up to the figure printed.
+  auto print_times = [&](const std::string& label, const std::vector<TokenTimes>& ts) {
+    std::vector<TokenTimes> sorted = ts;
+    std::sort(sorted.begin(), sorted.end(), [](const TokenTimes& x, const TokenTimes& y) { return x.total_ms < y.total_ms; });
+    const TokenTimes& m = sorted[(sorted.size() - 1) / 2];
+    std::printf("  %-34s %10.2f ms  (the median run: weight products %.2f, attention %.2f, the rest %.2f)\n", label.c_str(),
+                m.total_ms, m.weight_products_ms, m.attention_ms, m.rest_ms);
+  };
+  print_times("decode time per token, depth 0", times0);
+  if (depth > 0) print_times("decode time per token, depth " + std::to_string(depth), timesd);
   std::printf("  %-34s %10.1f MiB\n", "weight bytes read per token", double(bytes_tok) / (1 << 20));
   std::printf("  %-34s %10.1f GB/s  (%d threads, %.0f MiB buffer, best of %zu measurements: before, during and after the run; "
               "before each depth-0 run %s)\n",
@@ -260,6 +285,13 @@ int run(const std::vector<std::string>& argv) {
   std::printf("  %-34s %10.1f MiB\n", "peak RSS", double(peak_rss_bytes()) / (1 << 20));
 
   if (auto jf = a.get("--json")) {
+    auto times_json = [](const std::vector<TokenTimes>& ts) {
+      nlohmann::json runs = nlohmann::json::array();
+      for (const TokenTimes& t : ts)
+        runs.push_back({{"total", t.total_ms}, {"weight_products", t.weight_products_ms}, {"attention", t.attention_ms},
+                        {"rest", t.rest_ms}});
+      return runs;
+    };
     nlohmann::json j = {
         {"model", model->path.string()},
         {"weights_dtype", std::string(dtype_name(model->weights.dtype))},
@@ -288,6 +320,8 @@ int run(const std::vector<std::string>& argv) {
         {"decode_runs_depth0", dec0},
         {"decode_runs_depth", decd},
         {"decode_depth_percent_run_by_run", depth_ratios},
+        {"decode_ms_per_token_depth0", times_json(times0)},
+        {"decode_ms_per_token_depth", times_json(timesd)},
         {"prefill_warm_runs_tok_s", warm_runs},
         {"weight_bytes_per_token", bytes_tok},
         {"bandwidth_gb_s", bw.best_gb_per_s},

@@ -22,6 +22,7 @@ std::vector<float> inv_freq(const RopeParams& p, int64_t hd) {
 }
 
 void matmul_into(const float* x, int64_t T, const TensorView& w, float* y, const Exec& ex) {
+  ScopeTimer timer(ex.times ? &ex.times->weight_products_s : nullptr);
   if (ex.matmul) ops::matmul(x, T, w, y, *ex.matmul);
   else ref::matmul(x, T, w, y);
 }
@@ -89,6 +90,7 @@ RopeTables::Angles angles_at(const std::vector<float>& inv_freq, const std::vect
 // for all of them on the fast kernels (ops::matmul_shared_input), bit-identical to separate
 // products.
 void products_into(const float* x, int64_t T, const std::vector<ops::Product>& products, const Exec& ex) {
+  ScopeTimer timer(ex.times ? &ex.times->weight_products_s : nullptr);
   if (ex.matmul) ops::matmul_shared_input(x, T, products, *ex.matmul);
   else
     for (const ops::Product& p : products) ref::matmul(x, T, *p.w, p.y);

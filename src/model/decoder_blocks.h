@@ -9,15 +9,25 @@
 
 #include "model/model.h"
 #include "ops/matmul.h"
+#include "platform/scope_timer.h"
 
 namespace g4::blocks {
 
 using Vec = std::vector<float>;
 
+// Wall time a forward pass spent in its weight products and in its attention, added up on the
+// calling thread (each timed from hand-off to result, the pool's waits included). For g4 bench's
+// breakdown of a decoded token; the rest of a step (norms, RoPE, activations, the cache writes)
+// is its total less these two.
+struct StepTimes {
+  double weight_products_s = 0, attention_s = 0;
+};
+
 // How weight products run: the reference loops (matmul == nullptr), or the SIMD kernels on a
 // thread pool. Everything else is the same code either way.
 struct Exec {
   const ops::MatmulContext* matmul = nullptr;
+  StepTimes* times = nullptr;  // when set, every weight product and attention adds its wall time
   // The SIMD attention of the cached pass (forward_cached, when matmul is set): a layer's
   // attention runs on matmul->pool only with at least this many multiply-adds (below that,
   // waking the threads costs more than it saves); each row's keys are cut into slices of

@@ -348,10 +348,13 @@ void forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& 
     const int src = p.kv_source_layer;
     const Vec& sk = step_k[size_t(src)];
     const Vec& sv = step_v[size_t(src)];
-    if (ex.matmul)  // SIMD kernels on the pool
-      attend_layer_simd(kv, src, sliding, W, nH, kvh, hd, groups, positions, qkv.q, sk, sv, a, ex);
-    else  // the reference loops
-      attend_layer_reference(kv, src, sliding, W, nH, kvh, hd, groups, positions, qkv.q, sk, sv, a);
+    {
+      ScopeTimer timer(ex.times ? &ex.times->attention_s : nullptr);
+      if (ex.matmul)  // SIMD kernels on the pool
+        attend_layer_simd(kv, src, sliding, W, nH, kvh, hd, groups, positions, qkv.q, sk, sv, a, ex);
+      else  // the reference loops
+        attend_layer_reference(kv, src, sliding, W, nH, kvh, hd, groups, positions, qkv.q, sk, sv, a);
+    }
     q_storage = std::move(qkv.q);  // the next layer's q reuses it
     blocks::attention_output(m, int(i), a, x, ex);
     blocks::feed_forward(m, int(i), x, ex);

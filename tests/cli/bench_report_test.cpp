@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "test_util.h"
@@ -59,6 +60,29 @@ TEST(BenchReport, RangesAndRunByRunRatiosAreThoseOfTheListedRuns) {
   }
   EXPECT_NE(out.find("measured just before it: " + range_of(roof, 1) + "%"), std::string::npos) << out;
   EXPECT_NE(out.find("before each depth-0 run " + range_of(bw_runs, 1) + ")"), std::string::npos) << out;
+  // Where a token's time went, per run: its total is that run's 1000 / tok/s; the weight products
+  // and attention are counted and leave a non-negative rest; the table prints the run whose total
+  // is the median.
+  for (const auto& [key, runs] : {std::pair{"decode_ms_per_token_depth0", d0}, {"decode_ms_per_token_depth", dd}}) {
+    const auto& parts = j.at(key);
+    ASSERT_EQ(parts.size(), 3u) << key;
+    std::vector<std::pair<double, std::string>> by_total;
+    for (size_t r = 0; r < 3; ++r) {
+      const double total = parts[r].at("total"), products = parts[r].at("weight_products"),
+                   attention = parts[r].at("attention"), rest = parts[r].at("rest");
+      EXPECT_NEAR(total, 1000.0 / runs[r], 1e-9 * total) << key << " run " << r;
+      EXPECT_GT(products, 0.0) << key;
+      EXPECT_GT(attention, 0.0) << key;
+      EXPECT_GE(rest, 0.0) << key;
+      EXPECT_NEAR(products + attention + rest, total, 1e-9 * total) << key;
+      char line[160];
+      std::snprintf(line, sizeof line, "%.2f ms  (the median run: weight products %.2f, attention %.2f, the rest %.2f)",
+                    total, products, attention, rest);
+      by_total.emplace_back(total, line);
+    }
+    std::sort(by_total.begin(), by_total.end());
+    EXPECT_NE(out.find(by_total[1].second), std::string::npos) << key << "\n" << out;
+  }
   // The medians the table prints are the middle runs.
   std::vector<double> sorted = d0;
   std::sort(sorted.begin(), sorted.end());
