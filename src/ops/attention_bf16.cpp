@@ -76,7 +76,8 @@ G4_BF16_TARGET void score_block(const uint16_t* qb, int64_t hd, const uint16_t* 
 // 8-16% faster (one thread 603 -> 514 us, two 335 -> 322 and 346 -> 315 us, medians of 4-6
 // alternated rounds), warm about 5% slower. Tried as well, none better: both of the next tile's
 // streams spread evenly over both halves (keys while scoring, values while accumulating), the
-// next keys requested column by column (the order the values are read), an L2 hint for either.
+// next keys requested column by column (the order the values are read), an L2 hint for either,
+// the values requested a tile ahead while scoring (slices of 256, 512 or 1024 keys).
 constexpr int64_t kAheadRows = 8;
 
 inline void prefetch_row(const uint16_t* row, int64_t hd) {
