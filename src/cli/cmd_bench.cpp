@@ -167,7 +167,8 @@ int run(const std::vector<std::string>& argv) {
   // Where a decoded token's time goes, one run: ms per token in total, in the weight products, in
   // attention, and the rest (norms, RoPE, activations, cache writes, sampling).
   struct TokenTimes {
-    double total_ms, weight_products_ms, attention_ms, rest_ms;
+    double total_ms, weight_products_ms, attention_ms;
+    double rest_ms() const { return total_ms - weight_products_ms - attention_ms; }
   };
   // Decode `gen` tokens with the cache already `start_depth` long; returns tok/s.
   auto decode = [&](int64_t start_depth, std::vector<TokenTimes>& times) {
@@ -186,8 +187,7 @@ int run(const std::vector<std::string>& argv) {
     const double s = since(t);
     kv.free_sequence(seq);
     const double per = 1e3 / double(gen);
-    times.push_back({s * per, st.weight_products_s * per, st.attention_s * per,
-                     (s - st.weight_products_s - st.attention_s) * per});
+    times.push_back({s * per, st.weight_products_s * per, st.attention_s * per});
     return double(gen) / s;
   };
 
@@ -267,7 +267,7 @@ int run(const std::vector<std::string>& argv) {
     std::sort(sorted.begin(), sorted.end(), [](const TokenTimes& x, const TokenTimes& y) { return x.total_ms < y.total_ms; });
     const TokenTimes& m = sorted[(sorted.size() - 1) / 2];
     std::printf("  %-34s %10.2f ms  (the median run: weight products %.2f, attention %.2f, the rest %.2f)\n", label.c_str(),
-                m.total_ms, m.weight_products_ms, m.attention_ms, m.rest_ms);
+                m.total_ms, m.weight_products_ms, m.attention_ms, m.rest_ms());
   };
   print_times("decode time per token, depth 0", times0);
   if (depth > 0) print_times("decode time per token, depth " + std::to_string(depth), timesd);
@@ -289,7 +289,7 @@ int run(const std::vector<std::string>& argv) {
       nlohmann::json runs = nlohmann::json::array();
       for (const TokenTimes& t : ts)
         runs.push_back({{"total", t.total_ms}, {"weight_products", t.weight_products_ms}, {"attention", t.attention_ms},
-                        {"rest", t.rest_ms}});
+                        {"rest", t.rest_ms()}});
       return runs;
     };
     nlohmann::json j = {
