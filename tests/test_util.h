@@ -86,6 +86,11 @@ inline TensorView matrix_view(DType dtype, int64_t out, int64_t in, const void* 
   return w;
 }
 
+// Random blocks of a block type (or random values of a per-element type) for n values: every
+// byte random, then each block's f16 scales set finite and modest (|scale| <= 0.05; random bits
+// could make them inf or NaN). Throws for the interleaved row layouts (not a row format).
+std::vector<std::byte> random_blocks(DType t, int64_t n, std::mt19937& rng);
+
 // max_i |a[i] - b[i]| over n floats.
 inline float max_abs_diff(const float* a, const float* b, size_t n) {
   float w = 0;

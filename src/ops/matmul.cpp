@@ -13,6 +13,7 @@
 #include "ops/dot_kernels.h"
 #include "ops/gemm_bf16.h"
 #include "ops/gemm_q8.h"
+#include "ops/kquant_dot_kernels.h"
 #include "ops/quant_dot.h"
 #include "ops/reference_ops.h"
 #include "platform/aligned_rows.h"
@@ -103,9 +104,10 @@ namespace {
 
 bool simd_dtype(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
 bool simd_blocks(DType t) { return t == DType::Q8_0 || t == DType::Q4_0; }
-// Row-major block types without SIMD block dots (Q4_1, Q4_K, Q5_K, Q6_K): decode runs the scalar
-// block dots (quant_dot, the reference's own) split over the threads; prefill takes the same
-// dequantize-once path as Q8_0/Q4_0.
+// Row-major block types without the Q8_0/Q4_0 kernels (Q4_1, Q4_K, Q5_K, Q6_K): decode runs the
+// SIMD K-quant dots (kquant_dot_kernels.h) or, for Q4_1, the scalar block dots (quant_dot, the
+// reference's own), split over the threads; prefill takes the same dequantize-once path as
+// Q8_0/Q4_0.
 bool other_blocks(DType t) { return dtype_is_quantized(t) && !simd_blocks(t) && !dtype_is_interleaved(t); }
 
 // Scratch for a prefill panel of `rows` f32 rows of `in` values: rows 64-byte aligned (stride
@@ -117,7 +119,8 @@ size_t panel_scratch(std::vector<float>& v, int64_t rows, int64_t in, float** da
 }
 
 // Block-quantized rows in groups of `group`: decode (T <= 2) reads the packed blocks directly
-// (SIMD for Q8_0/Q4_0, scalar quant_dot otherwise), up to 4 rows sharing each load of x; prefill
+// (SIMD for Q8_0/Q4_0 and the K-quants, scalar quant_dot for Q4_1), up to 4 rows sharing each
+// load of x; prefill
 // dequantizes a panel of `group` rows once and runs every token against it (dot_panel).
 void matmul_rows_blocks(const float* x, int64_t T, const TensorView& w, float* y, int64_t o_begin, int64_t o_end,
                         int group, std::vector<float>& scratch, size_t /*prefetch: the block dots take none*/) {
@@ -129,7 +132,8 @@ void matmul_rows_blocks(const float* x, int64_t T, const TensorView& w, float* y
     if (T <= 2) {
       const bool simd = simd_blocks(w.dtype);
       for (int64_t t = 0; t < T; ++t) {
-        if (simd && dot_rows_blocks(x + t * in, w.data + uint64_t(o) * rb, rb, w.dtype, size_t(in), rows, tmp)) {
+        if ((simd && dot_rows_blocks(x + t * in, w.data + uint64_t(o) * rb, rb, w.dtype, size_t(in), rows, tmp)) ||
+            dot_rows_kquant(x + t * in, w.data + uint64_t(o) * rb, rb, w.dtype, size_t(in), rows, tmp)) {
           for (int r = 0; r < rows; ++r) y[t * out + o + r] = tmp[r];
           continue;
         }
@@ -207,6 +211,9 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
         std::to_string(float_decode_rows(ctx)) + " rows per call, " + prefetch_phrase(ctx.decode.prefetch_bytes) +
         "; prefill: panels of rows widened once";
   else if (simd_blocks(dtype)) s = name + " blocks read directly by SIMD kernels (Highway " + target + "), f32 accumulate";
+  else if (other_blocks(dtype) && kquant_simd_dtype(dtype))
+    s = name + " super-blocks read directly by SIMD kernels for decode (Highway " + target +
+        ", up to 4 rows per activation load), rows dequantized once for SIMD f32 dots for prefill, f32 accumulate";
   else if (other_blocks(dtype))
     s = name + " blocks: scalar block dots split over the threads for decode, rows dequantized once for SIMD f32 "
                "dots (Highway " + target + ") for prefill, f32 accumulate";

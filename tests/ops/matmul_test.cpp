@@ -76,8 +76,8 @@ TEST(Matmul, BlockQuantizedMatchesReference) {
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   ThreadPool pool(2);
-  // Q8_0/Q4_0 on the SIMD block dots; Q4_1 and the K-quants on scalar block dots (decode) and
-  // dequantize-once SIMD f32 dots (prefill, T = 5).
+  // Q8_0/Q4_0 on the SIMD block dots, the K-quants on the SIMD super-block dots and Q4_1 on the
+  // scalar block dots (decode, T = 1, 2); dequantize-once SIMD f32 dots (prefill, T = 5).
   for (DType dt : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     const bool k = dtype_block_size(dt) == 256;
     const std::vector<std::pair<int64_t, int64_t>> shapes =

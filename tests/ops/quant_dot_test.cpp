@@ -17,32 +17,6 @@ namespace {
 const DType kAll[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0,
                       DType::Q4_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
-std::vector<std::byte> random_blocks(DType t, int64_t n, std::mt19937& rng) {
-  std::vector<std::byte> b(row_bytes(t, n));
-  std::uniform_int_distribution<int> byte(0, 255);
-  for (auto& x : b) x = std::byte(uint8_t(byte(rng)));
-  // Keep the f16 scales finite and modest (random bits can make inf/NaN scales).
-  const size_t bb = dtype_block_bytes(t);
-  std::uniform_real_distribution<float> sc(-0.05f, 0.05f);
-  auto set_half = [&](std::byte* p, float v) {
-    const uint16_t h = f32_to_f16(v);
-    std::memcpy(p, &h, 2);
-  };
-  for (size_t k = 0; k < b.size() / bb; ++k) {
-    std::byte* blk = b.data() + k * bb;
-    switch (t) {
-      case DType::Q8_0: case DType::Q4_0: set_half(blk, sc(rng)); break;
-      case DType::Q4_1: case DType::Q4_K: case DType::Q5_K: set_half(blk, sc(rng)); set_half(blk + 2, sc(rng)); break;
-      case DType::Q6_K: set_half(blk + 208, sc(rng)); break;
-      case DType::F16: set_half(blk, sc(rng) * 20); break;
-      case DType::BF16: { const uint16_t h = f32_to_bf16(sc(rng) * 20); std::memcpy(blk, &h, 2); break; }
-      case DType::F32: { const float f = sc(rng) * 20; std::memcpy(blk, &f, 4); break; }
-      case DType::Q8_0_R16: case DType::Q4_0_R16: ADD_FAILURE() << "row layouts only"; break;
-    }
-  }
-  return b;
-}
-
 TEST(QuantTypes, BlockGeometryMatchesGgml) {
   EXPECT_EQ(row_bytes(DType::Q8_0, 32), 34u);
   EXPECT_EQ(row_bytes(DType::Q4_0, 64), 36u);
@@ -68,7 +42,7 @@ TEST(QuantTypes, DotMatchesDequantizeThenDot) {
   for (DType t : kAll) {
     for (int64_t n : {256, 512, 1024}) {
       for (int rep = 0; rep < 20; ++rep) {
-        const auto blocks = random_blocks(t, n, rng);
+        const auto blocks = test::random_blocks(t, n, rng);
         std::vector<float> x(static_cast<size_t>(n)), w(static_cast<size_t>(n));
         for (auto& v : x) v = nd(rng);
         dequantize_row(t, blocks.data(), w.data(), n);

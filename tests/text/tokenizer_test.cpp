@@ -117,9 +117,9 @@ TEST(TokenizerJson, LegacyStringMergesAreAccepted) {
   EXPECT_EQ(t.encode("abc"), (std::vector<int32_t>{5}));
 }
 
-void expect_error(const std::string& json, const std::string& needle) {
+void expect_error(const std::string& text, const std::string& needle) {
   try {
-    Vocabulary v(parse_tokenizer_json(json, "bad.json"));
+    Vocabulary v(parse_tokenizer_json(text, "bad.json"));
     ADD_FAILURE() << "no error; wanted one mentioning " << needle;
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
