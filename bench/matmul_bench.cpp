@@ -110,7 +110,7 @@ void run(benchmark::State& state, DType t) {
 void BM_MatmulBF16(benchmark::State& s) { run(s, DType::BF16); }
 void BM_MatmulQ8_0(benchmark::State& s) { run(s, DType::Q8_0); }
 void BM_MatmulQ4_0(benchmark::State& s) { run(s, DType::Q4_0); }
-// The K-quants have no int8 kernel: range(0) 1 runs the same f32 SIMD super-block dots as 0.
+// The K-quants: range(0) 0 the f32 SIMD super-block dots, 1 the int8 tiles (gemm_kquant.h).
 void BM_MatmulQ4_K(benchmark::State& s) { run(s, DType::Q4_K); }
 void BM_MatmulQ5_K(benchmark::State& s) { run(s, DType::Q5_K); }
 void BM_MatmulQ6_K(benchmark::State& s) { run(s, DType::Q6_K); }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "ops/gemm_kquant.h"
 #include "platform/device.h"
 #include "platform/error.h"
 #include "platform/row_interleave.h"
@@ -166,20 +167,7 @@ bool quantize_block_matches_scalar(const float* xb) {
 #if defined(__x86_64__)
 namespace {
 
-constexpr int64_t kTokenBlock = 64;
 constexpr int64_t kPrefillTokenBlock = 10 * kPanelTokens;  // whole panels, ~64 tokens as for the row-major tiles
-
-// Software prefetch, measured on this VM (bench/matmul_bench.cpp, T = 1, 2 threads): with ~16
-// instructions per 68 weight bytes the out-of-order window alone keeps too few cache misses in
-// flight, and Q8_0 decode streamed 21 GB/s where the bf16 kernel streamed 42. Each row
-// prefetches the same column of the tile at least kPrefetchAhead bytes of weights later (the
-// next tile, or the one after for short rows): 32-50 GB/s. A distance inside the row did worse
-// (rows of 1-6 KiB end before the prefetch pays off); the bf16 kernel showed no gain from it.
-constexpr uint64_t kPrefetchAhead = 6144;
-inline uint64_t prefetch_distance(uint64_t rb, int rows) {
-  const uint64_t tile = rb * uint64_t(rows);
-  return tile * std::max<uint64_t>(1, (kPrefetchAhead + tile - 1) / tile);
-}
 
 inline uint16_t load_u16(const std::byte* p) {
   uint16_t v;
@@ -219,12 +207,9 @@ template <int R, int C, bool kQ4>
 G4_VNNI_TARGET void tile(const std::byte* w, uint64_t rb, const Q8Activations& a, int64_t t, float* y, int64_t ldy) {
   constexpr uint64_t kBlockBytes = kQ4 ? 18 : 34;
   const int64_t blocks = a.in / kQ8Block, pairs = a.pairs(), in = a.in;
-  const uint64_t prefetch = prefetch_distance(rb, R);
+  const uint64_t prefetch = row_tile_prefetch_distance(rb, R);
   __m512 acc[R][C];
-  #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-    #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  x86::zero_tile<R, C>(acc);
   for (int64_t p = 0; p < pairs; ++p) {
     const bool second = 2 * p + 1 < blocks;
     __m512i xv[C];
@@ -263,13 +248,10 @@ G4_VNNI_TARGET void tile(const std::byte* w, uint64_t rb, const Q8Activations& a
       }
     }
   }
-  #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-    #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) y[c * ldy + r] = x86::lane_sum(acc[r][c]);
+  x86::store_tile_sums<R, C>(acc, y, ldy);
 }
 
-using TileFn = void (*)(const std::byte*, uint64_t, const Q8Activations&, int64_t, float*, int64_t);
+using TileFn = RowTileFn;
 
 inline int32_t load_i32(const int8_t* p) {
   int32_t v;
@@ -481,6 +463,10 @@ bool gemm_q8_available() {
 
 void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,
                   int64_t ldy, DecodeStreaming decode) {
+  if (gemm_kquant_dtype(dtype)) {
+    gemm_kquant_rows(a, w, dtype, o_begin, o_end, y, ldy);
+    return;
+  }
   const unsigned needs = dtype_is_interleaved(dtype) ? (a.T > 1 ? kQ8Panels : 0u) : kQ8RowTiles;
   if ((a.layouts & needs) != needs)
     throw Error("gemm_q8_rows: " + std::string(dtype_name(dtype)) + " weights x " + std::to_string(a.T) +
@@ -495,16 +481,9 @@ void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64
   }
   const bool q4 = dtype == DType::Q4_0;
   const uint64_t rb = row_bytes(dtype, a.in);
-  for (int64_t t0 = 0; t0 < a.T; t0 += kTokenBlock) {
-    const int64_t t1 = std::min(a.T, t0 + kTokenBlock);
-    for (int64_t o = o_begin; o < o_end; o += 4) {
-      const int r = int(std::min<int64_t>(4, o_end - o));
-      for (int64_t t = t0; t < t1; t += 4) {
-        const int c = int(std::min<int64_t>(4, t1 - t));
-        (q4 ? pick<true>(r, c) : pick<false>(r, c))(w + uint64_t(o) * rb, rb, a, t, y + t * ldy + o, ldy);
-      }
-    }
-  }
+  for_each_row_tile(a.T, o_begin, o_end, [&](int64_t o, int r, int64_t t, int c) {
+    (q4 ? pick<true>(r, c) : pick<false>(r, c))(w + uint64_t(o) * rb, rb, a, t, y + t * ldy + o, ldy);
+  });
 }
 
 #else  // not x86-64: never available; callers check first

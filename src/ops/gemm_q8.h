@@ -9,6 +9,7 @@
 // Every output is summed in the same order whatever T, its tile or its thread, so batching and
 // chunking cannot change a result (tested bit for bit).
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -50,6 +51,35 @@ struct Q8Activations {
   }
 };
 
+// Software prefetch for the row-major tiles (R rows read side by side, rows of rb bytes), as
+// measured for Q8_0 (bench/matmul_bench.cpp, T = 1, 2 threads): with ~16 instructions per 68
+// weight bytes the out-of-order window alone keeps too few cache misses in flight, and Q8_0
+// decode streamed 21 GB/s where the bf16 kernel streamed 42. Each row prefetches the same column
+// of the tile at least kRowTilePrefetchAhead bytes of weights later (the next tile, or the one
+// after for short rows): 32-50 GB/s. A distance inside the row did worse (rows of 1-6 KiB end
+// before the prefetch pays off); the bf16 kernel showed no gain from it.
+inline constexpr uint64_t kRowTilePrefetchAhead = 6144;
+inline uint64_t row_tile_prefetch_distance(uint64_t rb, int rows) {
+  const uint64_t tile = rb * uint64_t(rows);
+  return tile * std::max<uint64_t>(1, (kRowTilePrefetchAhead + tile - 1) / tile);
+}
+
+// One row-major int8 tile: rows w, w + rb, ... against tokens t, t + 1, ... of a, into y[c · ldy + r].
+using RowTileFn = void (*)(const std::byte* w, uint64_t rb, const Q8Activations& a, int64_t t, float* y, int64_t ldy);
+
+// The row-major int8 tiles of rows [o_begin, o_end) x tokens [0, T): up to 4 rows x up to 4
+// tokens each, the tokens in blocks of 64 so that a block's activations stay in L2 while every
+// row tile meets them. fn(first row, rows, first token, tokens).
+template <class Fn>
+void for_each_row_tile(int64_t T, int64_t o_begin, int64_t o_end, Fn fn) {
+  constexpr int64_t kTokenBlock = 64;
+  for (int64_t t0 = 0; t0 < T; t0 += kTokenBlock) {
+    const int64_t t1 = std::min(T, t0 + kTokenBlock);
+    for (int64_t o = o_begin; o < o_end; o += 4)
+      for (int64_t t = t0; t < t1; t += 4) fn(o, int(std::min<int64_t>(4, o_end - o)), t, int(std::min<int64_t>(4, t1 - t)));
+  }
+}
+
 // True when this build has the kernel and the CPU confirmed AVX512_VNNI, BW and VL (probe + self-test).
 bool gemm_q8_available();
 
@@ -90,8 +120,8 @@ inline int decode_groups_for(const DecodeStreaming& s, uint64_t group_bytes) {
 
 // y[t * ldy + o] for o in [o_begin, o_end), t in [0, a.T): Σ_i a[t, i] · w[o, i], where w holds
 // rows of `dtype` blocks, a.in values each: Q8_0 or Q4_0 row-major, or Q8_0_R16 / Q4_0_R16
-// (platform/row_interleave.h; then o_begin and o_end are multiples of 16). Requires
-// gemm_q8_available().
+// (platform/row_interleave.h; then o_begin and o_end are multiples of 16), or the K-quants
+// (gemm_kquant.h, which this forwards to). Requires gemm_q8_available().
 //
 // The interleaved layouts take 16 rows per VPDPBUSD (activation bytes broadcast, offset-binary
 // or nibble weights as the unsigned operand, −offset·Σq as each block's starting sum) and keep

@@ -36,20 +36,10 @@ HWY_INLINE VI Bytes(const uint8_t* p) {
 }
 
 // d·sc_j and dmin·m_j of a Q4_K / Q5_K super-block's 8 sub-blocks: dsc[j] and dmn[8 + j] (both
-// arrays 16 floats; the other halves are scratch). The 12 scale bytes as three little-endian
-// words a, b, c hold 6-bit (sc, m) pairs: sub-blocks 0-3 in the low 6 bits of a's bytes (sc) and
-// b's bytes (m); sub-blocks 4-7 in c's nibbles (sc low, m high) with their top two bits in the
-// top bits of a's (sc) and b's (m) bytes (platform kquant_scale_min, four at a time).
+// arrays 16 floats; the other halves are scratch).
 HWY_INLINE void SubBlockScales(const std::byte* blk, float* dsc, float* dmn) {
-  uint32_t a, b, c;
-  std::memcpy(&a, blk + 4, 4);
-  std::memcpy(&b, blk + 8, 4);
-  std::memcpy(&c, blk + 12, 4);
-  constexpr uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
-  const uint32_t words[4] = {a & k6, (c & k4) | (((a >> 6) & k2) << 4),           // sc 0-3, sc 4-7
-                             b & k6, ((c >> 4) & k4) | (((b >> 6) & k2) << 4)};  // m 0-3, m 4-7
   uint8_t sm[16];
-  std::memcpy(sm, words, 16);
+  kquant_scales_mins(reinterpret_cast<const uint8_t*>(blk + 4), sm);
   const DF d;
   const VF vd = hn::Set(d, HalfAt(blk)), vmin = hn::Set(d, HalfAt(blk + 2));
   for (size_t k = 0; k < 16; k += hn::Lanes(d)) {

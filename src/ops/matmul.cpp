@@ -12,6 +12,7 @@
 
 #include "ops/dot_kernels.h"
 #include "ops/gemm_bf16.h"
+#include "ops/gemm_kquant.h"
 #include "ops/gemm_q8.h"
 #include "ops/kquant_dot_kernels.h"
 #include "ops/quant_dot.h"
@@ -104,6 +105,8 @@ namespace {
 
 bool simd_dtype(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
 bool simd_blocks(DType t) { return t == DType::Q8_0 || t == DType::Q4_0; }
+// Row-major block types the int8 kernel reads (gemm_q8_rows): Q8_0, Q4_0 and the K-quants.
+bool int8_blocks(DType t) { return simd_blocks(t) || gemm_kquant_dtype(t); }
 // Row-major block types without the Q8_0/Q4_0 kernels (Q4_1, Q4_K, Q5_K, Q6_K): decode runs the
 // SIMD K-quant dots (kquant_dot_kernels.h) or, for Q4_1, the scalar block dots (quant_dot, the
 // reference's own), split over the threads; prefill takes the same dequantize-once path as
@@ -199,6 +202,9 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
   if (simd_blocks(dtype) && uses_int8_kernel(ctx))
     return name + " weights x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
                   "exact int32 block sums, f32 accumulate";
+  if (gemm_kquant_dtype(dtype) && uses_int8_kernel(ctx))
+    return name + " super-blocks x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
+                  "exact int32 sums per 4 values, scaled per sub-block, f32 accumulate";
   if (dtype_is_interleaved(dtype) && uses_int8_kernel(ctx))
     return std::string(dtype_name(interleave_base(dtype))) +
            " weights, 16 rows interleaved, x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
@@ -220,7 +226,7 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
   else s = name + " weights on the reference loops (dequantized per row), f32 accumulate";
   if (ctx.bf16_compute && dtype == DType::BF16)
     s += " (the policy asked for bf16 compute, but this CPU has no confirmed AVX512_BF16)";
-  if (ctx.int8_activations && simd_blocks(dtype))
+  if (ctx.int8_activations && int8_blocks(dtype))
     s += " (the policy asked for int8 activations, but this CPU has no confirmed AVX512_VNNI)";
   return s;
 }
@@ -284,7 +290,7 @@ FastKernel fast_kernel_of(const TensorView& w, const MatmulContext& ctx) {
   if (dtype_is_interleaved(w.dtype))
     return uses_int8_kernel(ctx) && w.shape[0] % kInterleaveRows == 0 ? FastKernel::Int8 : FastKernel::None;
   if (w.dtype == DType::BF16) return uses_bf16_kernel(ctx) ? FastKernel::Bf16 : FastKernel::None;
-  if (simd_blocks(w.dtype) && w.shape[1] % dtype_block_size(w.dtype) == 0 && uses_int8_kernel(ctx))
+  if (int8_blocks(w.dtype) && w.shape[1] % dtype_block_size(w.dtype) == 0 && uses_int8_kernel(ctx))
     return FastKernel::Int8;
   return FastKernel::None;
 }

@@ -17,6 +17,24 @@ __attribute__((target("avx512f"))) inline float lane_sum(__m512 v) {
   return _mm512_cvtss_f32(s);
 }
 
+// Every accumulator of an R x C tile set to zero.
+template <int R, int C>
+__attribute__((target("avx512f"))) inline void zero_tile(__m512 (&acc)[R][C]) {
+  #pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+    #pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+}
+
+// y[c · ldy + r] = the lane sum of acc[r][c]: the store at the end of an R rows x C tokens tile.
+template <int R, int C>
+__attribute__((target("avx512f"))) inline void store_tile_sums(const __m512 (&acc)[R][C], float* y, long ldy) {
+  #pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+    #pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) y[c * ldy + r] = lane_sum(acc[r][c]);
+}
+
 // out lane j = the sum of the 16 lanes of a[j], by one fixed tree for every j: pairs of elements
 // within 128-bit lanes, then pairs of pairs, then the four 128-bit lanes ((l0 + l1) + (l2 + l3)).
 // 45 operations instead of 16 separate reductions. kInt32: the lanes hold int32 (exact sums),

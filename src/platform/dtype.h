@@ -49,6 +49,19 @@ uint32_t dtype_to_ggml(DType t);  // throws g4::Error for the in-memory interlea
 void dequantize_row(DType t, const std::byte* src, float* dst, int64_t n);
 // The 6-bit scale and min of sub-block j (0..7) packed in the 12 scale bytes of a Q4_K/Q5_K block.
 void kquant_scale_min(int j, const uint8_t* scales12, uint8_t* scale, uint8_t* min);
+// All eight at once, for the SIMD kernels: out[j] = scale j, out[8 + j] = min j. The 12 bytes as
+// little-endian words a, b, c hold sub-blocks 0-3 in the low 6 bits of a's (scales) and b's
+// (mins) bytes, and 4-7 in c's nibbles (scale low, min high) with their top two bits in the top
+// bits of a's and b's bytes: four sub-blocks per 32-bit operation.
+inline void kquant_scales_mins(const uint8_t* scales12, uint8_t out[16]) {
+  uint32_t a, b, c;
+  std::memcpy(&a, scales12, 4);
+  std::memcpy(&b, scales12 + 4, 4);
+  std::memcpy(&c, scales12 + 8, 4);
+  constexpr uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
+  const uint32_t words[4] = {a & k6, (c & k4) | (((a >> 6) & k2) << 4), b & k6, ((c >> 4) & k4) | (((b >> 6) & k2) << 4)};
+  std::memcpy(out, words, 16);
+}
 
 inline float bf16_to_f32(uint16_t h) {
   uint32_t bits = uint32_t(h) << 16;

@@ -1,4 +1,5 @@
-// The int8 weight product (VPDPBUSD on Q8_0/Q4_0 blocks) against three independent truths:
+// The int8 weight product (VPDPBUSD on Q8_0/Q4_0 blocks, row-major and interleaved, and on the
+// K-quant super-blocks of gemm_kquant.h) against three independent truths:
 // ref::matmul on the dequantized int8 activations (the kernel's own arithmetic, so the error is
 // f32 rounding only), ref::matmul on the original f32 activations (bounded by the activation
 // rounding the quantizer allows), and itself one token at a time (bit for bit).
@@ -155,6 +156,7 @@ class GemmQ8 : public ::testing::TestWithParam<DType> {
 TEST_P(GemmQ8, MatchesReferenceOnTheQuantizedActivations) {
   const DType t = GetParam();
   for (int64_t in : {32, 96, 256, 1536}) {
+    if (in % dtype_block_size(interleave_base(t))) continue;  // K-quants: whole super-blocks of 256
     for (int64_t T : {1, 3, 5, 70}) {
       SCOPED_TRACE("in " + std::to_string(in) + " T " + std::to_string(T));
       const int64_t out = rows_for(t, 13);
@@ -384,7 +386,9 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, GemmQ8, ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q8_0_R16, DType::Q4_0_R16),
+INSTANTIATE_TEST_SUITE_P(Formats, GemmQ8,
+                         ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q8_0_R16, DType::Q4_0_R16, DType::Q4_K,
+                                           DType::Q5_K, DType::Q6_K),
                          [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
 
 TEST(GemmQ8Dispatch, WithoutTheRequestQuantizedWeightsKeepF32Activations) {

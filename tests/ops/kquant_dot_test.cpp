@@ -1,7 +1,10 @@
-// The SIMD K-quant super-block dots (Q4_K, Q5_K, Q6_K) against the independent truth: each row
-// dequantized by the GGML-layout decoder (platform dequantize_row, checked on hand-built blocks in
-// quant_dot_test) and dotted in double precision. Blocks are random bytes, so every scale and
-// fifth/sixth-bit pattern occurs, including the packed top bits of sub-blocks 4-7.
+// The K-quant kernels (Q4_K, Q5_K, Q6_K): the f32 SIMD super-block dots and the int8 VPDPBUSD
+// tiles, against the independent truth: each row dequantized by the GGML-layout decoder
+// (platform dequantize_row, checked on hand-built blocks in quant_dot_test) and dotted in double
+// precision with the activations the kernel was given (for the int8 tiles, their dequantized int8
+// values). Blocks are random bytes, so every scale and fifth/sixth-bit pattern occurs, including
+// the packed top bits of sub-blocks 4-7. (The int8 tiles' batching, row-range and rounding-bound
+// tests on quantized weights are gemm_q8_test's, parameterised over the K-quants too.)
 #include "ops/kquant_dot_kernels.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +15,9 @@
 #include <vector>
 
 #include "ops/dot_kernels.h"
+#include "ops/gemm_kquant.h"
+#include "ops/gemm_q8.h"
+#include "platform/error.h"
 #include "test_util.h"
 
 namespace g4 {
@@ -91,6 +97,51 @@ TEST(KQuantDot, DeclinesWhatItDoesNotReadAndWritesNothing) {
   for (float v : out) EXPECT_TRUE(std::isnan(v));
   EXPECT_TRUE(ops::kquant_simd_dtype(DType::Q6_K));
   EXPECT_FALSE(ops::kquant_simd_dtype(DType::Q8_0));
+}
+
+TEST(GemmKQuant, Int8TilesMatchDequantizedRowsOnRandomBlocks) {
+  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
+  std::mt19937 rng(17);
+  for (DType t : kKQuants) {
+    for (int64_t in : {256, 768}) {
+      for (int64_t T : {1, 3, 6}) {
+        const int64_t out = 7;  // a 4-row tile and a 3-row one
+        const size_t rb = row_bytes(t, in);
+        const std::vector<std::byte> w = test::random_blocks(t, in * out, rng);
+        const std::vector<float> x = test::random_activations(T * in, unsigned(rng()), 1.0f);
+        ops::Q8Activations a;
+        ops::quantize_activations(x.data(), T, in, a, ops::kQ8RowTiles);
+        std::vector<float> xd(x.size());
+        for (size_t i = 0; i < xd.size(); ++i) xd[i] = float(a.q[i]) * a.scale[i / 32];
+        std::vector<float> got(size_t(T * out), NAN);
+        ops::gemm_kquant_rows(a, w.data(), t, 0, out, got.data(), out);
+        for (int64_t tt = 0; tt < T; ++tt)
+          for (int64_t o = 0; o < out; ++o) {
+            const Want want = double_dot(t, w.data() + size_t(o) * rb, xd.data() + tt * in, in);
+            ASSERT_NEAR(got[size_t(tt * out + o)], want.dot, 1e-5 * want.magnitude + 1e-6)
+                << dtype_name(t) << " in " << in << " T " << T << " token " << tt << " row " << o;
+          }
+      }
+    }
+  }
+}
+
+TEST(GemmKQuant, RefusesWeightsActivationsOrWidthsItDoesNotRead) {
+  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
+  std::mt19937 rng(3);
+  const std::vector<std::byte> w = test::random_blocks(DType::Q4_K, 256 * 4, rng);
+  const std::vector<float> x = test::random_activations(256, 4, 1.0f);
+  std::vector<float> y(4);
+  ops::Q8Activations panels, tiles, narrow;
+  ops::quantize_activations(x.data(), 1, 256, panels, ops::kQ8Panels);
+  ops::quantize_activations(x.data(), 1, 256, tiles, ops::kQ8RowTiles);
+  ops::quantize_activations(x.data(), 2, 128, narrow, ops::kQ8RowTiles);
+  EXPECT_THROW(ops::gemm_kquant_rows(panels, w.data(), DType::Q4_K, 0, 4, y.data(), 4), Error);
+  EXPECT_THROW(ops::gemm_kquant_rows(narrow, w.data(), DType::Q4_K, 0, 4, y.data(), 4), Error);
+  EXPECT_THROW(ops::gemm_kquant_rows(tiles, w.data(), DType::Q4_0, 0, 4, y.data(), 4), Error);
+  EXPECT_NO_THROW(ops::gemm_kquant_rows(tiles, w.data(), DType::Q4_K, 0, 4, y.data(), 4));
+  EXPECT_TRUE(ops::gemm_kquant_dtype(DType::Q5_K));
+  EXPECT_FALSE(ops::gemm_kquant_dtype(DType::Q4_1));
 }
 
 }  // namespace

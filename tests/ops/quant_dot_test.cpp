@@ -133,6 +133,24 @@ TEST(QuantTypes, HandBuiltBlocksDecodeAsGgml) {
   EXPECT_EQ(m, 3 | (2 << 4));
 }
 
+// The SIMD kernels' unpacking of all eight (scale, min) pairs at once against the one-at-a-time
+// decoder above, on random scale bytes (every top-bit combination of sub-blocks 4-7).
+TEST(QuantTypes, AllEightKQuantScalesAtOnceMatchOneAtATime) {
+  std::mt19937 rng(23);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (int rep = 0; rep < 2000; ++rep) {
+    uint8_t s[12], both[16];
+    for (auto& b : s) b = uint8_t(byte(rng));
+    kquant_scales_mins(s, both);
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, m;
+      kquant_scale_min(j, s, &sc, &m);
+      ASSERT_EQ(both[j], sc) << "scale " << j << " rep " << rep;
+      ASSERT_EQ(both[8 + j], m) << "min " << j << " rep " << rep;
+    }
+  }
+}
+
 TEST(QuantTypes, ReferenceMatmulReadsBlocks) {
   std::mt19937 rng(11);
   std::normal_distribution<float> nd(0, 1);

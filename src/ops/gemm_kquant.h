@@ -1,0 +1,31 @@
+// Weight products for K-quant weights (Q4_K, Q5_K, Q6_K: GGUF super-blocks of 256 values, read
+// where they are mapped) against int8 activations on AVX512_VNNI (VPDPBUSD), the int8 path the
+// dtype policy names for 4- to 6-bit checkpoints ("activations q8", as for Q8_0/Q4_0).
+//
+// Numerics: one activation block of 32 is one Q4_K / Q5_K sub-block (two Q6_K sub-blocks of 16),
+// so each VPDPBUSD lane sums 4 exact int32 products of unsigned weight codes and int8 values; a
+// lane is then scaled by (d·sc of its sub-block) × (its activation block's scale) and accumulated
+// in f32. The codes' offsets are exact integer corrections: Q4_K / Q5_K subtract dmin·m times the
+// activation block's sum (its scale × Σq, in f32); Q6_K's codes are stored +32, and 32·Σq over each
+// lane's 4 values is subtracted in int32 before the conversion. The only error beyond the weights'
+// own is the activation rounding, as for Q8_0/Q4_0 (gemm_q8.h). Every output is summed in the
+// same order whatever T, its tile or its thread.
+#pragma once
+#include <cstdint>
+
+#include "ops/gemm_q8.h"
+#include "platform/dtype.h"
+
+namespace g4::ops {
+
+// True for the dtypes gemm_kquant_rows reads.
+bool gemm_kquant_dtype(DType dtype);
+
+// y[t * ldy + o] for o in [o_begin, o_end), t < a.T: Σ_i a[t, i] · w[o, i], w rows of `dtype`
+// super-blocks (a.in values each, a multiple of 256), activations quantized with the row-tile
+// layout (kQ8RowTiles). Requires gemm_q8_available(); throws g4::Error on a dtype it does not
+// read, a width that is not whole super-blocks or activations without the row-tile layout.
+void gemm_kquant_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,
+                      int64_t ldy);
+
+}  // namespace g4::ops
