@@ -17,6 +17,7 @@
 #include "model/presets.h"
 #include "model/synth.h"
 #include "platform/error.h"
+#include "kquant_wide_config.h"
 #include "test_util.h"
 
 namespace g4 {
@@ -368,12 +369,7 @@ namespace {
 // projection) checks them end to end. Error must shrink with bits: Q4_K > Q5_K > Q6_K > Q8_0.
 TEST(GgufQuantizedWide, KQuantsOrderedByBits) {
   test::TempDir tmp;
-  ModelConfig c = preset_config("tiny-e");
-  c.hidden_size = 256;
-  c.intermediate_size = 256;
-  c.head_dim = 64;
-  c.global_head_dim = 128;
-  c.finalize();
+  const ModelConfig c = test::kquant_wide_tiny_e();
   SynthOptions so;
   write_synth_checkpoint(c, so, tmp / "hf");
   auto hf = load_model(tmp / "hf");
