@@ -254,17 +254,6 @@ float DotQ4_0(const float* x, const std::byte* row, size_t n) {
   return hn::GetLane(hn::SumOfLanes(d, acc)) + tail;
 }
 
-// A block's f16 scale: F16C on x86 targets that have it (inline), the portable routine otherwise.
-HWY_INLINE float BlockScale(const std::byte* blk) {
-  uint16_t h;
-  std::memcpy(&h, blk, 2);
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-  return _cvtsh_ss(h);
-#else
-  return g4::f16_to_f32(h);
-#endif
-}
-
 // Up to 4 rows of Q8_0 / Q4_0 blocks against one x: the 32 x values of a block are loaded once
 // for all rows; each row sums x·q over the block in f32, then adds scale · that sum.
 template <bool kQ4, int R>
@@ -300,7 +289,7 @@ void DotRowsBlocksT(const float* x, const std::byte* w, size_t rb, size_t n, flo
         for (size_t j = 0; j < chunks; ++j)
           sum = hn::MulAdd(xv[j], hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, q + j * N))), sum);
       }
-      acc[r] = hn::MulAdd(hn::Set(d, BlockScale(blk)), sum, acc[r]);
+      acc[r] = hn::MulAdd(hn::Set(d, F16At(blk)), sum, acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) out[r] = hn::GetLane(hn::SumOfLanes(d, acc[r]));

@@ -20,8 +20,6 @@
 
 namespace g4::ops {
 
-bool gemm_kquant_dtype(DType dtype) { return dtype == DType::Q4_K || dtype == DType::Q5_K || dtype == DType::Q6_K; }
-
 #if defined(__x86_64__)
 namespace {
 
@@ -222,7 +220,7 @@ TileFn pick(DType dtype, int r, int c) {
 
 void gemm_kquant_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,
                       int64_t ldy) {
-  if (!gemm_kquant_dtype(dtype))
+  if (!dtype_is_kquant(dtype))
     throw Error("gemm_kquant_rows: " + std::string(dtype_name(dtype)) + " weights are not K-quant super-blocks");
   if (a.in % 256)
     throw Error("gemm_kquant_rows: rows of " + std::to_string(a.in) + " values are not whole super-blocks of 256");

@@ -18,11 +18,8 @@
 
 namespace g4::ops {
 
-// True for the dtypes gemm_kquant_rows reads.
-bool gemm_kquant_dtype(DType dtype);
-
 // y[t * ldy + o] for o in [o_begin, o_end), t < a.T: Σ_i a[t, i] · w[o, i], w rows of `dtype`
-// super-blocks (a.in values each, a multiple of 256), activations quantized with the row-tile
+// super-blocks (dtype_is_kquant; a.in values each, a multiple of 256), activations quantized with the row-tile
 // layout (kQ8RowTiles). Requires gemm_q8_available(); throws g4::Error on a dtype it does not
 // read, a width that is not whole super-blocks or activations without the row-tile layout.
 void gemm_kquant_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,

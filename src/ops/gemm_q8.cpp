@@ -463,7 +463,7 @@ bool gemm_q8_available() {
 
 void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,
                   int64_t ldy, DecodeStreaming decode) {
-  if (gemm_kquant_dtype(dtype)) {
+  if (dtype_is_kquant(dtype)) {
     gemm_kquant_rows(a, w, dtype, o_begin, o_end, y, ldy);
     return;
   }

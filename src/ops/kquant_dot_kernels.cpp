@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "ops/kquant_dot_kernels.h"
+#include "ops/widen-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace g4::ops {
@@ -24,12 +25,6 @@ using VI = hn::Vec<DI>;
 constexpr size_t kMaxLanes = 16;  // AVX-512; narrower targets take more vectors per sub-block
 constexpr size_t kMinLanes = 4;   // 16-value Q6_K sub-blocks are whole vectors down to SSE4
 
-HWY_INLINE float HalfAt(const std::byte* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return f16_to_f32(h);
-}
-
 // Lanes [0, N) of the bytes at p, widened to int32.
 HWY_INLINE VI Bytes(const uint8_t* p) {
   return hn::BitCast(DI(), hn::PromoteTo(DU(), hn::LoadU(D8(), p)));
@@ -41,7 +36,7 @@ HWY_INLINE void SubBlockScales(const std::byte* blk, float* dsc, float* dmn) {
   uint8_t sm[16];
   kquant_scales_mins(reinterpret_cast<const uint8_t*>(blk + 4), sm);
   const DF d;
-  const VF vd = hn::Set(d, HalfAt(blk)), vmin = hn::Set(d, HalfAt(blk + 2));
+  const VF vd = hn::Set(d, F16At(blk)), vmin = hn::Set(d, F16At(blk + 2));
   for (size_t k = 0; k < 16; k += hn::Lanes(d)) {
     const VF v = hn::ConvertTo(d, Bytes(sm + k));
     hn::StoreU(hn::Mul(v, vd), d, dsc + k);
@@ -104,6 +99,12 @@ void DotRowsQ45K(const float* x, const std::byte* w, size_t rb, size_t n, float*
   for (int r = 0; r < R; ++r) out[r] = hn::GetLane(hn::SumOfLanes(d, acc[r]));
 }
 
+// acc + scale · (q − 32) · x lane-wise, for one vector of 6-bit codes q.
+HWY_INLINE VF Q6Term(VI q, VF x, float scale, VF acc) {
+  const VF v = hn::ConvertTo(DF(), hn::Sub(q, hn::Set(DI(), 32)));
+  return hn::MulAdd(hn::Set(DF(), scale), hn::Mul(v, x), acc);
+}
+
 // Q6_K (210 bytes: 128 bytes of low nibbles ql, 64 of high bit pairs qh, 16 int8 scales, f16 d).
 // Half h (128 values) reads ql[64h, 64h + 64), qh[32h, 32h + 32), scales[8h, 8h + 8); for l < 32:
 //   value l      = (ql[l] & 15      | (qh[l] & 3) << 4)      − 32   sub-block     l / 16
@@ -111,12 +112,6 @@ void DotRowsQ45K(const float* x, const std::byte* w, size_t rb, size_t n, float*
 //   value 64 + l = (ql[l] >> 4      | (qh[l] >> 4 & 3) << 4) − 32   sub-block 4 + l / 16
 //   value 96 + l = (ql[32 + l] >> 4 | (qh[l] >> 6) << 4)      − 32   sub-block 6 + l / 16
 // times d·scale. A vector of N <= 16 lanes over l lies in one 16-value sub-block.
-// acc + scale · Σ-lanes (q − 32) · x for one vector of 6-bit codes q.
-HWY_INLINE VF Q6Term(VI q, VF x, float scale, VF acc) {
-  const VF v = hn::ConvertTo(DF(), hn::Sub(q, hn::Set(DI(), 32)));
-  return hn::MulAdd(hn::Set(DF(), scale), hn::Mul(v, x), acc);
-}
-
 template <int R>
 void DotRowsQ6K(const float* x, const std::byte* w, size_t rb, size_t n, float* out) {
   const DF d;
@@ -131,29 +126,28 @@ void DotRowsQ6K(const float* x, const std::byte* w, size_t rb, size_t n, float* 
     for (int r = 0; r < R; ++r) {
       const std::byte* blk = w + size_t(r) * rb + sb * 210;
       const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
-      const VF dd = hn::Set(d, HalfAt(blk + 208));
+      const VF dd = hn::Set(d, F16At(blk + 208));
       for (size_t k = 0; k < 16; k += N)
         hn::StoreU(hn::Mul(hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(hn::Rebind<int8_t, DF>(), sc + k))), dd), d,
                    scales[r] + k);
     }
     for (int h = 0; h < 2; ++h) {
-      const float (*scale)[16] = scales;  // this half's 8 sub-blocks at [8h, 8h + 8)
       const float* xh = x + sb * 256 + size_t(h) * 128;
       for (size_t l = 0; l < 32; l += N) {
         const VF x0 = hn::LoadU(d, xh + l), x1 = hn::LoadU(d, xh + 32 + l), x2 = hn::LoadU(d, xh + 64 + l),
                  x3 = hn::LoadU(d, xh + 96 + l);
-        const size_t s = 8 * size_t(h) + l / 16;  // sub-block of value l of this half (of 32 + l: s + 2, ...)
+        const size_t s = 8 * size_t(h) + l / 16;  // the sub-block of value l of this half (32 + l: s + 2, ...)
         #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
           const uint8_t* ql = reinterpret_cast<const uint8_t*>(w + size_t(r) * rb + sb * 210) + 64 * h;
           const uint8_t* qh = ql + 128 - 32 * h;  // the block's qh at +128, this half's 32 bytes on
           const VI a = Bytes(ql + l), b = Bytes(ql + 32 + l), hb = Bytes(qh + l);
-          acc[r] = Q6Term(hn::Or(hn::And(a, low), hn::ShiftLeft<4>(hn::And(hb, two_bits))), x0, scale[r][s], acc[r]);
+          acc[r] = Q6Term(hn::Or(hn::And(a, low), hn::ShiftLeft<4>(hn::And(hb, two_bits))), x0, scales[r][s], acc[r]);
           acc[r] = Q6Term(hn::Or(hn::And(b, low), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<2>(hb), two_bits))), x1,
-                          scale[r][2 + s], acc[r]);
+                          scales[r][2 + s], acc[r]);
           acc[r] = Q6Term(hn::Or(hn::ShiftRight<4>(a), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<4>(hb), two_bits))), x2,
-                          scale[r][4 + s], acc[r]);
-          acc[r] = Q6Term(hn::Or(hn::ShiftRight<4>(b), hn::ShiftLeft<4>(hn::ShiftRight<6>(hb))), x3, scale[r][6 + s],
+                          scales[r][4 + s], acc[r]);
+          acc[r] = Q6Term(hn::Or(hn::ShiftRight<4>(b), hn::ShiftLeft<4>(hn::ShiftRight<6>(hb))), x3, scales[r][6 + s],
                           acc[r]);
         }
       }
@@ -192,10 +186,8 @@ HWY_AFTER_NAMESPACE();
 namespace g4::ops {
 HWY_EXPORT(DotRowsKQuant);
 
-bool kquant_simd_dtype(DType dtype) { return dtype == DType::Q4_K || dtype == DType::Q5_K || dtype == DType::Q6_K; }
-
 bool dot_rows_kquant(const float* x, const std::byte* w, size_t row_bytes, DType dtype, size_t n, int rows, float* out) {
-  if (!kquant_simd_dtype(dtype)) return false;
+  if (!dtype_is_kquant(dtype)) return false;
   return HWY_DYNAMIC_DISPATCH(DotRowsKQuant)(x, w, row_bytes, dtype, n, rows, out);
 }
 }  // namespace g4::ops

@@ -12,11 +12,8 @@
 
 namespace g4::ops {
 
-// True for the dtypes dot_rows_kquant reads (Q4_K, Q5_K, Q6_K).
-bool kquant_simd_dtype(DType dtype);
-
 // out[r] = Σ_i x[i] · w_r[i] for r < rows (1 <= rows <= 4), w_r = w + r * row_bytes, n values of
-// `dtype` per row. Each x value is loaded once for all rows; per sub-block (32 values for Q4_K /
+// `dtype` per row (dtype_is_kquant). Each x value is loaded once for all rows; per sub-block (32 values for Q4_K /
 // Q5_K, 16 for Q6_K) the products are summed lane-wise in f32 and then scaled, so a row's sum is
 // the same bits whatever `rows`. Returns false (nothing written) for other dtypes, n not a
 // multiple of 256, or rows outside 1-4: the caller falls back to the scalar block dots.

@@ -51,7 +51,8 @@ DecodePlan plan_decode_streaming(const DeviceInfo& device) {
     p.streaming = {1, 0, l1d, 4, l2 / 4};
     p.reason = "AMD core: one stream keeps up (on Zen 5, 2 or 4 streams no faster on E2B's 14-18 KiB groups, prefetch 1 "
                "and 4 KiB ahead slower; on Zen 4, E2B-like Q4_0 layers on 2 threads, alternated: this plan 37.5 GB/s, "
-               "4 streams 28.6, 4 streams with prefetch 8 KiB ahead 24.5, prefetch 4 KiB ahead 32.6); groups longer than the L1d evict the activations between groups, and there 4 "
+               "4 streams 28.6, 4 streams with prefetch 8 KiB ahead 24.5, prefetch 4 KiB ahead 32.6); groups longer "
+               "than the L1d evict the activations between groups, and there 4 "
                "groups side by side read +6% (55 KiB groups) and +13% (110 KiB) in a standalone loop; workers read a "
                "quarter of their L2 of the next product during the caller's serial steps (E2B-like decode layers with "
                "4-20 us serial gaps per product, g4's pool: 2.4-4.6% less time per layer)";
@@ -107,7 +108,7 @@ namespace {
 bool simd_dtype(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
 bool simd_blocks(DType t) { return t == DType::Q8_0 || t == DType::Q4_0; }
 // Row-major block types the int8 kernel reads (gemm_q8_rows): Q8_0, Q4_0 and the K-quants.
-bool int8_blocks(DType t) { return simd_blocks(t) || gemm_kquant_dtype(t); }
+bool int8_blocks(DType t) { return simd_blocks(t) || dtype_is_kquant(t); }
 // Row-major block types without the Q8_0/Q4_0 kernels (Q4_1, Q4_K, Q5_K, Q6_K): decode runs the
 // SIMD K-quant dots (kquant_dot_kernels.h) or, for Q4_1, the scalar block dots (quant_dot, the
 // reference's own), split over the threads; prefill takes the same dequantize-once path as
@@ -124,8 +125,7 @@ size_t panel_scratch(std::vector<float>& v, int64_t rows, int64_t in, float** da
 
 // Block-quantized rows in groups of `group`: decode (T <= 2) reads the packed blocks directly
 // (SIMD for Q8_0/Q4_0 and the K-quants, scalar quant_dot for Q4_1), up to 4 rows sharing each
-// load of x; prefill
-// dequantizes a panel of `group` rows once and runs every token against it (dot_panel).
+// load of x; prefill dequantizes a panel of `group` rows once and runs every token against it (dot_panel).
 void matmul_rows_blocks(const float* x, int64_t T, const TensorView& w, float* y, int64_t o_begin, int64_t o_end,
                         int group, std::vector<float>& scratch, size_t /*prefetch: the block dots take none*/) {
   const int64_t out = w.shape[0], in = w.shape[1];
@@ -203,7 +203,7 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
   if (simd_blocks(dtype) && uses_int8_kernel(ctx))
     return name + " weights x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
                   "exact int32 block sums, f32 accumulate";
-  if (gemm_kquant_dtype(dtype) && uses_int8_kernel(ctx))
+  if (dtype_is_kquant(dtype) && uses_int8_kernel(ctx))
     return name + " super-blocks x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
                   "exact int32 sums per 4 values, scaled per sub-block, f32 accumulate";
   if (dtype_is_interleaved(dtype) && uses_int8_kernel(ctx))
@@ -218,7 +218,7 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
         std::to_string(float_decode_rows(ctx)) + " rows per call, " + prefetch_phrase(ctx.decode.prefetch_bytes) +
         "; prefill: panels of rows widened once";
   else if (simd_blocks(dtype)) s = name + " blocks read directly by SIMD kernels (Highway " + target + "), f32 accumulate";
-  else if (other_blocks(dtype) && kquant_simd_dtype(dtype))
+  else if (dtype_is_kquant(dtype))
     s = name + " super-blocks read directly by SIMD kernels for decode (Highway " + target +
         ", up to 4 rows per activation load), rows dequantized once for SIMD f32 dots for prefill, f32 accumulate";
   else if (other_blocks(dtype))

@@ -1,6 +1,6 @@
 // Values stored as f32, bf16, f16 or int8, widened to f32 in Highway lanes or one at a time:
-// shared by the kernels that read a stored type as is (dot_kernels.cpp, row_reductions.cpp,
-// attention_kernels.cpp: weights and K/V rows). Highway per-target include: included once per
+// shared by the kernels that read a stored type as is (dot_kernels.cpp, kquant_dot_kernels.cpp,
+// row_reductions.cpp, attention_kernels.cpp: weights, block scales and K/V rows). Highway per-target include: included once per
 // target after <hwy/highway.h>.
 #if defined(G4_OPS_WIDEN_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef G4_OPS_WIDEN_INL_H_
@@ -11,9 +11,14 @@
 
 #include <hwy/highway.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+
+#if defined(__x86_64__)
+#include <immintrin.h>  // _cvtsh_ss
+#endif
 
 #include "platform/dtype.h"
 
@@ -26,6 +31,18 @@ HWY_INLINE float F16Scalar(hwy::float16_t h) {
   uint16_t bits;
   std::memcpy(&bits, &h, 2);
   return g4::f16_to_f32(bits);
+}
+
+// The f16 value (a block's scale) stored at p: F16C on x86 targets that have it (inline), the
+// portable routine otherwise.
+HWY_INLINE float F16At(const std::byte* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  return _cvtsh_ss(h);
+#else
+  return g4::f16_to_f32(h);
+#endif
 }
 
 // N values from p (T = float, bf16, f16 or int8) as f32 lanes; exact.

@@ -18,6 +18,7 @@ size_t dtype_size(DType t) {
 }
 
 bool dtype_is_quantized(DType t) { return dtype_size(t) == 0; }
+bool dtype_is_kquant(DType t) { return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K; }
 
 int64_t dtype_block_size(DType t) {
   switch (t) {

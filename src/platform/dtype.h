@@ -27,6 +27,7 @@ enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K,
 // per-element size: use row_bytes / tensor_bytes for those.
 size_t dtype_size(DType t);
 bool dtype_is_quantized(DType t);       // a block type
+bool dtype_is_kquant(DType t);          // Q4_K, Q5_K or Q6_K: super-blocks of 256 values
 int64_t dtype_block_size(DType t);      // values per block (1 for per-element types)
 size_t dtype_block_bytes(DType t);      // bytes per block (dtype_size for per-element types)
 // Bytes of `cols` values stored contiguously; cols must be a multiple of the block size

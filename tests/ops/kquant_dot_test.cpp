@@ -95,8 +95,9 @@ TEST(KQuantDot, DeclinesWhatItDoesNotReadAndWritesNothing) {
   EXPECT_FALSE(ops::dot_rows_kquant(x.data(), w.data(), rb, DType::Q4_K, 512, 0, out));
   EXPECT_FALSE(ops::dot_rows_kquant(x.data(), w.data(), rb, DType::Q4_K, 512, 5, out));
   for (float v : out) EXPECT_TRUE(std::isnan(v));
-  EXPECT_TRUE(ops::kquant_simd_dtype(DType::Q6_K));
-  EXPECT_FALSE(ops::kquant_simd_dtype(DType::Q8_0));
+  EXPECT_TRUE(dtype_is_kquant(DType::Q6_K));
+  EXPECT_FALSE(dtype_is_kquant(DType::Q8_0));
+  EXPECT_FALSE(dtype_is_kquant(DType::Q4_1));
 }
 
 TEST(GemmKQuant, Int8TilesMatchDequantizedRowsOnRandomBlocks) {
@@ -140,8 +141,6 @@ TEST(GemmKQuant, RefusesWeightsActivationsOrWidthsItDoesNotRead) {
   EXPECT_THROW(ops::gemm_kquant_rows(narrow, w.data(), DType::Q4_K, 0, 4, y.data(), 4), Error);
   EXPECT_THROW(ops::gemm_kquant_rows(tiles, w.data(), DType::Q4_0, 0, 4, y.data(), 4), Error);
   EXPECT_NO_THROW(ops::gemm_kquant_rows(tiles, w.data(), DType::Q4_K, 0, 4, y.data(), 4));
-  EXPECT_TRUE(ops::gemm_kquant_dtype(DType::Q5_K));
-  EXPECT_FALSE(ops::gemm_kquant_dtype(DType::Q4_1));
 }
 
 }  // namespace
