@@ -6,16 +6,9 @@
 
 #include "platform/error.h"
 
+#include "ops/x86_vnni_target.h"
 #if defined(__x86_64__)
-// GCC 12's AVX-512 headers pass _mm512_undefined_*() into masked builtins (see gemm_q8.cpp).
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-
 #include "ops/x86_lanes.h"
-#define G4_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
 #endif
 
 namespace g4::ops {

@@ -167,8 +167,6 @@ bool quantize_block_matches_scalar(const float* xb) {
 #if defined(__x86_64__)
 namespace {
 
-constexpr int64_t kPrefillTokenBlock = 10 * kPanelTokens;  // whole panels, ~64 tokens as for the row-major tiles
-
 inline uint16_t load_u16(const std::byte* p) {
   uint16_t v;
   std::memcpy(&v, p, 2);
@@ -404,39 +402,22 @@ void gemm_interleaved_rows(const Q8Activations& a, const std::byte* w, bool q4, 
                            int64_t ldy, DecodeStreaming decode) {
   const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(q4 ? DType::Q4_0 : DType::Q8_0, a.in);
   const int64_t g_begin = o_begin / kInterleaveRows, g_end = o_end / kInterleaveRows;
-  if (a.T == 1) {
-    // decode.groups sequential streams side by side, then the remainder: on AMD Zen 5 one stream
-    // measured as fast as 2 or 4, on an Ice Lake VM 4 streams read 15-20% more (T = 1 in
-    // bench/matmul_bench.cpp).
-    auto run = [&](int groups, int64_t g) {
-      using Fn = void (*)(const std::byte*, uint64_t, const Q8Activations&, float*, uint64_t);
-      const Fn fn = groups == 4 ? (q4 ? decode16<4, true> : decode16<4, false>)
-                    : groups == 2 ? (q4 ? decode16<2, true> : decode16<2, false>)
-                                  : (q4 ? decode16<1, true> : decode16<1, false>);
-      fn(w + uint64_t(g) * group_bytes, group_bytes, a, y + g * kInterleaveRows, decode.prefetch_bytes);
-    };
-    const int groups = decode_groups_for(decode, group_bytes);
-    int64_t g = g_begin;
-    if (groups >= 4)
-      for (; g + 4 <= g_end; g += 4) run(4, g);
-    if (groups >= 2)
-      for (; g + 2 <= g_end; g += 2) run(2, g);
-    for (; g < g_end; ++g) run(1, g);
-    return;
-  }
-  // Prefill: a block of panels, then each pair of groups over those panels, the pair's block
-  // columns staying in L1/L2 while the panels pass.
-  for (int64_t t0 = 0; t0 < a.T; t0 += kPrefillTokenBlock) {
-    const int64_t t1 = std::min(a.T, t0 + kPrefillTokenBlock);
-    for (int64_t g = g_begin; g < g_end; g += 2) {
-      const bool pair = g + 1 < g_end;
-      for (int64_t t = t0; t < t1; t += kPanelTokens) {
-        const int count = int(std::min<int64_t>(kPanelTokens, t1 - t));
+  // Decode: decode.groups sequential streams side by side, then the remainder: on AMD Zen 5 one
+  // stream measured as fast as 2 or 4, on an Ice Lake VM 4 streams read 15-20% more (T = 1 in
+  // bench/matmul_bench.cpp). Prefill: pairs of groups over blocks of token panels.
+  walk_interleaved_groups(
+      a.T, g_begin, g_end, decode_groups_for(decode, group_bytes),
+      [&](int n, int64_t g) {
+        using Fn = void (*)(const std::byte*, uint64_t, const Q8Activations&, float*, uint64_t);
+        const Fn fn = n == 4   ? (q4 ? decode16<4, true> : decode16<4, false>)
+                      : n == 2 ? (q4 ? decode16<2, true> : decode16<2, false>)
+                               : (q4 ? decode16<1, true> : decode16<1, false>);
+        fn(w + uint64_t(g) * group_bytes, group_bytes, a, y + g * kInterleaveRows, decode.prefetch_bytes);
+      },
+      [&](bool pair, int64_t g, int64_t t, int count) {
         (pair ? (q4 ? prefill16<2, true> : prefill16<2, false>) : (q4 ? prefill16<1, true> : prefill16<1, false>))(
             w + uint64_t(g) * group_bytes, group_bytes, a, t, y + t * ldy + g * kInterleaveRows, ldy, count);
-      }
-    }
-  }
+      });
 }
 
 template <int R, bool kQ4>
@@ -472,6 +453,10 @@ void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64
     throw Error("gemm_q8_rows: " + std::string(dtype_name(dtype)) + " weights x " + std::to_string(a.T) +
                 " tokens read the activations' " + (needs == kQ8Panels ? "token panels" : "row-tile scales") +
                 ", which quantize_activations was not asked for");
+  if (dtype == DType::Q4_K_R16) {
+    gemm_q4k_interleaved_rows(a, w, o_begin, o_end, y, ldy, decode);
+    return;
+  }
   if (dtype_is_interleaved(dtype)) {
     if (o_begin % kInterleaveRows || o_end % kInterleaveRows)
       throw Error("gemm_q8_rows: rows [" + std::to_string(o_begin) + ", " + std::to_string(o_end) + ") of " +

@@ -118,10 +118,35 @@ inline int decode_groups_for(const DecodeStreaming& s, uint64_t group_bytes) {
   return s.wide_group_bytes && group_bytes > s.wide_group_bytes ? s.wide_groups : s.groups;
 }
 
+// How the interleaved kernels walk 16-row groups [g_begin, g_end) of one product. Decode (T = 1):
+// decode(n, g) for n = 4, 2 or 1 groups side by side from group g, as many at a time as
+// `side_by_side` allows, then the remainder. Prefill: the tokens in blocks of whole panels (~64
+// tokens), and within a block each pair of groups (a last one alone) over every panel, the pair's
+// block columns staying in L1/L2 while the panels pass: prefill(pair, g, t, count) for the panel
+// of `count` (<= kPanelTokens) tokens from t.
+inline constexpr int64_t kPrefillTokenBlock = 10 * kPanelTokens;
+template <class Decode, class Prefill>
+void walk_interleaved_groups(int64_t T, int64_t g_begin, int64_t g_end, int side_by_side, Decode decode, Prefill prefill) {
+  if (T == 1) {
+    int64_t g = g_begin;
+    for (int n : {4, 2})
+      if (side_by_side >= n)
+        for (; g + n <= g_end; g += n) decode(n, g);
+    for (; g < g_end; ++g) decode(1, g);
+    return;
+  }
+  for (int64_t t0 = 0; t0 < T; t0 += kPrefillTokenBlock) {
+    const int64_t t1 = std::min(T, t0 + kPrefillTokenBlock);
+    for (int64_t g = g_begin; g < g_end; g += 2)
+      for (int64_t t = t0; t < t1; t += kPanelTokens)
+        prefill(g + 1 < g_end, g, t, int(std::min<int64_t>(kPanelTokens, t1 - t)));
+  }
+}
+
 // y[t * ldy + o] for o in [o_begin, o_end), t in [0, a.T): Σ_i a[t, i] · w[o, i], where w holds
 // rows of `dtype` blocks, a.in values each: Q8_0 or Q4_0 row-major, or Q8_0_R16 / Q4_0_R16
-// (platform/row_interleave.h; then o_begin and o_end are multiples of 16), or the K-quants
-// (gemm_kquant.h, which this forwards to). Requires gemm_q8_available().
+// (platform/row_interleave.h; then o_begin and o_end are multiples of 16), or the K-quants and
+// Q4_K_R16 (gemm_kquant.h, which this forwards to). Requires gemm_q8_available().
 //
 // The interleaved layouts take 16 rows per VPDPBUSD (activation bytes broadcast, offset-binary
 // or nibble weights as the unsigned operand, −offset·Σq as each block's starting sum) and keep

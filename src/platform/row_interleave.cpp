@@ -8,17 +8,19 @@
 
 namespace g4 {
 
-bool dtype_is_interleaved(DType t) { return t == DType::Q8_0_R16 || t == DType::Q4_0_R16; }
+bool dtype_is_interleaved(DType t) { return t == DType::Q8_0_R16 || t == DType::Q4_0_R16 || t == DType::Q4_K_R16; }
 
 DType interleaved_dtype(DType base) {
   if (base == DType::Q8_0) return DType::Q8_0_R16;
   if (base == DType::Q4_0) return DType::Q4_0_R16;
-  throw Error("row interleaving: only Q8_0 and Q4_0 have an interleaved layout, not " + std::string(dtype_name(base)));
+  if (base == DType::Q4_K) return DType::Q4_K_R16;
+  throw Error("row interleaving: only Q8_0, Q4_0 and Q4_K have an interleaved layout, not " + std::string(dtype_name(base)));
 }
 
 DType interleave_base(DType t) {
   if (t == DType::Q8_0_R16) return DType::Q8_0;
   if (t == DType::Q4_0_R16) return DType::Q4_0;
+  if (t == DType::Q4_K_R16) return DType::Q4_K;
   return t;
 }
 
@@ -40,11 +42,55 @@ inline void move_unit(const std::byte* from, std::byte* to, uint32_t flip) {
   u ^= flip;
   std::memcpy(to, &u, 4);
 }
+
+// Q4_K_R16: row r's super-block (144 B: d, dmin, 12 scale bytes, 128 value bytes) to or from
+// its places in a super-block column `col` (layout in row_interleave.h). The 12 packed bytes
+// hold exactly the 8 six-bit scales and mins, so they are rebuilt bit for bit.
+void q4k_block_to_column(const std::byte* blk, int r, std::byte* col) {
+  std::memcpy(col + 2 * r, blk, 2);
+  std::memcpy(col + 32 + 2 * r, blk + 2, 2);
+  uint8_t sm[16];
+  kquant_scales_mins(reinterpret_cast<const uint8_t*>(blk + 4), sm);
+  for (int j = 0; j < 8; ++j) {
+    const uint8_t sc = sm[j], m = sm[8 + j];
+    col[kQ4KLowScales + 16 * j + r] = std::byte((sc & 15) | (m & 15) << 4);
+    const uint8_t hi = uint8_t((sc >> 4) | (m >> 4) << 2);
+    std::byte& h = col[kQ4KHighScales + 16 * (j / 2) + r];
+    h = j % 2 ? (h & std::byte{0x0F}) | std::byte(hi << 4) : (h & std::byte{0xF0}) | std::byte(hi);
+  }
+  for (int k = 0; k < 4; ++k)
+    for (int v = 0; v < 8; ++v) std::memcpy(col + kQ4KValues + 512 * k + 64 * v + 4 * r, blk + 16 + 32 * k + 4 * v, 4);
+}
+
+void q4k_column_to_block(const std::byte* col, int r, std::byte* blk) {
+  std::memcpy(blk, col + 2 * r, 2);
+  std::memcpy(blk + 2, col + 32 + 2 * r, 2);
+  uint8_t sc[8], m[8];
+  for (int j = 0; j < 8; ++j) {
+    const uint8_t lo = uint8_t(col[kQ4KLowScales + 16 * j + r]);
+    const uint8_t hi = uint8_t(uint8_t(col[kQ4KHighScales + 16 * (j / 2) + r]) >> (4 * (j % 2))) & 15;
+    sc[j] = uint8_t((lo & 15) | (hi & 3) << 4);
+    m[j] = uint8_t((lo >> 4) | (hi >> 2) << 4);
+  }
+  uint8_t* q = reinterpret_cast<uint8_t*>(blk + 4);  // the inverse of kquant_scale_min's unpacking
+  for (int j = 0; j < 4; ++j) {
+    q[j] = uint8_t(sc[j] | (sc[j + 4] >> 4) << 6);
+    q[j + 4] = uint8_t(m[j] | (m[j + 4] >> 4) << 6);
+    q[j + 8] = uint8_t((sc[j + 4] & 15) | (m[j + 4] & 15) << 4);
+  }
+  for (int k = 0; k < 4; ++k)
+    for (int v = 0; v < 8; ++v) std::memcpy(blk + 16 + 32 * k + 4 * v, col + kQ4KValues + 512 * k + 64 * v + 4 * r, 4);
+}
 }  // namespace
 
 void interleave_group(DType base, const std::byte* rows, int64_t in, std::byte* group) {
   (void)interleaved_dtype(base);  // validates base
   const uint64_t rb = row_bytes(base, in), bb = dtype_block_bytes(base);
+  if (base == DType::Q4_K) {
+    for (int r = 0; r < kInterleaveRows; ++r)
+      for (int64_t s = 0; s < in / 256; ++s) q4k_block_to_column(rows + uint64_t(r) * rb + uint64_t(s) * bb, r, group + uint64_t(s) * kQ4KColumnBytes);
+    return;
+  }
   const uint32_t flip = flip_of(base);
   for (int r = 0; r < kInterleaveRows; ++r)
     for (int64_t b = 0; b < in / 32; ++b) {
@@ -58,6 +104,10 @@ void extract_interleaved_row(DType interleaved, const std::byte* group, int64_t 
   const DType base = interleave_base(interleaved);
   if (base == interleaved) throw Error("extract_interleaved_row: " + std::string(dtype_name(interleaved)) + " is not interleaved");
   const uint64_t bb = dtype_block_bytes(base);
+  if (base == DType::Q4_K) {
+    for (int64_t s = 0; s < in / 256; ++s) q4k_column_to_block(group + uint64_t(s) * kQ4KColumnBytes, r, row + uint64_t(s) * bb);
+    return;
+  }
   const uint32_t flip = flip_of(base);
   for (int64_t b = 0; b < in / 32; ++b) {
     std::byte* dst = row + uint64_t(b) * bb;

@@ -1,4 +1,5 @@
-// Row-interleaved Q8_0 / Q4_0 layouts (DType::Q8_0_R16, Q4_0_R16) for the VNNI int8 kernel.
+// Row-interleaved Q8_0 / Q4_0 / Q4_K layouts (DType::Q8_0_R16, Q4_0_R16, Q4_K_R16) for the VNNI
+// int8 kernels.
 //
 // Why: on the checkpoint's row-major blocks the kernel spends ~16 instructions per 34-byte block
 // (sign tricks, scale broadcasts, a horizontal sum per row), enough to make decode compute-bound
@@ -18,6 +19,14 @@
 // one after another every second column's four value vectors each straddled two lines; in pairs
 // (576 B, 9 lines; Q8: 1088 B, 17 lines) a group starting on a line has every value vector on
 // one line and both scale sets in one line.
+// Q4_K_R16: a group holds in/256 super-block columns of 2304 B (16 x 144), each
+//   [  0,   32) 16 x f16 d (row 0 first)      [32, 64) 16 x f16 dmin
+//   [ 64,  192) sub-block j at 64 + 16j, byte r: (scale_j & 15) | (min_j & 15) << 4 of row r
+//   [192,  256) sub-blocks 2p, 2p+1 at 192 + 16p, byte r: hi(2p) | hi(2p+1) << 4, where
+//               hi(j) = scale_j >> 4 | (min_j >> 4) << 2 (the 6-bit scales' and mins' top bits)
+//   [256, 2304) chunk k (values 64k..64k+63: sub-blocks 2k in the low nibbles, 2k+1 in the high)
+//               at 256 + 512k: vector v at + 64v, byte 4r+i = packed byte 32k + 4v + i of row r
+//   so that one super-block column is one sequential read and every vector sits on one line.
 // The size equals the row-major matrix's, so views, slices and byte counts are unchanged.
 #pragma once
 #include <cstddef>
@@ -28,6 +37,9 @@
 namespace g4 {
 
 inline constexpr int64_t kInterleaveRows = 16;
+// Q4_K_R16: one super-block column of a group, and where its parts start within it.
+inline constexpr uint64_t kQ4KColumnBytes = 16 * 144;
+inline constexpr uint64_t kQ4KLowScales = 64, kQ4KHighScales = 192, kQ4KValues = 256;
 
 // Block column b of a group of `blocks` columns whose columns take column_bytes each (16 x block
 // bytes): the offsets of its 16 scales and of its first value vector, per the pairing above.
@@ -41,9 +53,9 @@ inline constexpr uint64_t interleaved_values_at(uint64_t column_bytes, int64_t b
 }
 
 bool dtype_is_interleaved(DType t);
-// Q8_0 -> Q8_0_R16, Q4_0 -> Q4_0_R16; throws g4::Error for any other dtype.
+// Q8_0 -> Q8_0_R16, Q4_0 -> Q4_0_R16, Q4_K -> Q4_K_R16; throws g4::Error for any other dtype.
 DType interleaved_dtype(DType base);
-// Q8_0_R16 -> Q8_0, Q4_0_R16 -> Q4_0; any other dtype is returned as it is.
+// Q8_0_R16 -> Q8_0, Q4_0_R16 -> Q4_0, Q4_K_R16 -> Q4_K; any other dtype is returned as it is.
 DType interleave_base(DType t);
 
 // 16 row-major rows of `base` blocks (16 * row_bytes(base, in) bytes) -> one interleaved group

@@ -23,11 +23,17 @@ std::vector<std::byte> random_rows(DType base, int64_t rows, int64_t in, unsigne
   for (auto& b : v) b = std::byte(rng() & 0xFF);
   std::normal_distribution<float> g(0.0f, 0.01f);
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t b = 0; b < in / 32; ++b) {
-      const uint16_t d = f32_to_f16(g(rng));
-      std::memcpy(&v[size_t(uint64_t(r) * rb + uint64_t(b) * bb)], &d, 2);
-    }
+    for (int64_t b = 0; b < in / dtype_block_size(base); ++b)
+      for (int k = 0; k < (base == DType::Q4_K ? 2 : 1); ++k) {  // Q4_K: d and dmin
+        const uint16_t d = f32_to_f16(g(rng));
+        std::memcpy(&v[size_t(uint64_t(r) * rb + uint64_t(b) * bb + 2 * uint64_t(k))], &d, 2);
+      }
   return v;
+}
+
+// Widths with whole blocks: for Q4_K whole super-blocks of 256.
+std::vector<int64_t> widths(DType base) {
+  return base == DType::Q4_K ? std::vector<int64_t>{256, 512, 1536} : std::vector<int64_t>{32, 96, 1536};
 }
 
 class RowInterleave : public ::testing::TestWithParam<DType> {};
@@ -36,8 +42,8 @@ TEST_P(RowInterleave, RoundTripsEveryRowByteForByte) {
   const DType base = GetParam(), il = interleaved_dtype(base);
   EXPECT_TRUE(dtype_is_interleaved(il));
   EXPECT_EQ(interleave_base(il), base);
-  EXPECT_EQ(row_bytes(il, 96), row_bytes(base, 96));  // same size as the row-major matrix
-  for (int64_t in : {32, 96, 1536}) {
+  EXPECT_EQ(row_bytes(il, 768), row_bytes(base, 768));  // same size as the row-major matrix
+  for (int64_t in : widths(base)) {
     const std::vector<std::byte> rows = random_rows(base, kInterleaveRows, in, unsigned(in));
     std::vector<std::byte> group(rows.size(), std::byte{0xAA});
     interleave_group(base, rows.data(), in, group.data());
@@ -52,32 +58,34 @@ TEST_P(RowInterleave, RoundTripsEveryRowByteForByte) {
 }
 
 // The byte positions the header documents, written out here independently of the library.
-TEST_P(RowInterleave, BytesSitWhereTheHeaderSays) {
-  const DType base = GetParam();
-  const int64_t in = 96;  // three block columns: one pair, then an odd last column alone
-  const std::vector<std::byte> rows = random_rows(base, kInterleaveRows, in, 7);
-  std::vector<std::byte> group(rows.size());
-  interleave_group(base, rows.data(), in, group.data());
-  const uint64_t bb = dtype_block_bytes(base), rb = row_bytes(base, in), column = bb * 16, values = column - 32;
-  // The header's layout written out: [scales 0 | scales 1 | values 0 | values 1] [scales 2 | values 2].
-  const uint64_t scales_at[3] = {0, 32, 2 * column}, values_at[3] = {64, 64 + values, 2 * column + 32};
-  for (int r = 0; r < 16; ++r)
-    for (int64_t b = 0; b < in / 32; ++b) {
-      const std::byte* src = &rows[size_t(uint64_t(r) * rb + uint64_t(b) * bb)];
-      const std::byte* scales = &group[size_t(scales_at[b])];
-      const std::byte* vals = &group[size_t(values_at[b])];
-      EXPECT_EQ(scales[2 * r], src[0]);
-      EXPECT_EQ(scales[2 * r + 1], src[1]);
-      for (int v = 0; v < int(bb) - 2; ++v) {
-        const std::byte want = base == DType::Q8_0 ? (src[2 + v] ^ std::byte{0x80}) : src[2 + v];
-        EXPECT_EQ(vals[64 * (v / 4) + 4 * r + v % 4], want) << "row " << r << " block " << b << " byte " << v;
+TEST(RowInterleave, BytesSitWhereTheHeaderSays) {
+  for (DType base : {DType::Q8_0, DType::Q4_0}) {  // Q4_K: Q4KBytesSitWhereTheHeaderSays
+    const int64_t in = 96;  // three block columns: one pair, then an odd last column alone
+    const std::vector<std::byte> rows = random_rows(base, kInterleaveRows, in, 7);
+    std::vector<std::byte> group(rows.size());
+    interleave_group(base, rows.data(), in, group.data());
+    const uint64_t bb = dtype_block_bytes(base), rb = row_bytes(base, in), column = bb * 16, values = column - 32;
+    // The header's layout written out: [scales 0 | scales 1 | values 0 | values 1] [scales 2 | values 2].
+    const uint64_t scales_at[3] = {0, 32, 2 * column}, values_at[3] = {64, 64 + values, 2 * column + 32};
+    for (int r = 0; r < 16; ++r)
+      for (int64_t b = 0; b < in / 32; ++b) {
+        const std::byte* src = &rows[size_t(uint64_t(r) * rb + uint64_t(b) * bb)];
+        const std::byte* scales = &group[size_t(scales_at[b])];
+        const std::byte* vals = &group[size_t(values_at[b])];
+        EXPECT_EQ(scales[2 * r], src[0]);
+        EXPECT_EQ(scales[2 * r + 1], src[1]);
+        for (int v = 0; v < int(bb) - 2; ++v) {
+          const std::byte want = base == DType::Q8_0 ? (src[2 + v] ^ std::byte{0x80}) : src[2 + v];
+          EXPECT_EQ(vals[64 * (v / 4) + 4 * r + v % 4], want) << dtype_name(base) << " row " << r << " block " << b
+                                                               << " byte " << v;
+        }
       }
-    }
+  }
 }
 
 TEST_P(RowInterleave, ViewsReadTheSameValues) {
   const DType base = GetParam();
-  const int64_t out = 48, in = 96;
+  const int64_t out = 48, in = widths(base)[1];
   const std::vector<std::byte> rows = random_rows(base, out, in, 3);
   std::vector<std::byte> packed(rows.size());
   const uint64_t group = row_bytes(base, in) * 16;
@@ -96,19 +104,48 @@ TEST_P(RowInterleave, ViewsReadTheSameValues) {
     b.row_to_f32(r, rb.data());
     EXPECT_EQ(ra, rb) << "row " << r;
   }
-  EXPECT_EQ(a.at(47 * in + 95), b.at(47 * in + 95));
+  EXPECT_EQ(a.at(47 * in + in - 1), b.at(47 * in + in - 1));
   EXPECT_EQ(a.at(17 * in + 3), b.at(17 * in + 3));
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, RowInterleave, ::testing::Values(DType::Q8_0, DType::Q4_0),
+INSTANTIATE_TEST_SUITE_P(Formats, RowInterleave, ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q4_K),
                          [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
+
+// Q4_K_R16's positions as the header states them, the scales and mins taken apart by the scalar
+// kquant_scale_min (the dequantizer's own), not by the library's interleaving code.
+TEST(RowInterleave, Q4KBytesSitWhereTheHeaderSays) {
+  const int64_t in = 512;  // two super-block columns
+  const std::vector<std::byte> rows = random_rows(DType::Q4_K, kInterleaveRows, in, 9);
+  std::vector<std::byte> group(rows.size());
+  interleave_group(DType::Q4_K, rows.data(), in, group.data());
+  const uint64_t rb = row_bytes(DType::Q4_K, in);
+  for (int r = 0; r < 16; ++r)
+    for (int64_t s = 0; s < in / 256; ++s) {
+      const std::byte* src = &rows[size_t(uint64_t(r) * rb + uint64_t(s) * 144)];
+      const std::byte* col = &group[size_t(uint64_t(s) * 2304)];
+      EXPECT_EQ(0, std::memcmp(col + 2 * r, src, 2)) << "d, row " << r;
+      EXPECT_EQ(0, std::memcmp(col + 32 + 2 * r, src + 2, 2)) << "dmin, row " << r;
+      for (int j = 0; j < 8; ++j) {
+        uint8_t sc, m;
+        kquant_scale_min(j, reinterpret_cast<const uint8_t*>(src + 4), &sc, &m);
+        const uint8_t low = uint8_t(col[64 + 16 * j + r]), high = uint8_t(col[192 + 16 * (j / 2) + r]) >> (4 * (j % 2));
+        EXPECT_EQ(low & 15, sc & 15) << "row " << r << " sub-block " << j;
+        EXPECT_EQ(low >> 4, m & 15) << "row " << r << " sub-block " << j;
+        EXPECT_EQ(high & 3, sc >> 4) << "row " << r << " sub-block " << j;
+        EXPECT_EQ((high >> 2) & 3, m >> 4) << "row " << r << " sub-block " << j;
+      }
+      for (int k = 0; k < 4; ++k)
+        for (int i = 0; i < 32; ++i)  // packed byte 32k + i of the row: vector i / 4, byte 4r + i % 4
+          EXPECT_EQ(col[256 + 512 * k + 64 * (i / 4) + 4 * r + i % 4], src[16 + 32 * k + i]) << "row " << r << " chunk " << k;
+    }
+}
 
 TEST(RowInterleaveRefusals, NoContiguousRowNoFileTypeNoCliName) {
   std::vector<std::byte> block(34);
   float out[32];
   EXPECT_THROW(dequantize_row(DType::Q8_0_R16, block.data(), out, 32), Error);
   EXPECT_THROW(dtype_to_ggml(DType::Q4_0_R16), Error);
-  EXPECT_THROW(interleaved_dtype(DType::Q4_K), Error);
+  EXPECT_THROW(interleaved_dtype(DType::Q6_K), Error);
   EXPECT_FALSE(dtype_from_any_name("Q8_0_R16").has_value());  // not a format a user can ask for
   EXPECT_EQ(dtype_name(DType::Q4_0_R16), "Q4_0_R16");
   EXPECT_EQ(interleave_base(DType::BF16), DType::BF16);
