@@ -16,7 +16,7 @@ namespace {
 int64_t rows_per_slice(const TensorView& t) { return t.shape.size() >= 2 ? t.shape[t.shape.size() - 2] : 0; }
 
 bool interleavable(const TensorView& t) {
-  if (t.dtype != DType::Q8_0 && t.dtype != DType::Q4_0 && t.dtype != DType::Q4_K) return false;
+  if (t.dtype != DType::Q8_0 && t.dtype != DType::Q4_0 && t.dtype != DType::Q4_K && t.dtype != DType::Q6_K) return false;
   if (t.shape.size() < 2 || t.shape.back() % dtype_block_size(t.dtype)) return false;
   return rows_per_slice(t) % kInterleaveRows == 0;
 }
@@ -65,7 +65,7 @@ std::string describe_interleave(const InterleaveReport& r) {
                 double(r.bytes) / (1 << 20), r.seconds);
   std::string s = buf;
   if (r.left_mapped)
-    s += "; " + std::to_string(r.left_mapped) + " Q8_0/Q4_0/Q4_K matrices read from the mapping stay row-major";
+    s += "; " + std::to_string(r.left_mapped) + " Q8_0/Q4_0/Q4_K/Q6_K matrices read from the mapping stay row-major";
   return s;
 }
 

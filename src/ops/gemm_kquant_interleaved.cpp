@@ -1,7 +1,14 @@
-// Q4_K_R16 (platform/row_interleave.h: Q4_K super-blocks of 16 rows interleaved) x int8
-// activations on AVX512_VNNI: 16 rows per VPDPBUSD, one f32 lane per row, as the Q4_0_R16 kernels
-// in gemm_q8.cpp, with Q4_K's per-sub-block scales and mins.
+// Q4_K_R16 and Q6_K_R16 (platform/row_interleave.h: K-quant super-blocks of 16 rows interleaved)
+// x int8 activations on AVX512_VNNI: 16 rows per VPDPBUSD, one f32 lane per row, as the
+// Q4_0_R16 kernels in gemm_q8.cpp, with the K-quants' per-sub-block scales.
 //
+// Q6_K: per output, per super-block s, per half h, per j (0, 1), per c (0..3): sub-block
+// i = 8h + 2c + j (values 128h + 32c + 16j ..+15, all in activation block b = 8s + 4h + c):
+//   sum = −32·Σq (the codes' +32 offset) + Σ code·q (4 VPDPBUSD), exact in int32, then
+//   acc = fma(float(sum), (d·sc_i) · x_scale, acc)
+// (d·sc_i exact: an f16 times an int8).
+//
+// Q4_K:
 // Per output (row, token), per sub-block j of super-block s (activation block b = 8s + j), in
 // order: the exact int32 sum Σ code·q over its 32 values (8 VPDPBUSD), then
 //   acc = fma(float(sum), (d·sc_j) · x_scale, acc)
@@ -11,12 +18,16 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "ops/gemm_kquant.h"
 #include "platform/error.h"
 #include "platform/row_interleave.h"
 
 #include "ops/x86_vnni_target.h"
+#if defined(__x86_64__)
+#include "ops/x86_lanes.h"
+#endif
 
 namespace g4::ops {
 
@@ -130,10 +141,7 @@ G4_VNNI_TARGET void prefill_q4k(const std::byte* w, uint64_t group_bytes, const 
   const size_t first = a.panel_cell(t, 0);  // t starts a panel; block b's cells follow at first + b·C
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   __m512 acc[G][C];
-  #pragma GCC unroll 8
-  for (int g = 0; g < G; ++g)
-    #pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) acc[g][c] = _mm512_setzero_ps();
+  x86::zero_tile<G, C>(acc);
   for (int64_t s = 0; s < supers; ++s) {
     const std::byte* col = w + uint64_t(s) * kQ4KColumnBytes;
     for (int j = 0; j < 8; ++j) {
@@ -179,35 +187,198 @@ G4_VNNI_TARGET void prefill_q4k(const std::byte* w, uint64_t group_bytes, const 
       if (c < count) _mm512_storeu_ps(y + c * ldy + 16 * g, acc[g][c]);
 }
 
+// −32 · (the sum of the 16 int8 values at x): the Q6_K codes' offset, as a sub-block's starting sum.
+G4_VNNI_TARGET inline int32_t q6k_start(const int8_t* x) {
+  // x + 128 as unsigned bytes, summed 8 at a time against zero (PSADBW), less 16 · 128.
+  const __m128i u = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)), _mm_set1_epi8(char(0x80)));
+  const __m128i sad = _mm_sad_epu8(u, _mm_setzero_si128());
+  return -32 * (_mm_cvtsi128_si32(sad) + _mm_extract_epi16(sad, 4) - 16 * 128);
+}
+
+// The codes of part c (0..3) of one Q6_K_R16 value triple (lo, hi: the ql vectors; qh): value
+// 128h + 32c + 4v + k of each row, 0..63 (row_interleave.h).
+G4_VNNI_TARGET inline __m512i q6k_codes(__m512i lo, __m512i hi, __m512i qh, int c) {
+  const __m512i n4 = _mm512_set1_epi8(0x0F), top = _mm512_set1_epi8(0x30);
+  const __m512i l = c % 2 ? hi : lo;
+  const __m512i low = _mm512_and_si512(c < 2 ? l : _mm512_srli_epi16(l, 4), n4);
+  // Bits 2c, 2c+1 of qh to bits 4, 5 (16-bit shifts; the mask keeps each byte's own bits).
+  const __m512i h = c == 0 ? _mm512_slli_epi16(qh, 4) : c == 1 ? _mm512_slli_epi16(qh, 2) : c == 2 ? qh : _mm512_srli_epi16(qh, 2);
+  return _mm512_or_si512(low, _mm512_and_si512(h, top));
+}
+
+// Sub-block i's 16 rows' d·sc_i in f32 (column s at `col`, d its rows' d).
+G4_VNNI_TARGET inline __m512 q6k_scale(const std::byte* col, int64_t s, int i, __m512 d) {
+  const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(col + q6k_scales_at(s) + 16 * uint64_t(i)));
+  return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc)));
+}
+
+G4_VNNI_TARGET inline __m512 q6k_d(const std::byte* col, int64_t s) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + q6k_d_at(s))));
+}
+
+// Q6_K decode: G groups side by side x the one token; each value triple is read once for its
+// four parts; one super-block column requested ahead, as decode_q4k.
+template <int G>
+G4_VNNI_TARGET void decode_q6k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a, float* y) {
+  const int64_t supers = a.in / kSuperBlock;
+  __m512 acc[G];
+  #pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < supers; ++s) {
+    const std::byte* col = w + uint64_t(s) * kQ6KColumnBytes;
+    __m512 d[G];
+    #pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) d[g] = q6k_d(col + uint64_t(g) * group_bytes, s);
+    const std::byte* values = col + q6k_values_at(s);
+    for (int h = 0; h < 2; ++h)
+      for (int j = 0; j < 2; ++j) {
+        #pragma GCC unroll 4
+        for (int g = 0; g < G; ++g)  // this quarter's 768 B (12 lines), one column ahead
+          for (uint64_t l = 0; l < kQ6KColumnBytes / 4; l += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(col + uint64_t(g) * group_bytes + kQ6KColumnBytes / 4 * (2 * h + j) +
+                                                       l + kQ6KColumnBytes),
+                         _MM_HINT_T0);
+        const int8_t* xh = a.q.data() + (8 * s + 4 * h) * kQ8Block + 16 * j;  // part c at + 32c
+        __m512i sum[G][4];
+        #pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+          const __m512i start = _mm512_set1_epi32(q6k_start(xh + 32 * c));
+          #pragma GCC unroll 4
+          for (int g = 0; g < G; ++g) sum[g][c] = start;
+        }
+        #pragma GCC unroll 4
+        for (int v = 4 * j; v < 4 * j + 4; ++v) {
+          #pragma GCC unroll 4
+          for (int g = 0; g < G; ++g) {
+            const std::byte* vec = values + uint64_t(g) * group_bytes + 1536 * uint64_t(h) + 192 * uint64_t(v);
+            const __m512i lo = _mm512_loadu_si512(vec), hi = _mm512_loadu_si512(vec + 64), qh = _mm512_loadu_si512(vec + 128);
+            #pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c)
+              sum[g][c] = _mm512_dpbusd_epi32(sum[g][c], q6k_codes(lo, hi, qh, c),
+                                              _mm512_set1_epi32(load_i32(xh + 32 * c + 4 * (v - 4 * j))));
+          }
+        }
+        #pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+          const float xs = a.scale[size_t(8 * s + 4 * h + c)];
+          #pragma GCC unroll 4
+          for (int g = 0; g < G; ++g) {
+            const __m512 dsc = q6k_scale(col + uint64_t(g) * group_bytes, s, 8 * h + 2 * c + j, d[g]);
+            acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[g][c]), _mm512_mul_ps(dsc, _mm512_set1_ps(xs)), acc[g]);
+          }
+        }
+      }
+  }
+  #pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) _mm512_storeu_ps(y + 16 * g, acc[g]);
+}
+
+// q6k_start of every half block of every token, in the panels' cell order: [cell · 2 + j] for
+// the 16 values 16j..16j+15 of cell `cell` (Q8Activations::panel_cell). Computed once per call
+// instead of once per group pair: in the 6-token tile the starts cost about as many instructions
+// as the products themselves.
+G4_VNNI_TARGET void q6k_panel_starts(const Q8Activations& a, std::vector<int32_t>& starts) {
+  starts.resize(a.panel_q.size() / 16);
+  for (size_t h = 0; h < starts.size(); ++h) starts[h] = q6k_start(a.panel_q.data() + 16 * h);
+}
+
+// Q6_K prefill: G groups (1 or 2) x one panel of kPanelTokens tokens, as prefill_q4k; per
+// (h, j, c) the value triples of its 4 vectors are read again from L1 for each part. `starts`:
+// q6k_panel_starts.
+template <int G>
+G4_VNNI_TARGET void prefill_q6k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a,
+                                const int32_t* starts, int64_t t, float* y, int64_t ldy, int count) {
+  constexpr int C = int(kPanelTokens);
+  const int64_t supers = a.in / kSuperBlock;
+  const size_t first = a.panel_cell(t, 0);
+  __m512 acc[G][C];
+  x86::zero_tile<G, C>(acc);
+  for (int64_t s = 0; s < supers; ++s) {
+    const std::byte* col = w + uint64_t(s) * kQ6KColumnBytes;
+    const std::byte* values = col + q6k_values_at(s);
+    for (int h = 0; h < 2; ++h)
+      for (int j = 0; j < 2; ++j)
+        for (int c = 0; c < 4; ++c) {
+          const size_t cell = first + size_t(8 * s + 4 * h + c) * C;  // activation block b's cells
+          const int8_t* xq = a.panel_q.data() + cell * kQ8Block + 16 * j;
+          __m512i sum[G][C];
+          #pragma GCC unroll 8
+          for (int k = 0; k < C; ++k) {
+            const __m512i start = _mm512_set1_epi32(starts[(cell + size_t(k)) * 2 + size_t(j)]);
+            #pragma GCC unroll 8
+            for (int g = 0; g < G; ++g) sum[g][k] = start;
+          }
+          #pragma GCC unroll 4
+          for (int v = 4 * j; v < 4 * j + 4; ++v) {
+            __m512i codes[G];
+            #pragma GCC unroll 8
+            for (int g = 0; g < G; ++g) {
+              const std::byte* vec = values + uint64_t(g) * group_bytes + 1536 * uint64_t(h) + 192 * uint64_t(v);
+              codes[g] = q6k_codes(_mm512_loadu_si512(vec), _mm512_loadu_si512(vec + 64), _mm512_loadu_si512(vec + 128), c);
+            }
+            #pragma GCC unroll 8
+            for (int k = 0; k < C; ++k) {
+              const __m512i x = _mm512_set1_epi32(load_i32(xq + k * kQ8Block + 4 * (v - 4 * j)));
+              #pragma GCC unroll 8
+              for (int g = 0; g < G; ++g) sum[g][k] = _mm512_dpbusd_epi32(sum[g][k], codes[g], x);
+            }
+          }
+          #pragma GCC unroll 8
+          for (int g = 0; g < G; ++g) {
+            const std::byte* gc = col + uint64_t(g) * group_bytes;
+            const __m512 dsc = q6k_scale(gc, s, 8 * h + 2 * c + j, q6k_d(gc, s));
+            #pragma GCC unroll 8
+            for (int k = 0; k < C; ++k)
+              acc[g][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[g][k]),
+                                          _mm512_mul_ps(dsc, _mm512_set1_ps(a.panel_scale[cell + size_t(k)])), acc[g][k]);
+          }
+        }
+  }
+  #pragma GCC unroll 8
+  for (int g = 0; g < G; ++g)
+    #pragma GCC unroll 8
+    for (int k = 0; k < C; ++k)
+      if (k < count) _mm512_storeu_ps(y + k * ldy + 16 * g, acc[g][k]);
+}
+
 }  // namespace
 
-void gemm_q4k_interleaved_rows(const Q8Activations& a, const std::byte* w, int64_t o_begin, int64_t o_end, float* y,
-                               int64_t ldy, DecodeStreaming decode) {
+void gemm_kquant_interleaved_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin,
+                                  int64_t o_end, float* y, int64_t ldy, DecodeStreaming decode) {
+  if (dtype != DType::Q4_K_R16 && dtype != DType::Q6_K_R16)
+    throw Error("gemm_kquant_interleaved_rows: " + std::string(dtype_name(dtype)) + " is not an interleaved K-quant");
   if (a.in % kSuperBlock)
-    throw Error("gemm_q4k_interleaved_rows: " + std::to_string(a.in) + " inputs are not whole Q4_K super-blocks of 256");
+    throw Error("gemm_kquant_interleaved_rows: " + std::to_string(a.in) + " inputs are not whole super-blocks of 256");
   if (o_begin % kInterleaveRows || o_end % kInterleaveRows)
-    throw Error("gemm_q4k_interleaved_rows: rows [" + std::to_string(o_begin) + ", " + std::to_string(o_end) +
+    throw Error("gemm_kquant_interleaved_rows: rows [" + std::to_string(o_begin) + ", " + std::to_string(o_end) +
                 ") must be whole groups of 16");
-  const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(DType::Q4_K, a.in);
-  const int64_t g_begin = o_begin / kInterleaveRows, g_end = o_end / kInterleaveRows;
+  const bool q6 = dtype == DType::Q6_K_R16;
+  const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(interleave_base(dtype), a.in);
   // Decode: the streams side by side that ops::plan_decode_streaming chose (its software prefetch
-  // distance is not used: this kernel prefetches one column ahead on every core, see decode_q4k).
+  // distance is not used: these kernels prefetch one column ahead on every core, see decode_q4k).
+  using DecodeFn = void (*)(const std::byte*, uint64_t, const Q8Activations&, float*);
+  thread_local std::vector<int32_t> starts;  // Q6_K prefill: q6k_panel_starts
+  if (q6 && a.T > 1) q6k_panel_starts(a, starts);
   walk_interleaved_groups(
-      a.T, g_begin, g_end, decode_groups_for(decode, group_bytes),
+      a.T, o_begin / kInterleaveRows, o_end / kInterleaveRows, decode_groups_for(decode, group_bytes),
       [&](int n, int64_t g) {
-        (n == 4 ? decode_q4k<4> : n == 2 ? decode_q4k<2> : decode_q4k<1>)(w + uint64_t(g) * group_bytes, group_bytes, a,
-                                                                           y + g * kInterleaveRows);
+        const DecodeFn fn = n == 4   ? (q6 ? decode_q6k<4> : decode_q4k<4>)
+                            : n == 2 ? (q6 ? decode_q6k<2> : decode_q4k<2>)
+                                     : (q6 ? decode_q6k<1> : decode_q4k<1>);
+        fn(w + uint64_t(g) * group_bytes, group_bytes, a, y + g * kInterleaveRows);
       },
       [&](bool pair, int64_t g, int64_t t, int count) {
-        (pair ? prefill_q4k<2> : prefill_q4k<1>)(w + uint64_t(g) * group_bytes, group_bytes, a, t,
-                                                  y + t * ldy + g * kInterleaveRows, ldy, count);
+        const std::byte* wg = w + uint64_t(g) * group_bytes;
+        float* yg = y + t * ldy + g * kInterleaveRows;
+        if (q6) (pair ? prefill_q6k<2> : prefill_q6k<1>)(wg, group_bytes, a, starts.data(), t, yg, ldy, count);
+        else (pair ? prefill_q4k<2> : prefill_q4k<1>)(wg, group_bytes, a, t, yg, ldy, count);
       });
 }
 
 #else  // not x86-64: never reached (gemm_q8_available() is false)
 
-void gemm_q4k_interleaved_rows(const Q8Activations&, const std::byte*, int64_t, int64_t, float*, int64_t,
-                               DecodeStreaming) {}
+void gemm_kquant_interleaved_rows(const Q8Activations&, const std::byte*, DType, int64_t, int64_t, float*, int64_t,
+                                  DecodeStreaming) {}
 
 #endif
 

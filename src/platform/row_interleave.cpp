@@ -8,19 +8,22 @@
 
 namespace g4 {
 
-bool dtype_is_interleaved(DType t) { return t == DType::Q8_0_R16 || t == DType::Q4_0_R16 || t == DType::Q4_K_R16; }
+bool dtype_is_interleaved(DType t) { return t == DType::Q8_0_R16 || t == DType::Q4_0_R16 || t == DType::Q4_K_R16 || t == DType::Q6_K_R16;
+}
 
 DType interleaved_dtype(DType base) {
   if (base == DType::Q8_0) return DType::Q8_0_R16;
   if (base == DType::Q4_0) return DType::Q4_0_R16;
   if (base == DType::Q4_K) return DType::Q4_K_R16;
-  throw Error("row interleaving: only Q8_0, Q4_0 and Q4_K have an interleaved layout, not " + std::string(dtype_name(base)));
+  if (base == DType::Q6_K) return DType::Q6_K_R16;
+  throw Error("row interleaving: only Q8_0, Q4_0, Q4_K and Q6_K have an interleaved layout, not " + std::string(dtype_name(base)));
 }
 
 DType interleave_base(DType t) {
   if (t == DType::Q8_0_R16) return DType::Q8_0;
   if (t == DType::Q4_0_R16) return DType::Q4_0;
   if (t == DType::Q4_K_R16) return DType::Q4_K;
+  if (t == DType::Q6_K_R16) return DType::Q6_K;
   return t;
 }
 
@@ -81,11 +84,37 @@ void q4k_column_to_block(const std::byte* col, int r, std::byte* blk) {
   for (int k = 0; k < 4; ++k)
     for (int v = 0; v < 8; ++v) std::memcpy(blk + 16 + 32 * k + 4 * v, col + kQ4KValues + 512 * k + 64 * v + 4 * r, 4);
 }
+
+// Q6_K_R16: row r's super-block (210 B: ql[128], qh[64], int8 scales[16], f16 d) to or from its
+// places in column s (`col` its start). Bytes move unchanged, so the two are exact inverses.
+template <bool kToColumn>
+void q6k_move(std::byte* blk, int r, std::byte* col, int64_t s) {
+  auto move = [](std::byte* b, std::byte* c, size_t n) {
+    if constexpr (kToColumn) std::memcpy(c, b, n);
+    else std::memcpy(b, c, n);
+  };
+  move(blk + 208, col + q6k_d_at(s) + 2 * r, 2);
+  for (int i = 0; i < 16; ++i) move(blk + 192 + i, col + q6k_scales_at(s) + 16 * i + r, 1);
+  for (int h = 0; h < 2; ++h)
+    for (int v = 0; v < 8; ++v) {
+      std::byte* vec = col + q6k_values_at(s) + 1536 * h + 192 * v + 4 * r;
+      move(blk + 64 * h + 4 * v, vec, 4);
+      move(blk + 64 * h + 32 + 4 * v, vec + 64, 4);
+      move(blk + 128 + 32 * h + 4 * v, vec + 128, 4);
+    }
+}
 }  // namespace
 
 void interleave_group(DType base, const std::byte* rows, int64_t in, std::byte* group) {
   (void)interleaved_dtype(base);  // validates base
   const uint64_t rb = row_bytes(base, in), bb = dtype_block_bytes(base);
+  if (base == DType::Q6_K) {
+    for (int r = 0; r < kInterleaveRows; ++r)
+      for (int64_t s = 0; s < in / 256; ++s)
+        q6k_move<true>(const_cast<std::byte*>(rows + uint64_t(r) * rb + uint64_t(s) * bb), r,
+                       group + uint64_t(s) * kQ6KColumnBytes, s);  // reads the row only
+    return;
+  }
   if (base == DType::Q4_K) {
     for (int r = 0; r < kInterleaveRows; ++r)
       for (int64_t s = 0; s < in / 256; ++s) q4k_block_to_column(rows + uint64_t(r) * rb + uint64_t(s) * bb, r, group + uint64_t(s) * kQ4KColumnBytes);
@@ -104,6 +133,11 @@ void extract_interleaved_row(DType interleaved, const std::byte* group, int64_t 
   const DType base = interleave_base(interleaved);
   if (base == interleaved) throw Error("extract_interleaved_row: " + std::string(dtype_name(interleaved)) + " is not interleaved");
   const uint64_t bb = dtype_block_bytes(base);
+  if (base == DType::Q6_K) {
+    for (int64_t s = 0; s < in / 256; ++s)
+      q6k_move<false>(row + uint64_t(s) * bb, r, const_cast<std::byte*>(group + uint64_t(s) * kQ6KColumnBytes), s);
+    return;
+  }
   if (base == DType::Q4_K) {
     for (int64_t s = 0; s < in / 256; ++s) q4k_column_to_block(group + uint64_t(s) * kQ4KColumnBytes, r, row + uint64_t(s) * bb);
     return;

@@ -1,4 +1,4 @@
-// Row-interleaved Q8_0 / Q4_0 / Q4_K layouts (DType::Q8_0_R16, Q4_0_R16, Q4_K_R16) for the VNNI
+// Row-interleaved Q8_0 / Q4_0 / Q4_K / Q6_K layouts (DType::Q8_0_R16, Q4_0_R16, Q4_K_R16, Q6_K_R16) for the VNNI
 // int8 kernels.
 //
 // Why: on the checkpoint's row-major blocks the kernel spends ~16 instructions per 34-byte block
@@ -27,6 +27,17 @@
 //   [256, 2304) chunk k (values 64k..64k+63: sub-blocks 2k in the low nibbles, 2k+1 in the high)
 //               at 256 + 512k: vector v at + 64v, byte 4r+i = packed byte 32k + 4v + i of row r
 //   so that one super-block column is one sequential read and every vector sits on one line.
+// Q6_K_R16: a group holds in/256 super-block columns of 3360 B (16 x 210), each of three parts:
+//   d:      16 x f16 (row 0 first)                                                          32 B
+//   scales: sub-block i (16 values) at + 16i, byte r: row r's int8 scale i                 256 B
+//   values: half h (values 128h..128h+127) at + 1536h; in it, for v = 0..7, three vectors at
+//           + 192v: byte 4r+k of the first = ql[64h + 4v + k] of row r, of the second
+//           ql[64h + 32 + 4v + k], of the third qh[32h + 4v + k] (Q6_K's own bytes, so value
+//           128h + 32c + 4v + k takes its low four bits from the first (c = 0, 2) or second
+//           (c = 1, 3) vector's low (c < 2) or high nibble and its top two from bits 2c, 2c+1
+//           of the third)                                                                 3072 B
+//   An even column is [scales | values | d], an odd one [d | scales | values]: a column is
+//   52.5 lines, so an odd one starts half a line in, and this keeps every vector on one line.
 // The size equals the row-major matrix's, so views, slices and byte counts are unchanged.
 #pragma once
 #include <cstddef>
@@ -40,6 +51,11 @@ inline constexpr int64_t kInterleaveRows = 16;
 // Q4_K_R16: one super-block column of a group, and where its parts start within it.
 inline constexpr uint64_t kQ4KColumnBytes = 16 * 144;
 inline constexpr uint64_t kQ4KLowScales = 64, kQ4KHighScales = 192, kQ4KValues = 256;
+// Q6_K_R16: one super-block column, and where the parts of column s start within it.
+inline constexpr uint64_t kQ6KColumnBytes = 16 * 210;
+inline constexpr uint64_t q6k_d_at(int64_t s) { return s % 2 ? 0 : 3328; }
+inline constexpr uint64_t q6k_scales_at(int64_t s) { return s % 2 ? 32 : 0; }
+inline constexpr uint64_t q6k_values_at(int64_t s) { return s % 2 ? 288 : 256; }
 
 // Block column b of a group of `blocks` columns whose columns take column_bytes each (16 x block
 // bytes): the offsets of its 16 scales and of its first value vector, per the pairing above.
@@ -53,9 +69,9 @@ inline constexpr uint64_t interleaved_values_at(uint64_t column_bytes, int64_t b
 }
 
 bool dtype_is_interleaved(DType t);
-// Q8_0 -> Q8_0_R16, Q4_0 -> Q4_0_R16, Q4_K -> Q4_K_R16; throws g4::Error for any other dtype.
+// Q8_0 -> Q8_0_R16, Q4_0 -> Q4_0_R16, Q4_K -> Q4_K_R16, Q6_K -> Q6_K_R16; throws g4::Error for any other dtype.
 DType interleaved_dtype(DType base);
-// Q8_0_R16 -> Q8_0, Q4_0_R16 -> Q4_0, Q4_K_R16 -> Q4_K; any other dtype is returned as it is.
+// Q8_0_R16 -> Q8_0, Q4_0_R16 -> Q4_0, Q4_K_R16 -> Q4_K, Q6_K_R16 -> Q6_K; any other dtype is returned as it is.
 DType interleave_base(DType t);
 
 // 16 row-major rows of `base` blocks (16 * row_bytes(base, in) bytes) -> one interleaved group

@@ -358,7 +358,7 @@ TEST_F(Int8Activations, CostsNoMoreThanQ8WeightsAgainstTheF32Reference) {
 }
 
 // K-quant GGUF weights (Q4_K, Q6_K, as a Q4_K_M file holds) read in place by the int8 K-quant
-// tiles (ops/gemm_kquant.h), and Q4_K also interleaved 16 rows at a time (Q4_K_R16). The fixtures are 64 wide and K-quants need rows of whole 256-value
+// tiles (ops/gemm_kquant.h), and both also interleaved 16 rows at a time (Q4_K_R16, Q6_K_R16). The fixtures are 64 wide and K-quants need rows of whole 256-value
 // super-blocks, so a tiny-e shaped model 256 wide is written as GGUFs (matrices whose rows are
 // not whole super-blocks stay F32). Batching and chunking change no bit; against the reference
 // loops on the same weights, the int8 activations cost no more than 2.5x what rounding the
@@ -394,20 +394,22 @@ TEST_F(Int8Activations, KQuantGgufWeightsAreBitExactUnderBatchingAndCostAboutWha
                 std::string(dtype_name(t)).c_str(), mean, q8_weights_cost);
     EXPECT_GT(mean, 0.0);  // the activations were rounded: the int8 tiles ran
     EXPECT_LT(mean, 2.5 * q8_weights_cost);
-    if (t != DType::Q4_K) continue;
-    // Q4_K in memory g4 owns (as generate/bench/serve place it) is interleaved into Q4_K_R16 and
+    // In memory g4 owns (as generate/bench/serve place it) the matrices are interleaved (Q4_K_R16,
+    // Q6_K_R16) and
     // read 16 rows per VPDPBUSD (ops/gemm_kquant.h): batching still changes no bit, and against
     // the same reference loops (which read each row back out of its group) the cost stays
     // within the same yardstick.
     place_weights(*m, WeightMemory::Huge, &pool);
     const InterleaveReport ir = interleave_weights(*m, &pool);
     EXPECT_GT(ir.tensors, 0);
-    ASSERT_EQ(m->weights.layers[0].q_proj->dtype, DType::Q4_K_R16);
-    EXPECT_NE(ops::describe_matmul(int8, DType::Q4_K_R16).find("16 rows interleaved"), std::string::npos);
+    const DType il = interleaved_dtype(t);
+    ASSERT_EQ(m->weights.layers[0].q_proj->dtype, il);
+    EXPECT_NE(ops::describe_matmul(int8, il).find("16 rows interleaved"), std::string::npos);
     expect_batching_is_exact(*m, false, true);
     const auto got_r16 = alone(*m, tokens, ex);
     const double mean_r16 = mean_abs_diff(got_r16, forward_reference(*m, tokens));
-    std::printf("[ int8 k  ] Q4_K_R16: mean |delta logit| %.5f vs the reference loops on the same weights\n", mean_r16);
+    std::printf("[ int8 k  ] %s: mean |delta logit| %.5f vs the reference loops on the same weights\n",
+                std::string(dtype_name(il)).c_str(), mean_r16);
     EXPECT_GT(mean_r16, 0.0);
     EXPECT_LT(mean_r16, 2.5 * q8_weights_cost);
   }

@@ -24,16 +24,17 @@ std::vector<std::byte> random_rows(DType base, int64_t rows, int64_t in, unsigne
   std::normal_distribution<float> g(0.0f, 0.01f);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t b = 0; b < in / dtype_block_size(base); ++b)
-      for (int k = 0; k < (base == DType::Q4_K ? 2 : 1); ++k) {  // Q4_K: d and dmin
+      for (int k = 0; k < (base == DType::Q4_K ? 2 : 1); ++k) {  // Q4_K: d and dmin; Q6_K: d at its end
         const uint16_t d = f32_to_f16(g(rng));
-        std::memcpy(&v[size_t(uint64_t(r) * rb + uint64_t(b) * bb + 2 * uint64_t(k))], &d, 2);
+        const uint64_t at = base == DType::Q6_K ? 208 : 2 * uint64_t(k);
+        std::memcpy(&v[size_t(uint64_t(r) * rb + uint64_t(b) * bb + at)], &d, 2);
       }
   return v;
 }
 
 // Widths with whole blocks: for Q4_K whole super-blocks of 256.
 std::vector<int64_t> widths(DType base) {
-  return base == DType::Q4_K ? std::vector<int64_t>{256, 512, 1536} : std::vector<int64_t>{32, 96, 1536};
+  return dtype_block_size(base) == 256 ? std::vector<int64_t>{256, 512, 1536} : std::vector<int64_t>{32, 96, 1536};
 }
 
 class RowInterleave : public ::testing::TestWithParam<DType> {};
@@ -59,7 +60,7 @@ TEST_P(RowInterleave, RoundTripsEveryRowByteForByte) {
 
 // The byte positions the header documents, written out here independently of the library.
 TEST(RowInterleave, BytesSitWhereTheHeaderSays) {
-  for (DType base : {DType::Q8_0, DType::Q4_0}) {  // Q4_K: Q4KBytesSitWhereTheHeaderSays
+  for (DType base : {DType::Q8_0, DType::Q4_0}) {  // the K-quants: Q4K/Q6KBytesSitWhereTheHeaderSays
     const int64_t in = 96;  // three block columns: one pair, then an odd last column alone
     const std::vector<std::byte> rows = random_rows(base, kInterleaveRows, in, 7);
     std::vector<std::byte> group(rows.size());
@@ -108,7 +109,7 @@ TEST_P(RowInterleave, ViewsReadTheSameValues) {
   EXPECT_EQ(a.at(17 * in + 3), b.at(17 * in + 3));
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, RowInterleave, ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q4_K),
+INSTANTIATE_TEST_SUITE_P(Formats, RowInterleave, ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K),
                          [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
 
 // Q4_K_R16's positions as the header states them, the scales and mins taken apart by the scalar
@@ -140,12 +141,49 @@ TEST(RowInterleave, Q4KBytesSitWhereTheHeaderSays) {
     }
 }
 
+// Q6_K_R16's positions as the header states them, for an even and an odd column (their parts in
+// different orders), each value's 6-bit code rebuilt from the layout as the header describes it
+// and compared with the code the scalar dequantizer reads (dequantize_row with d = 1, scales 1).
+TEST(RowInterleave, Q6KBytesSitWhereTheHeaderSays) {
+  const int64_t in = 512;
+  std::vector<std::byte> rows = random_rows(DType::Q6_K, kInterleaveRows, in, 13);
+  const uint64_t rb = row_bytes(DType::Q6_K, in);
+  std::vector<std::byte> unit = rows;  // the same codes with d = 1 and every scale 1: value = code - 32
+  for (int r = 0; r < 16; ++r)
+    for (int64_t s = 0; s < in / 256; ++s) {
+      std::byte* blk = &unit[size_t(uint64_t(r) * rb + uint64_t(s) * 210)];
+      for (int i = 0; i < 16; ++i) blk[192 + i] = std::byte{1};
+      const uint16_t one = f32_to_f16(1.0f);
+      std::memcpy(blk + 208, &one, 2);
+    }
+  std::vector<std::byte> group(rows.size());
+  interleave_group(DType::Q6_K, rows.data(), in, group.data());
+  std::vector<float> codes(static_cast<size_t>(in));
+  for (int r = 0; r < 16; ++r) {
+    dequantize_row(DType::Q6_K, &unit[size_t(uint64_t(r) * rb)], codes.data(), in);
+    for (int64_t s = 0; s < in / 256; ++s) {
+      const std::byte* src = &rows[size_t(uint64_t(r) * rb + uint64_t(s) * 210)];
+      const std::byte* col = &group[size_t(uint64_t(s) * 3360)];
+      const uint64_t d_at = s % 2 ? 0 : 3328, scales_at = s % 2 ? 32 : 0, values_at = s % 2 ? 288 : 256;
+      EXPECT_EQ(0, std::memcmp(col + d_at + 2 * r, src + 208, 2)) << "d, row " << r << " column " << s;
+      for (int i = 0; i < 16; ++i) EXPECT_EQ(col[scales_at + 16 * i + r], src[192 + i]) << "scale " << i << " row " << r;
+      for (int n = 0; n < 256; ++n) {
+        const int h = n / 128, c = n % 128 / 32, v = n % 32 / 4, k = n % 4;
+        const std::byte* vec = col + values_at + 1536 * h + 192 * v + 4 * r + k;
+        const uint8_t low = uint8_t(vec[c % 2 ? 64 : 0]) >> (c < 2 ? 0 : 4) & 15;
+        const uint8_t top = uint8_t(vec[128]) >> (2 * c) & 3;
+        EXPECT_EQ(float(int(low | top << 4) - 32), codes[size_t(s * 256 + n)]) << "row " << r << " value " << s * 256 + n;
+      }
+    }
+  }
+}
+
 TEST(RowInterleaveRefusals, NoContiguousRowNoFileTypeNoCliName) {
   std::vector<std::byte> block(34);
   float out[32];
   EXPECT_THROW(dequantize_row(DType::Q8_0_R16, block.data(), out, 32), Error);
   EXPECT_THROW(dtype_to_ggml(DType::Q4_0_R16), Error);
-  EXPECT_THROW(interleaved_dtype(DType::Q6_K), Error);
+  EXPECT_THROW(interleaved_dtype(DType::Q5_K), Error);
   EXPECT_FALSE(dtype_from_any_name("Q8_0_R16").has_value());  // not a format a user can ask for
   EXPECT_EQ(dtype_name(DType::Q4_0_R16), "Q4_0_R16");
   EXPECT_EQ(interleave_base(DType::BF16), DType::BF16);
