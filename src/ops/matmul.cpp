@@ -63,8 +63,9 @@ DecodePlan plan_decode_streaming(const DeviceInfo& device) {
 }
 
 namespace {
-std::string prefetch_phrase(uint64_t bytes) {  // "prefetch 8 KiB ahead" / "no prefetch"
-  return bytes ? "prefetch " + std::to_string(bytes >> 10) + " KiB ahead" : "no prefetch";
+std::string prefetch_phrase(uint64_t bytes) {  // "prefetch 8 KiB ahead" / "prefetch 2304 B ahead" / "no prefetch"
+  if (!bytes) return "no prefetch";
+  return "prefetch " + (bytes % 1024 ? std::to_string(bytes) + " B" : std::to_string(bytes >> 10) + " KiB") + " ahead";
 }
 }  // namespace
 
@@ -206,11 +207,15 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
   if (dtype_is_kquant(dtype) && uses_int8_kernel(ctx))
     return name + " super-blocks x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
                   "exact int32 sums per 4 values, scaled per sub-block, f32 accumulate";
-  if (dtype_is_interleaved(dtype) && uses_int8_kernel(ctx))
+  if (dtype_is_interleaved(dtype) && uses_int8_kernel(ctx)) {
+    DecodeStreaming shown = ctx.decode;  // the K-quant kernels prefetch one super-block column ahead everywhere
+    if (dtype == DType::Q4_K_R16 || dtype == DType::Q6_K_R16)
+      shown.prefetch_bytes = dtype == DType::Q4_K_R16 ? kQ4KColumnBytes : kQ6KColumnBytes;
     return std::string(dtype_name(interleave_base(dtype))) +
            " weights, 16 rows interleaved, x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
            "16 rows per instruction, exact int32 block sums, f32 accumulate" +
-           "; decode: " + describe_decode_streaming(ctx.decode);
+           "; decode: " + describe_decode_streaming(shown);
+  }
   if (dtype_is_interleaved(dtype)) return name + " weights on the reference loops (one row at a time out of its group)";
   std::string s;
   if (simd_dtype(dtype))

@@ -383,6 +383,11 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
     const std::string desc =
         ops::describe_matmul(ops::make_matmul_context(nullptr, d, 1536, false, true), DType::Q4_0_R16);
     EXPECT_NE(desc.find("4 streams per thread, prefetch 8 KiB ahead"), std::string::npos) << desc;
+    // The K-quant kernels prefetch one super-block column ahead whatever the plan says.
+    const ops::MatmulContext amd_ctx = ops::make_matmul_context(nullptr, presets::avx2_laptop(), 1536, false, true);
+    const std::string q6 = ops::describe_matmul(amd_ctx, DType::Q6_K_R16);
+    EXPECT_NE(q6.find("prefetch 3360 B ahead"), std::string::npos) << q6;
+    EXPECT_NE(ops::describe_matmul(amd_ctx, DType::Q4_K_R16).find("prefetch 2304 B ahead"), std::string::npos);
   }
 }
 
