@@ -1,6 +1,7 @@
 // g4 quantize: any checkpoint g4 loads -> a gemma4 GGUF with weight matrices in one type.
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "cli/args.h"
 #include "cli/command.h"
@@ -14,11 +15,14 @@ namespace g4::cli {
 namespace {
 
 const char* kUsage =
-    "usage: g4 quantize IN OUT --type q8_0|q4_0|q4_1|q4_k|q5_k|q6_k|f16|bf16|f32\n\n"
+    "usage: g4 quantize IN OUT --type q8_0|q4_0|q4_1|q4_k|q5_k|q6_k|q4_k_m|f16|bf16|f32\n\n"
     "Reads IN (a Hugging Face directory or a .gguf file), validates it, and writes OUT as a GGUF\n"
     "(llama.cpp's gemma4 layout) with every 2-D/3-D weight matrix stored as --type. K-quant\n"
     "matrices whose rows are not a multiple of 256 fall back to Q8_0; rows that are not whole\n"
-    "blocks at all, norms, scalars and 1-D tensors stay F32. The tokenizer is carried over\n"
+    "blocks at all, norms, scalars and 1-D tensors stay F32. q4_k_m is llama.cpp's Q4_K_M mix:\n"
+    "Q6_K for the output head (the embedding table when it is tied) and for the attn_v and\n"
+    "ffn_down matrices of the first and last eighth of their layers and every third between,\n"
+    "Q4_K for the rest. The tokenizer is carried over\n"
     "(IN's GGUF metadata, or IN/tokenizer.json + tokenizer_config.json). Written to OUT.tmp and\n"
     "renamed, so an interrupted run leaves nothing that loads.";
 
@@ -27,8 +31,10 @@ int run(const std::vector<std::string>& argv) {
   if (a.positional().size() != 2) throw Error("give IN and OUT (see g4 quantize --help)");
   const std::filesystem::path in = a.positional()[0], out = a.positional()[1];
   const std::string tname = a.require("--type");
-  const auto type = dtype_from_any_name(tname);
-  if (!type) throw Error("--type '" + tname + "': expected q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, f16, bf16 or f32");
+  const bool q4_k_m = tname == "q4_k_m" || tname == "Q4_K_M";
+  const auto type = q4_k_m ? std::optional<DType>(DType::Q4_K) : dtype_from_any_name(tname);
+  if (!type)
+    throw Error("--type '" + tname + "': expected q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q4_k_m, f16, bf16 or f32");
   auto model = load_model(in);
   const auto rep = write_model_gguf(*model, *type, out, [&](GgufWriter& w) {
     if (model->gguf) {
@@ -39,7 +45,7 @@ int run(const std::vector<std::string>& argv) {
     } else {
       std::fprintf(stderr, "note: %s has no tokenizer.json; the GGUF carries no tokenizer\n", in.string().c_str());
     }
-  });
+  }, q4_k_m ? QuantMix::Q4_K_M : QuantMix::Uniform);
   std::printf("wrote %s: %.2f MiB of tensor data (", out.string().c_str(), double(rep.bytes) / double(1 << 20));
   bool first = true;
   for (const auto& [dt, n] : rep.tensors_by_dtype) {
@@ -51,7 +57,8 @@ int run(const std::vector<std::string>& argv) {
   return 0;
 }
 
-const Registration reg{"quantize", "write a checkpoint as GGUF with weights in q8_0/q4_0/q4_1/q4_k/q5_k/q6_k/f16/bf16/f32",
+const Registration reg{"quantize",
+                       "write a checkpoint as GGUF with weights in q8_0/q4_0/q4_1/q4_k/q5_k/q6_k/q4_k_m/f16/bf16/f32",
                        kUsage, run};
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "model/gguf_writer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -252,7 +253,9 @@ void add_gemma4_metadata(GgufWriter& w, const ModelConfig& c, const std::string&
 namespace g4 {
 
 GgufExportReport write_model_gguf(const Model& m, DType type, const std::filesystem::path& out,
-                                  const std::function<void(GgufWriter&)>& extra) {
+                                  const std::function<void(GgufWriter&)>& extra, QuantMix mix) {
+  if (mix == QuantMix::Q4_K_M && type != DType::Q4_K)
+    throw Error("write_model_gguf: the Q4_K_M mix is built on Q4_K, not " + std::string(dtype_name(type)));
   GgufExportReport rep;
   GgufWriter w;
   add_gemma4_metadata(w, m.config, out.stem().string());
@@ -265,6 +268,14 @@ GgufExportReport write_model_gguf(const Model& m, DType type, const std::filesys
   w.add_tensor("rope_freqs.weight", DType::F32, {int64_t(rope.size())});
   sources.push_back(nullptr);
   int fallback_q8 = 0, fallback_f32 = 0;
+  std::map<std::string, DType> mixed;  // Q4_K_M: the type of each written name
+  if (mix == QuantMix::Q4_K_M) {
+    std::vector<std::string> names;
+    const bool tied = m.weights.lm_head == m.weights.embed_tokens;
+    for (const auto& [hf, view] : src)
+      if (auto gg = hf_to_gguf_name(hf); gg && !(tied && *gg == "output.weight")) names.push_back(*gg);  // as written
+    mixed = q4_k_m_types(names);
+  }
   for (const auto& [hf, view] : src) {
     auto gg = hf_to_gguf_name(hf);
     if (!gg) {
@@ -280,9 +291,10 @@ GgufExportReport write_model_gguf(const Model& m, DType type, const std::filesys
       continue;
     }
     const int64_t cols = view.shape.back();
+    const DType want = mix == QuantMix::Q4_K_M ? mixed.at(*gg) : type;
     DType t = DType::F32;
     if (view.shape.size() >= 2) {
-      if (row_bytes(type, cols)) t = type;
+      if (row_bytes(want, cols)) t = want;
       else if (dtype_is_quantized(type) && row_bytes(DType::Q8_0, cols)) {
         t = DType::Q8_0;
         ++fallback_q8;
@@ -318,6 +330,32 @@ GgufExportReport write_model_gguf(const Model& m, DType type, const std::filesys
     }
   });
   return rep;
+}
+
+std::map<std::string, DType> q4_k_m_types(const std::vector<std::string>& gguf_names) {
+  // Layer numbers of each kind that takes more bits, in order ("blk.N.attn_v.weight").
+  auto layer_of = [](const std::string& name, const std::string& kind) -> int {
+    const std::string tail = "." + kind + ".weight";
+    if (name.rfind("blk.", 0) != 0 || name.size() <= tail.size() || name.compare(name.size() - tail.size(), tail.size(), tail))
+      return -1;
+    return std::stoi(name.substr(4));
+  };
+  std::map<std::string, DType> types;
+  const bool has_output = std::find(gguf_names.begin(), gguf_names.end(), "output.weight") != gguf_names.end();
+  for (const std::string& n : gguf_names) types[n] = DType::Q4_K;
+  types[has_output ? "output.weight" : "token_embd.weight"] = DType::Q6_K;
+  for (const std::string kind : {"attn_v", "ffn_down"}) {
+    std::vector<std::pair<int, std::string>> layers;
+    for (const std::string& n : gguf_names)
+      if (int l = layer_of(n, kind); l >= 0) layers.push_back({l, n});
+    std::sort(layers.begin(), layers.end());
+    const int count = int(layers.size());
+    for (int i = 0; i < count; ++i)  // llama.cpp's use_more_bits(i, count)
+      if (i < count / 8 || i >= 7 * count / 8 || (i - count / 8) % 3 == 2) types[layers[size_t(i)].second] = DType::Q6_K;
+  }
+  if (!has_output && std::find(gguf_names.begin(), gguf_names.end(), "token_embd.weight") == gguf_names.end())
+    types.erase("token_embd.weight");
+  return types;
 }
 
 }  // namespace g4

@@ -76,6 +76,15 @@ struct GgufExportReport {
   uint64_t bytes = 0;                                 // tensor data written
   std::vector<std::string> notes;
 };
+// Uniform: every matrix as `type`. Q4_K_M: llama.cpp's mix of that name (`type` must be Q4_K),
+// per q4_k_m_types.
+enum class QuantMix { Uniform, Q4_K_M };
 GgufExportReport write_model_gguf(const Model& m, DType type, const std::filesystem::path& out,
-                                  const std::function<void(GgufWriter&)>& extra = {});
+                                  const std::function<void(GgufWriter&)>& extra = {}, QuantMix mix = QuantMix::Uniform);
+
+// llama.cpp's Q4_K_M choice for each of these gemma4 GGUF tensor names: Q6_K for output.weight
+// (or token_embd.weight when there is no output.weight: the tied head), and for the attn_v and
+// ffn_down matrices that llama.cpp's "more bits" rule picks (counting each kind's tensors in
+// layer order: the first and last eighth, and every third in between); Q4_K for every other name.
+std::map<std::string, DType> q4_k_m_types(const std::vector<std::string>& gguf_names);
 }  // namespace g4

@@ -2,6 +2,8 @@
 // writer's round trip, and the logit error of g4's own quantized copies of the fixtures.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -398,6 +400,68 @@ TEST(GgufQuantizedWide, KQuantsOrderedByBits) {
   // Measured 0.45 / 0.27 / 0.13 / 0.036: random weights amplify error (cf. bf16 on the fixtures).
   EXPECT_LT(mean[0].second, 0.7);  // Q4_K
   EXPECT_LT(mean[2].second, 0.2);  // Q6_K
+}
+
+// Q4_K_M as llama.cpp picks it, worked by hand: with 16 layers of ffn_down the more-bits rule
+// takes indices 0, 1 (first eighth), 14, 15 (last eighth) and 4, 7, 10, 13 (every third between);
+// with attn_v in only the first 10 layers (the others share their KV), 0, 8, 9 and 3, 6. The
+// tied embedding table is the head, so it takes Q6_K; with an output.weight that one does.
+TEST(GgufQ4KM, TypesFollowLlamaCppsMix) {
+  std::vector<std::string> names{"token_embd.weight", "per_layer_token_embd.weight"};
+  for (int l = 0; l < 16; ++l) {
+    names.push_back("blk." + std::to_string(l) + ".ffn_down.weight");
+    names.push_back("blk." + std::to_string(l) + ".ffn_up.weight");
+    if (l < 10) names.push_back("blk." + std::to_string(l) + ".attn_v.weight");
+  }
+  const auto types = q4_k_m_types(names);
+  ASSERT_EQ(types.size(), names.size());
+  EXPECT_EQ(types.at("token_embd.weight"), DType::Q6_K);
+  EXPECT_EQ(types.at("per_layer_token_embd.weight"), DType::Q4_K);
+  const std::set<int> down{0, 1, 4, 7, 10, 13, 14, 15}, v{0, 3, 6, 8, 9};
+  for (int l = 0; l < 16; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    EXPECT_EQ(types.at(b + "ffn_down.weight"), down.count(l) ? DType::Q6_K : DType::Q4_K) << l;
+    EXPECT_EQ(types.at(b + "ffn_up.weight"), DType::Q4_K) << l;
+    if (l < 10) {
+      EXPECT_EQ(types.at(b + "attn_v.weight"), v.count(l) ? DType::Q6_K : DType::Q4_K) << l;
+    }
+  }
+  names.push_back("output.weight");
+  const auto untied = q4_k_m_types(names);
+  EXPECT_EQ(untied.at("output.weight"), DType::Q6_K);
+  EXPECT_EQ(untied.at("token_embd.weight"), DType::Q4_K);
+}
+
+// End to end: the mix is written, loads, and its error sits between all-Q4_K's and all-Q6_K's.
+TEST(GgufQ4KM, WrittenMixLoadsWithErrorBetweenQ4KAndQ6K) {
+  test::TempDir tmp;
+  const ModelConfig c = test::kquant_wide_tiny_e();
+  write_synth_checkpoint(c, SynthOptions{}, tmp / "hf");
+  auto hf = load_model(tmp / "hf");
+  std::vector<int> toks;
+  for (int i = 0; i < 24; ++i) toks.push_back(5 + (i * 37) % 500);
+  const auto base = forward_reference(*hf, toks);
+  auto err = [&](const Model& q) {
+    const auto got = forward_reference(q, toks);
+    double sum = 0, ref = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      sum += std::fabs(got[i] - base[i]);
+      ref += std::fabs(base[i]);
+    }
+    return sum / ref;
+  };
+  EXPECT_THROW(write_model_gguf(*hf, DType::Q8_0, tmp / "bad.gguf", {}, QuantMix::Q4_K_M), Error);
+  const auto rep = write_model_gguf(*hf, DType::Q4_K, tmp / "m.gguf", {}, QuantMix::Q4_K_M);
+  EXPECT_GT(rep.tensors_by_dtype.at("Q6_K"), 1u);
+  EXPECT_GT(rep.tensors_by_dtype.at("Q4_K"), rep.tensors_by_dtype.at("Q6_K"));
+  auto mixed = load_model(tmp / "m.gguf");
+  EXPECT_EQ(mixed->weights.embed_tokens->dtype, DType::Q6_K);  // the tied head
+  write_model_gguf(*hf, DType::Q4_K, tmp / "q4k.gguf");
+  write_model_gguf(*hf, DType::Q6_K, tmp / "q6k.gguf");
+  const double e4 = err(*load_model(tmp / "q4k.gguf")), em = err(*mixed), e6 = err(*load_model(tmp / "q6k.gguf"));
+  std::printf("[ q4_k_m ] mean |delta| / mean |logit|: Q4_K %.4f, Q4_K_M %.4f, Q6_K %.4f\n", e4, em, e6);
+  EXPECT_LT(em, e4);
+  EXPECT_GT(em, e6);
 }
 
 }  // namespace
