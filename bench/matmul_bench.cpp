@@ -117,6 +117,7 @@ void BM_MatmulQ6_K(benchmark::State& s) { run(s, DType::Q6_K); }
 void BM_MatmulQ8_0_R16(benchmark::State& s) { run(s, DType::Q8_0_R16); }
 void BM_MatmulQ4_0_R16(benchmark::State& s) { run(s, DType::Q4_0_R16); }
 void BM_MatmulQ4_K_R16(benchmark::State& s) { run(s, DType::Q4_K_R16); }
+void BM_MatmulQ5_K_R16(benchmark::State& s) { run(s, DType::Q5_K_R16); }
 void BM_MatmulQ6_K_R16(benchmark::State& s) { run(s, DType::Q6_K_R16); }
 
 #define G4_MATMUL_ARGS ArgsProduct({{0, 1}, {1, 2}, {1, 64}, {0, 1, 2, 3}})->Unit(benchmark::kMillisecond)->UseRealTime()
@@ -129,6 +130,7 @@ BENCHMARK(BM_MatmulQ6_K)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ8_0_R16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ4_0_R16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ4_K_R16)->G4_MATMUL_ARGS;
+BENCHMARK(BM_MatmulQ5_K_R16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ6_K_R16)->G4_MATMUL_ARGS;
 
 }  // namespace

@@ -16,7 +16,9 @@ namespace {
 int64_t rows_per_slice(const TensorView& t) { return t.shape.size() >= 2 ? t.shape[t.shape.size() - 2] : 0; }
 
 bool interleavable(const TensorView& t) {
-  if (t.dtype != DType::Q8_0 && t.dtype != DType::Q4_0 && t.dtype != DType::Q4_K && t.dtype != DType::Q6_K) return false;
+  if (t.dtype != DType::Q8_0 && t.dtype != DType::Q4_0 && t.dtype != DType::Q4_K && t.dtype != DType::Q5_K &&
+      t.dtype != DType::Q6_K)
+    return false;
   if (t.shape.size() < 2 || t.shape.back() % dtype_block_size(t.dtype)) return false;
   return rows_per_slice(t) % kInterleaveRows == 0;
 }

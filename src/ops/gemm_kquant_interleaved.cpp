@@ -1,4 +1,5 @@
-// Q4_K_R16 and Q6_K_R16 (platform/row_interleave.h: K-quant super-blocks of 16 rows interleaved)
+// Q4_K_R16, Q5_K_R16 and Q6_K_R16 (platform/row_interleave.h: K-quant super-blocks of 16 rows
+// interleaved)
 // x int8 activations on AVX512_VNNI: 16 rows per VPDPBUSD, one f32 lane per row, as the
 // Q4_0_R16 kernels in gemm_q8.cpp, with the K-quants' per-sub-block scales.
 //
@@ -8,7 +9,7 @@
 //   acc = fma(float(sum), (d·sc_i) · x_scale, acc)
 // (d·sc_i exact: an f16 times an int8).
 //
-// Q4_K:
+// Q4_K and Q5_K (whose codes have a fifth bit):
 // Per output (row, token), per sub-block j of super-block s (activation block b = 8s + j), in
 // order: the exact int32 sum Σ code·q over its 32 values (8 VPDPBUSD), then
 //   acc = fma(float(sum), (d·sc_j) · x_scale, acc)
@@ -81,24 +82,33 @@ G4_VNNI_TARGET inline __m512 accumulate(__m512 acc, __m512i sum, __m512 dsc, __m
 // cache misses in flight (E2B-like decode layers, bench/matmul_bench.cpp BM_MatmulQ4_K_R16 T = 1,
 // Zen 5 VM: 1 thread 21 -> 38 GB/s, 2 threads 44 -> 65 GB/s; half and twice the distance did
 // no better).
-template <int G>
+// Q5_K (kQ5): the same, each code's fifth bit taken from the column's high-bit vectors.
+template <bool kQ5>
+constexpr uint64_t q45k_column_bytes = kQ5 ? kQ5KColumnBytes : kQ4KColumnBytes;
+
+// Bit `bit` of each byte of the Q5_K high-bit vector qh, moved to bit 4 (the code's fifth bit).
+G4_VNNI_TARGET inline __m512i fifth_bits(__m512i qh, int bit) {
+  return _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(qh, _mm_cvtsi32_si128(bit)), _mm512_set1_epi8(1)), 4);
+}
+
+template <int G, bool kQ5>
 G4_VNNI_TARGET void decode_q4k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a, float* y) {
+  constexpr uint64_t kColumn = q45k_column_bytes<kQ5>;
   const int64_t supers = a.in / kSuperBlock;
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   __m512 acc[G];
   #pragma GCC unroll 4
   for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
   for (int64_t s = 0; s < supers; ++s) {
-    const std::byte* col = w + uint64_t(s) * kQ4KColumnBytes;
+    const std::byte* col = w + uint64_t(s) * kColumn;
     __m512 d[G], dmin[G];
     #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) column_d_dmin(col + uint64_t(g) * group_bytes, d[g], dmin[g]);
     for (int k = 0; k < 4; ++k) {
       #pragma GCC unroll 4
-      for (int g = 0; g < G; ++g)  // a quarter of the column (9 lines), one column ahead
-        for (uint64_t l = 0; l < kQ4KColumnBytes / 4; l += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(col + uint64_t(g) * group_bytes + kQ4KColumnBytes / 4 * k + l +
-                                                     kQ4KColumnBytes),
+      for (int g = 0; g < G; ++g)  // a quarter of the column (9 or 11 lines), one column ahead
+        for (uint64_t l = 0; l < kColumn / 4; l += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(col + uint64_t(g) * group_bytes + kColumn / 4 * k + l + kColumn),
                        _MM_HINT_T0);
       const int64_t b0 = 8 * s + 2 * k;  // the chunk's two activation blocks: b0 (low nibbles), b0 + 1
       const int8_t* x0 = a.q.data() + b0 * kQ8Block;
@@ -110,10 +120,16 @@ G4_VNNI_TARGET void decode_q4k(const std::byte* w, uint64_t group_bytes, const Q
         const __m512i xl = _mm512_set1_epi32(load_i32(x0 + 4 * v)), xh = _mm512_set1_epi32(load_i32(x0 + 32 + 4 * v));
         #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) {
-          const __m512i raw =
-              _mm512_loadu_si512(col + uint64_t(g) * group_bytes + kQ4KValues + 512 * uint64_t(k) + 64 * uint64_t(v));
-          lo[g] = _mm512_dpbusd_epi32(lo[g], _mm512_and_si512(raw, nibble), xl);
-          hi[g] = _mm512_dpbusd_epi32(hi[g], _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble), xh);
+          const std::byte* gc = col + uint64_t(g) * group_bytes;
+          const __m512i raw = _mm512_loadu_si512(gc + kQ4KValues + 512 * uint64_t(k) + 64 * uint64_t(v));
+          __m512i cl = _mm512_and_si512(raw, nibble), ch = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+          if constexpr (kQ5) {
+            const __m512i qh = _mm512_loadu_si512(gc + kQ5KHighBits + 64 * uint64_t(v));
+            cl = _mm512_or_si512(cl, fifth_bits(qh, 2 * k));
+            ch = _mm512_or_si512(ch, fifth_bits(qh, 2 * k + 1));
+          }
+          lo[g] = _mm512_dpbusd_epi32(lo[g], cl, xl);
+          hi[g] = _mm512_dpbusd_epi32(hi[g], ch, xh);
         }
       }
       #pragma GCC unroll 4
@@ -133,17 +149,18 @@ G4_VNNI_TARGET void decode_q4k(const std::byte* w, uint64_t group_bytes, const Q
 // Prefill: G groups (1 or 2) x one panel of kPanelTokens tokens (`count` of them real), as
 // gemm_q8.cpp's prefill16: each weight vector meets 6 tokens, each broadcast G groups. A chunk's
 // vectors are read once per sub-block (low nibbles, then high), from L1 the second time.
-template <int G>
+template <int G, bool kQ5>
 G4_VNNI_TARGET void prefill_q4k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a, int64_t t, float* y,
                                 int64_t ldy, int count) {
   constexpr int C = int(kPanelTokens);
+  constexpr uint64_t kColumn = q45k_column_bytes<kQ5>;
   const int64_t supers = a.in / kSuperBlock;
   const size_t first = a.panel_cell(t, 0);  // t starts a panel; block b's cells follow at first + b·C
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   __m512 acc[G][C];
   x86::zero_tile<G, C>(acc);
   for (int64_t s = 0; s < supers; ++s) {
-    const std::byte* col = w + uint64_t(s) * kQ4KColumnBytes;
+    const std::byte* col = w + uint64_t(s) * kColumn;
     for (int j = 0; j < 8; ++j) {
       const size_t cell = first + size_t(8 * s + j) * C;
       const int8_t* xq = a.panel_q.data() + cell * kQ8Block;
@@ -160,6 +177,9 @@ G4_VNNI_TARGET void prefill_q4k(const std::byte* w, uint64_t group_bytes, const 
         for (int g = 0; g < G; ++g) {
           const __m512i raw = _mm512_loadu_si512(values + uint64_t(g) * group_bytes + 64 * uint64_t(v));
           wv[g] = _mm512_and_si512(j % 2 ? _mm512_srli_epi16(raw, 4) : raw, nibble);
+          if constexpr (kQ5)
+            wv[g] = _mm512_or_si512(
+                wv[g], fifth_bits(_mm512_loadu_si512(col + uint64_t(g) * group_bytes + kQ5KHighBits + 64 * uint64_t(v)), j));
         }
         #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) {
@@ -345,14 +365,14 @@ G4_VNNI_TARGET void prefill_q6k(const std::byte* w, uint64_t group_bytes, const 
 
 void gemm_kquant_interleaved_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin,
                                   int64_t o_end, float* y, int64_t ldy, DecodeStreaming decode) {
-  if (dtype != DType::Q4_K_R16 && dtype != DType::Q6_K_R16)
+  if (dtype != DType::Q4_K_R16 && dtype != DType::Q5_K_R16 && dtype != DType::Q6_K_R16)
     throw Error("gemm_kquant_interleaved_rows: " + std::string(dtype_name(dtype)) + " is not an interleaved K-quant");
   if (a.in % kSuperBlock)
     throw Error("gemm_kquant_interleaved_rows: " + std::to_string(a.in) + " inputs are not whole super-blocks of 256");
   if (o_begin % kInterleaveRows || o_end % kInterleaveRows)
     throw Error("gemm_kquant_interleaved_rows: rows [" + std::to_string(o_begin) + ", " + std::to_string(o_end) +
                 ") must be whole groups of 16");
-  const bool q6 = dtype == DType::Q6_K_R16;
+  const bool q6 = dtype == DType::Q6_K_R16, q5 = dtype == DType::Q5_K_R16;
   const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(interleave_base(dtype), a.in);
   // Decode: the streams side by side that ops::plan_decode_streaming chose (its software prefetch
   // distance is not used: these kernels prefetch one column ahead on every core, see decode_q4k).
@@ -362,16 +382,17 @@ void gemm_kquant_interleaved_rows(const Q8Activations& a, const std::byte* w, DT
   walk_interleaved_groups(
       a.T, o_begin / kInterleaveRows, o_end / kInterleaveRows, decode_groups_for(decode, group_bytes),
       [&](int n, int64_t g) {
-        const DecodeFn fn = n == 4   ? (q6 ? decode_q6k<4> : decode_q4k<4>)
-                            : n == 2 ? (q6 ? decode_q6k<2> : decode_q4k<2>)
-                                     : (q6 ? decode_q6k<1> : decode_q4k<1>);
+        const DecodeFn fn = n == 4   ? (q6 ? decode_q6k<4> : q5 ? decode_q4k<4, true> : decode_q4k<4, false>)
+                            : n == 2 ? (q6 ? decode_q6k<2> : q5 ? decode_q4k<2, true> : decode_q4k<2, false>)
+                                     : (q6 ? decode_q6k<1> : q5 ? decode_q4k<1, true> : decode_q4k<1, false>);
         fn(w + uint64_t(g) * group_bytes, group_bytes, a, y + g * kInterleaveRows);
       },
       [&](bool pair, int64_t g, int64_t t, int count) {
         const std::byte* wg = w + uint64_t(g) * group_bytes;
         float* yg = y + t * ldy + g * kInterleaveRows;
         if (q6) (pair ? prefill_q6k<2> : prefill_q6k<1>)(wg, group_bytes, a, starts.data(), t, yg, ldy, count);
-        else (pair ? prefill_q4k<2> : prefill_q4k<1>)(wg, group_bytes, a, t, yg, ldy, count);
+        else if (q5) (pair ? prefill_q4k<2, true> : prefill_q4k<1, true>)(wg, group_bytes, a, t, yg, ldy, count);
+        else (pair ? prefill_q4k<2, false> : prefill_q4k<1, false>)(wg, group_bytes, a, t, yg, ldy, count);
       });
 }
 

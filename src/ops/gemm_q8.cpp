@@ -453,7 +453,7 @@ void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64
     throw Error("gemm_q8_rows: " + std::string(dtype_name(dtype)) + " weights x " + std::to_string(a.T) +
                 " tokens read the activations' " + (needs == kQ8Panels ? "token panels" : "row-tile scales") +
                 ", which quantize_activations was not asked for");
-  if (dtype == DType::Q4_K_R16 || dtype == DType::Q6_K_R16) {
+  if (dtype == DType::Q4_K_R16 || dtype == DType::Q5_K_R16 || dtype == DType::Q6_K_R16) {
     gemm_kquant_interleaved_rows(a, w, dtype, o_begin, o_end, y, ldy, decode);
     return;
   }

@@ -146,7 +146,7 @@ void walk_interleaved_groups(int64_t T, int64_t g_begin, int64_t g_end, int side
 // y[t * ldy + o] for o in [o_begin, o_end), t in [0, a.T): Σ_i a[t, i] · w[o, i], where w holds
 // rows of `dtype` blocks, a.in values each: Q8_0 or Q4_0 row-major, or Q8_0_R16 / Q4_0_R16
 // (platform/row_interleave.h; then o_begin and o_end are multiples of 16), or the K-quants and
-// Q4_K_R16 / Q6_K_R16 (gemm_kquant.h, which this forwards to). Requires gemm_q8_available().
+// Q4_K_R16 / Q5_K_R16 / Q6_K_R16 (gemm_kquant.h, which this forwards to). Requires gemm_q8_available().
 //
 // The interleaved layouts take 16 rows per VPDPBUSD (activation bytes broadcast, offset-binary
 // or nibble weights as the unsigned operand, −offset·Σq as each block's starting sum) and keep

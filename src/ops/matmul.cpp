@@ -209,8 +209,10 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
                   "exact int32 sums per 4 values, scaled per sub-block, f32 accumulate";
   if (dtype_is_interleaved(dtype) && uses_int8_kernel(ctx)) {
     DecodeStreaming shown = ctx.decode;  // the K-quant kernels prefetch one super-block column ahead everywhere
-    if (dtype == DType::Q4_K_R16 || dtype == DType::Q6_K_R16)
-      shown.prefetch_bytes = dtype == DType::Q4_K_R16 ? kQ4KColumnBytes : kQ6KColumnBytes;
+    if (dtype == DType::Q4_K_R16 || dtype == DType::Q5_K_R16 || dtype == DType::Q6_K_R16)
+      shown.prefetch_bytes = dtype == DType::Q4_K_R16   ? kQ4KColumnBytes
+                             : dtype == DType::Q5_K_R16 ? kQ5KColumnBytes
+                                                        : kQ6KColumnBytes;
     return std::string(dtype_name(interleave_base(dtype))) +
            " weights, 16 rows interleaved, x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
            "16 rows per instruction, exact int32 block sums, f32 accumulate" +

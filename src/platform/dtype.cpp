@@ -31,6 +31,7 @@ int64_t dtype_block_size(DType t) {
     case DType::Q8_0_R16:
     case DType::Q4_0_R16: return 32;
     case DType::Q4_K_R16:
+    case DType::Q5_K_R16:
     case DType::Q6_K_R16:
     case DType::Q4_K:
     case DType::Q5_K:
@@ -53,6 +54,7 @@ size_t dtype_block_bytes(DType t) {
     case DType::Q8_0_R16: return 34;  // per row: a group of 16 rows holds 16 blocks per block column
     case DType::Q4_0_R16: return 18;
     case DType::Q4_K_R16: return 144;
+    case DType::Q5_K_R16: return 176;
     case DType::Q6_K_R16: return 210;
   }
   return 0;
@@ -78,6 +80,7 @@ std::string_view dtype_name(DType t) {
     case DType::Q8_0_R16: return "Q8_0_R16";
     case DType::Q4_0_R16: return "Q4_0_R16";
     case DType::Q4_K_R16: return "Q4_K_R16";
+    case DType::Q5_K_R16: return "Q5_K_R16";
     case DType::Q6_K_R16: return "Q6_K_R16";
   }
   return "?";
@@ -128,6 +131,7 @@ uint32_t dtype_to_ggml(DType t) {
     case DType::Q8_0_R16:
     case DType::Q4_0_R16:
     case DType::Q4_K_R16:
+    case DType::Q5_K_R16:
     case DType::Q6_K_R16: break;
   }
   throw Error("dtype " + std::string(dtype_name(t)) + " is g4's in-memory row-interleaved layout: it has no GGUF type");
@@ -253,6 +257,7 @@ void dequantize_row(DType t, const std::byte* src, float* y, int64_t n) {
     case DType::Q8_0_R16:
     case DType::Q4_0_R16:
     case DType::Q4_K_R16:
+    case DType::Q5_K_R16:
     case DType::Q6_K_R16:
       throw Error("dequantize_row: " + std::string(dtype_name(t)) +
                   " rows are interleaved 16 at a time and not contiguous (read them with TensorView::row_to_f32)");

@@ -18,10 +18,10 @@ namespace g4 {
 //   Q4_K 256 values, 144 B: f16 d, f16 dmin, 12 B packed 6-bit scales/mins, 128 B nibbles
 //   Q5_K 256 values, 176 B: as Q4_K plus 32 B of fifth bits
 //   Q6_K 256 values, 210 B: 128 B low nibbles, 64 B high 2-bit pairs, int8 scales[16], f16 d
-// Q8_0_R16 / Q4_0_R16 / Q4_K_R16 / Q6_K_R16 are g4's own: Q8_0 / Q4_0 / Q4_K / Q6_K blocks of 16 consecutive rows interleaved for the
+// Q8_0_R16 / Q4_0_R16 / Q4_K_R16 / Q5_K_R16 / Q6_K_R16 are g4's own: Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K blocks of 16 consecutive rows interleaved for the
 // VNNI kernel (layout in row_interleave.h). Same bytes per row on average, but a row is not
 // contiguous: read one with TensorView::row_to_f32. Never read from or written to a file.
-enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K, Q8_0_R16, Q4_0_R16, Q4_K_R16, Q6_K_R16 };
+enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K, Q8_0_R16, Q4_0_R16, Q4_K_R16, Q6_K_R16, Q5_K_R16 };
 
 // Bytes per element of a per-element type (F32/F16/BF16). 0 for block types, which have no
 // per-element size: use row_bytes / tensor_bytes for those.

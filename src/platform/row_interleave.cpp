@@ -8,21 +8,25 @@
 
 namespace g4 {
 
-bool dtype_is_interleaved(DType t) { return t == DType::Q8_0_R16 || t == DType::Q4_0_R16 || t == DType::Q4_K_R16 || t == DType::Q6_K_R16;
+bool dtype_is_interleaved(DType t) {
+  return t == DType::Q8_0_R16 || t == DType::Q4_0_R16 || t == DType::Q4_K_R16 || t == DType::Q5_K_R16 ||
+         t == DType::Q6_K_R16;
 }
 
 DType interleaved_dtype(DType base) {
   if (base == DType::Q8_0) return DType::Q8_0_R16;
   if (base == DType::Q4_0) return DType::Q4_0_R16;
   if (base == DType::Q4_K) return DType::Q4_K_R16;
+  if (base == DType::Q5_K) return DType::Q5_K_R16;
   if (base == DType::Q6_K) return DType::Q6_K_R16;
-  throw Error("row interleaving: only Q8_0, Q4_0, Q4_K and Q6_K have an interleaved layout, not " + std::string(dtype_name(base)));
+  throw Error("row interleaving: only Q8_0, Q4_0, Q4_K, Q5_K and Q6_K have an interleaved layout, not " + std::string(dtype_name(base)));
 }
 
 DType interleave_base(DType t) {
   if (t == DType::Q8_0_R16) return DType::Q8_0;
   if (t == DType::Q4_0_R16) return DType::Q4_0;
   if (t == DType::Q4_K_R16) return DType::Q4_K;
+  if (t == DType::Q5_K_R16) return DType::Q5_K;
   if (t == DType::Q6_K_R16) return DType::Q6_K;
   return t;
 }
@@ -49,7 +53,9 @@ inline void move_unit(const std::byte* from, std::byte* to, uint32_t flip) {
 // Q4_K_R16: row r's super-block (144 B: d, dmin, 12 scale bytes, 128 value bytes) to or from
 // its places in a super-block column `col` (layout in row_interleave.h). The 12 packed bytes
 // hold exactly the 8 six-bit scales and mins, so they are rebuilt bit for bit.
-void q4k_block_to_column(const std::byte* blk, int r, std::byte* col) {
+// Q5_K_R16: the same, the values at 48 in the block (after 32 B of fifth bits) and the fifth
+// bits moved to the column's kQ5KHighBits vectors.
+void q4k_block_to_column(const std::byte* blk, int r, std::byte* col, bool q5) {
   std::memcpy(col + 2 * r, blk, 2);
   std::memcpy(col + 32 + 2 * r, blk + 2, 2);
   uint8_t sm[16];
@@ -62,10 +68,13 @@ void q4k_block_to_column(const std::byte* blk, int r, std::byte* col) {
     h = j % 2 ? (h & std::byte{0x0F}) | std::byte(hi << 4) : (h & std::byte{0xF0}) | std::byte(hi);
   }
   for (int k = 0; k < 4; ++k)
-    for (int v = 0; v < 8; ++v) std::memcpy(col + kQ4KValues + 512 * k + 64 * v + 4 * r, blk + 16 + 32 * k + 4 * v, 4);
+    for (int v = 0; v < 8; ++v)
+      std::memcpy(col + kQ4KValues + 512 * k + 64 * v + 4 * r, blk + (q5 ? 48 : 16) + 32 * k + 4 * v, 4);
+  if (q5)
+    for (int v = 0; v < 8; ++v) std::memcpy(col + kQ5KHighBits + 64 * v + 4 * r, blk + 16 + 4 * v, 4);
 }
 
-void q4k_column_to_block(const std::byte* col, int r, std::byte* blk) {
+void q4k_column_to_block(const std::byte* col, int r, std::byte* blk, bool q5) {
   std::memcpy(blk, col + 2 * r, 2);
   std::memcpy(blk + 2, col + 32 + 2 * r, 2);
   uint8_t sc[8], m[8];
@@ -82,7 +91,10 @@ void q4k_column_to_block(const std::byte* col, int r, std::byte* blk) {
     q[j + 8] = uint8_t((sc[j + 4] & 15) | (m[j + 4] & 15) << 4);
   }
   for (int k = 0; k < 4; ++k)
-    for (int v = 0; v < 8; ++v) std::memcpy(blk + 16 + 32 * k + 4 * v, col + kQ4KValues + 512 * k + 64 * v + 4 * r, 4);
+    for (int v = 0; v < 8; ++v)
+      std::memcpy(blk + (q5 ? 48 : 16) + 32 * k + 4 * v, col + kQ4KValues + 512 * k + 64 * v + 4 * r, 4);
+  if (q5)
+    for (int v = 0; v < 8; ++v) std::memcpy(blk + 16 + 4 * v, col + kQ5KHighBits + 64 * v + 4 * r, 4);
 }
 
 // Q6_K_R16: row r's super-block (210 B: ql[128], qh[64], int8 scales[16], f16 d) to or from its
@@ -115,9 +127,12 @@ void interleave_group(DType base, const std::byte* rows, int64_t in, std::byte* 
                        group + uint64_t(s) * kQ6KColumnBytes, s);  // reads the row only
     return;
   }
-  if (base == DType::Q4_K) {
+  if (base == DType::Q4_K || base == DType::Q5_K) {
+    const bool q5 = base == DType::Q5_K;
+    const uint64_t column = q5 ? kQ5KColumnBytes : kQ4KColumnBytes;
     for (int r = 0; r < kInterleaveRows; ++r)
-      for (int64_t s = 0; s < in / 256; ++s) q4k_block_to_column(rows + uint64_t(r) * rb + uint64_t(s) * bb, r, group + uint64_t(s) * kQ4KColumnBytes);
+      for (int64_t s = 0; s < in / 256; ++s)
+        q4k_block_to_column(rows + uint64_t(r) * rb + uint64_t(s) * bb, r, group + uint64_t(s) * column, q5);
     return;
   }
   const uint32_t flip = flip_of(base);
@@ -138,8 +153,10 @@ void extract_interleaved_row(DType interleaved, const std::byte* group, int64_t 
       q6k_move<false>(row + uint64_t(s) * bb, r, const_cast<std::byte*>(group + uint64_t(s) * kQ6KColumnBytes), s);
     return;
   }
-  if (base == DType::Q4_K) {
-    for (int64_t s = 0; s < in / 256; ++s) q4k_column_to_block(group + uint64_t(s) * kQ4KColumnBytes, r, row + uint64_t(s) * bb);
+  if (base == DType::Q4_K || base == DType::Q5_K) {
+    const bool q5 = base == DType::Q5_K;
+    const uint64_t column = q5 ? kQ5KColumnBytes : kQ4KColumnBytes;
+    for (int64_t s = 0; s < in / 256; ++s) q4k_column_to_block(group + uint64_t(s) * column, r, row + uint64_t(s) * bb, q5);
     return;
   }
   const uint32_t flip = flip_of(base);

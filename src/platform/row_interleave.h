@@ -1,4 +1,5 @@
-// Row-interleaved Q8_0 / Q4_0 / Q4_K / Q6_K layouts (DType::Q8_0_R16, Q4_0_R16, Q4_K_R16, Q6_K_R16) for the VNNI
+// Row-interleaved Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K layouts (DType::Q8_0_R16, Q4_0_R16, Q4_K_R16,
+// Q5_K_R16, Q6_K_R16) for the VNNI
 // int8 kernels.
 //
 // Why: on the checkpoint's row-major blocks the kernel spends ~16 instructions per 34-byte block
@@ -27,6 +28,9 @@
 //   [256, 2304) chunk k (values 64k..64k+63: sub-blocks 2k in the low nibbles, 2k+1 in the high)
 //               at 256 + 512k: vector v at + 64v, byte 4r+i = packed byte 32k + 4v + i of row r
 //   so that one super-block column is one sequential read and every vector sits on one line.
+// Q5_K_R16: as Q4_K_R16 with super-block columns of 2816 B (16 x 176): the same 2304 B, then
+//   [2304, 2816) the fifth bits: vector v at 2304 + 64v, byte 4r+k = qh[4v + k] of row r (bit j
+//               of qh[i] is value 32j + i's fifth bit, so chunk k takes bits 2k and 2k + 1)
 // Q6_K_R16: a group holds in/256 super-block columns of 3360 B (16 x 210), each of three parts:
 //   d:      16 x f16 (row 0 first)                                                          32 B
 //   scales: sub-block i (16 values) at + 16i, byte r: row r's int8 scale i                 256 B
@@ -51,6 +55,7 @@ inline constexpr int64_t kInterleaveRows = 16;
 // Q4_K_R16: one super-block column of a group, and where its parts start within it.
 inline constexpr uint64_t kQ4KColumnBytes = 16 * 144;
 inline constexpr uint64_t kQ4KLowScales = 64, kQ4KHighScales = 192, kQ4KValues = 256;
+inline constexpr uint64_t kQ5KColumnBytes = 16 * 176, kQ5KHighBits = 2304;  // Q5_K_R16
 // Q6_K_R16: one super-block column, and where the parts of column s start within it.
 inline constexpr uint64_t kQ6KColumnBytes = 16 * 210;
 inline constexpr uint64_t q6k_d_at(int64_t s) { return s % 2 ? 0 : 3328; }
@@ -69,9 +74,11 @@ inline constexpr uint64_t interleaved_values_at(uint64_t column_bytes, int64_t b
 }
 
 bool dtype_is_interleaved(DType t);
-// Q8_0 -> Q8_0_R16, Q4_0 -> Q4_0_R16, Q4_K -> Q4_K_R16, Q6_K -> Q6_K_R16; throws g4::Error for any other dtype.
+// Q8_0 -> Q8_0_R16, Q4_0 -> Q4_0_R16, Q4_K -> Q4_K_R16, Q5_K -> Q5_K_R16, Q6_K -> Q6_K_R16;
+// throws g4::Error for any other dtype.
 DType interleaved_dtype(DType base);
-// Q8_0_R16 -> Q8_0, Q4_0_R16 -> Q4_0, Q4_K_R16 -> Q4_K, Q6_K_R16 -> Q6_K; any other dtype is returned as it is.
+// Q8_0_R16 -> Q8_0, Q4_0_R16 -> Q4_0, Q4_K_R16 -> Q4_K, Q5_K_R16 -> Q5_K, Q6_K_R16 -> Q6_K;
+// any other dtype is returned as it is.
 DType interleave_base(DType t);
 
 // 16 row-major rows of `base` blocks (16 * row_bytes(base, in) bytes) -> one interleaved group

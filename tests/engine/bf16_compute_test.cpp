@@ -358,7 +358,7 @@ TEST_F(Int8Activations, CostsNoMoreThanQ8WeightsAgainstTheF32Reference) {
 }
 
 // K-quant GGUF weights (Q4_K, Q6_K, as a Q4_K_M file holds) read in place by the int8 K-quant
-// tiles (ops/gemm_kquant.h), and both also interleaved 16 rows at a time (Q4_K_R16, Q6_K_R16). The fixtures are 64 wide and K-quants need rows of whole 256-value
+// tiles (ops/gemm_kquant.h), and also interleaved 16 rows at a time (Q4_K_R16, Q5_K_R16, Q6_K_R16). The fixtures are 64 wide and K-quants need rows of whole 256-value
 // super-blocks, so a tiny-e shaped model 256 wide is written as GGUFs (matrices whose rows are
 // not whole super-blocks stay F32). Batching and chunking change no bit; against the reference
 // loops on the same weights, the int8 activations cost no more than 2.5x what rounding the
@@ -379,7 +379,7 @@ TEST_F(Int8Activations, KQuantGgufWeightsAreBitExactUnderBatchingAndCostAboutWha
   ThreadPool pool(2);
   ops::MatmulContext int8{&pool, 4, false, true};
   blocks::Exec ex{&int8};
-  for (DType t : {DType::Q4_K, DType::Q6_K}) {
+  for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     SCOPED_TRACE(dtype_name(t));
     const auto path = tmp / (std::string(dtype_name(t)) + ".gguf");
     write_model_gguf(*hf, t, path);

@@ -288,7 +288,7 @@ TEST(GemmQ8Interleaved, RefusesActivationsWithoutTheLayoutItsKernelReads) {
 // counts that leave a remainder and a prefetch that runs past the end of the matrix.
 TEST(GemmQ8Interleaved, DecodeStreamingChangesNoBits) {
   if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
-  for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q4_K_R16, DType::Q6_K_R16}) {
+  for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::Q6_K_R16}) {
     const int64_t in = 256, out = 16 * 7;  // 7 groups: 4 + 2 + 1
     BlockWeights w = make_weights(t, out, in, 61);
     std::vector<float> x = test::random_activations(in, 62), plain(static_cast<size_t>(out)), other(static_cast<size_t>(out));
@@ -319,7 +319,7 @@ TEST(GemmQ8Interleaved, DecodeStreamingChangesNoBits) {
 TEST(GemmQ8Interleaved, WideStreamingOnThePoolChangesNoBits) {
   if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
   ThreadPool pool(2);
-  for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q4_K_R16, DType::Q6_K_R16}) {
+  for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::Q6_K_R16}) {
     const int64_t in = 512, out = 16 * 37;
     BlockWeights w = make_weights(t, out, in, 71);
     std::vector<float> x = test::random_activations(in, 72), plain(static_cast<size_t>(out)), pooled(static_cast<size_t>(out));
@@ -393,7 +393,8 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, GemmQ8,
                          ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q8_0_R16, DType::Q4_0_R16, DType::Q4_K,
-                                           DType::Q5_K, DType::Q6_K, DType::Q4_K_R16, DType::Q6_K_R16),
+                                           DType::Q5_K, DType::Q6_K, DType::Q4_K_R16, DType::Q5_K_R16,
+                                           DType::Q6_K_R16),
                          [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
 
 TEST(GemmQ8Dispatch, WithoutTheRequestQuantizedWeightsKeepF32Activations) {
@@ -412,7 +413,7 @@ TEST(GemmQ8Dispatch, WithoutTheRequestQuantizedWeightsKeepF32Activations) {
 // Interleaved weights without the int8 kernel (e.g. --compute f32 after they were interleaved)
 // take the reference loops, which read each row out of its group: f32 activations, exact values.
 TEST(GemmQ8Dispatch, InterleavedWeightsWithoutTheKernelUseTheReferenceLoops) {
-  for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q4_K_R16, DType::Q6_K_R16}) {
+  for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::Q6_K_R16}) {
     const int64_t T = 3, in = dtype_block_size(interleave_base(t)) == 256 ? 256 : 96, out = 48;
     BlockWeights w = make_weights(t, out, in, 41);
     std::vector<float> x = test::random_activations(T * in, 42);

@@ -24,7 +24,7 @@ std::vector<std::byte> random_rows(DType base, int64_t rows, int64_t in, unsigne
   std::normal_distribution<float> g(0.0f, 0.01f);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t b = 0; b < in / dtype_block_size(base); ++b)
-      for (int k = 0; k < (base == DType::Q4_K ? 2 : 1); ++k) {  // Q4_K: d and dmin; Q6_K: d at its end
+      for (int k = 0; k < (base == DType::Q4_K || base == DType::Q5_K ? 2 : 1); ++k) {  // Q4/5_K: d, dmin; Q6_K: d at its end
         const uint16_t d = f32_to_f16(g(rng));
         const uint64_t at = base == DType::Q6_K ? 208 : 2 * uint64_t(k);
         std::memcpy(&v[size_t(uint64_t(r) * rb + uint64_t(b) * bb + at)], &d, 2);
@@ -109,7 +109,7 @@ TEST_P(RowInterleave, ViewsReadTheSameValues) {
   EXPECT_EQ(a.at(17 * in + 3), b.at(17 * in + 3));
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, RowInterleave, ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K),
+INSTANTIATE_TEST_SUITE_P(Formats, RowInterleave, ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K),
                          [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
 
 // Q4_K_R16's positions as the header states them, the scales and mins taken apart by the scalar
@@ -139,6 +139,44 @@ TEST(RowInterleave, Q4KBytesSitWhereTheHeaderSays) {
         for (int i = 0; i < 32; ++i)  // packed byte 32k + i of the row: vector i / 4, byte 4r + i % 4
           EXPECT_EQ(col[256 + 512 * k + 64 * (i / 4) + 4 * r + i % 4], src[16 + 32 * k + i]) << "row " << r << " chunk " << k;
     }
+}
+
+// Q5_K_R16: the Q4_K parts as Q4KBytesSitWhereTheHeaderSays checks them, and each value's 5-bit
+// code rebuilt from the layout as the header describes it against the code the scalar dequantizer
+// reads (d = 1, dmin = 0, every scale 1: value = code).
+TEST(RowInterleave, Q5KCodesSitWhereTheHeaderSays) {
+  const int64_t in = 512;
+  std::vector<std::byte> rows = random_rows(DType::Q5_K, kInterleaveRows, in, 17);
+  const uint64_t rb = row_bytes(DType::Q5_K, in);
+  std::vector<std::byte> unit = rows;
+  const uint8_t unit_scales[12] = {1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1};  // scale 1, min 0 for all 8
+  for (int r = 0; r < 16; ++r)
+    for (int64_t s = 0; s < in / 256; ++s) {
+      std::byte* blk = &unit[size_t(uint64_t(r) * rb + uint64_t(s) * 176)];
+      const uint16_t one = f32_to_f16(1.0f), zero = 0;
+      std::memcpy(blk, &one, 2);
+      std::memcpy(blk + 2, &zero, 2);
+      std::memcpy(blk + 4, unit_scales, 12);
+    }
+  std::vector<std::byte> group(rows.size());
+  interleave_group(DType::Q5_K, rows.data(), in, group.data());
+  std::vector<float> codes(static_cast<size_t>(in));
+  for (int r = 0; r < 16; ++r) {
+    dequantize_row(DType::Q5_K, &unit[size_t(uint64_t(r) * rb)], codes.data(), in);
+    for (int64_t s = 0; s < in / 256; ++s) {
+      const std::byte* col = &group[size_t(uint64_t(s) * 2816)];
+      const std::byte* src = &rows[size_t(uint64_t(r) * rb + uint64_t(s) * 176)];
+      EXPECT_EQ(0, std::memcmp(col + 2 * r, src, 2)) << "d, row " << r;
+      EXPECT_EQ(0, std::memcmp(col + 32 + 2 * r, src + 2, 2)) << "dmin, row " << r;
+      for (int n = 0; n < 256; ++n) {
+        const int k = n / 64, sub = n % 64 / 32, i = n % 32;  // chunk, low/high nibble, value in sub-block
+        const uint8_t packed = uint8_t(col[256 + 512 * k + 64 * (i / 4) + 4 * r + i % 4]);
+        const uint8_t high = uint8_t(col[2304 + 64 * (i / 4) + 4 * r + i % 4]) >> (2 * k + sub) & 1;
+        EXPECT_EQ(float((sub ? packed >> 4 : packed & 15) | high << 4), codes[size_t(s * 256 + n)])
+            << "row " << r << " value " << s * 256 + n;
+      }
+    }
+  }
 }
 
 // Q6_K_R16's positions as the header states them, for an even and an odd column (their parts in
@@ -183,7 +221,7 @@ TEST(RowInterleaveRefusals, NoContiguousRowNoFileTypeNoCliName) {
   float out[32];
   EXPECT_THROW(dequantize_row(DType::Q8_0_R16, block.data(), out, 32), Error);
   EXPECT_THROW(dtype_to_ggml(DType::Q4_0_R16), Error);
-  EXPECT_THROW(interleaved_dtype(DType::Q5_K), Error);
+  EXPECT_THROW(interleaved_dtype(DType::Q4_1), Error);
   EXPECT_FALSE(dtype_from_any_name("Q8_0_R16").has_value());  // not a format a user can ask for
   EXPECT_EQ(dtype_name(DType::Q4_0_R16), "Q4_0_R16");
   EXPECT_EQ(interleave_base(DType::BF16), DType::BF16);
