@@ -54,7 +54,7 @@ const char* kUsage =
     "when THP is on and they fit in MemAvailable; mapped: read through the checkpoint's mapping).\n"
     "--compute f32|bf16: compute dtype (default: the device policy, see `g4 info`; f32 also keeps\n"
     "activations f32 for q8/q4 weights, which otherwise use int8 products where AVX512_VNNI is confirmed;\n"
-    "there the Q8_0/Q4_0/Q4_K/Q6_K matrices in g4's memory are interleaved 16 rows at a time for the kernel).\n"
+    "there the Q8_0/Q4_0/Q4_K/Q5_K/Q6_K matrices in g4's memory are interleaved 16 rows at a time for the kernel).\n"
     "--kv: KV cache storage (default: the dtype policy's, see `g4 info`; f32 with --reference); with\n"
     "compute bf16 a bf16 cache is attended on VDPBF16PS, with int8 activations an int8 cache on\n"
     "VPDPBUSD, other caches widened to f32 (the table's \"attention\" line says which).\n"

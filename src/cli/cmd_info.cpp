@@ -90,11 +90,11 @@ int run(const std::vector<std::string>& argv) {
   const ops::MatmulContext mm = ops::make_matmul_context(nullptr, dev, m->config.widest_matmul_input(),
                                                          policy.compute == NumFormat::BF16, policy.activations == NumFormat::Q8);
   const PlacementReport placement = plan_placement(*m, WeightMemory::Auto);
-  // Q8_0/Q4_0/Q4_K/Q6_K matrices copied into memory g4 owns are interleaved for the int8 kernels at
+  // Q8_0/Q4_0/Q4_K/Q5_K/Q6_K matrices copied into memory g4 owns are interleaved for the int8 kernels at
   // load (model/weight_interleave.h); read through the mapping they stay row-major.
   const bool interleaves = ops::uses_int8_kernel(mm) && placement.placement == "huge" &&
                            (w.dtype == DType::Q8_0 || w.dtype == DType::Q4_0 || w.dtype == DType::Q4_K ||
-                            w.dtype == DType::Q6_K);
+                            w.dtype == DType::Q5_K || w.dtype == DType::Q6_K);
   std::printf("executed   weight products: %s;\n"
               "           KV dtype per command (--kv; default the policy's kv above, f32 for the reference\n"
               "           loops); AMX tiles are not used by this build\n",

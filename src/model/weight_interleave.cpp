@@ -67,7 +67,7 @@ std::string describe_interleave(const InterleaveReport& r) {
                 double(r.bytes) / (1 << 20), r.seconds);
   std::string s = buf;
   if (r.left_mapped)
-    s += "; " + std::to_string(r.left_mapped) + " Q8_0/Q4_0/Q4_K/Q6_K matrices read from the mapping stay row-major";
+    s += "; " + std::to_string(r.left_mapped) + " Q8_0/Q4_0/Q4_K/Q5_K/Q6_K matrices read from the mapping stay row-major";
   return s;
 }
 

@@ -1,5 +1,5 @@
-// Re-orders Q8_0 / Q4_0 / Q4_K / Q6_K weight matrices in place into the row-interleaved layouts of
-// platform/row_interleave.h (Q8_0_R16, Q4_0_R16, Q4_K_R16, Q6_K_R16) for the VNNI int8 kernels: same bytes, same
+// Re-orders Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K weight matrices in place into the row-interleaved layouts of
+// platform/row_interleave.h (Q8_0_R16, Q4_0_R16, Q4_K_R16, Q5_K_R16, Q6_K_R16) for the VNNI int8 kernels: same bytes, same
 // values, 16 rows per VPDPBUSD. Only matrices in memory g4 owns are touched (re-encoded by
 // --weights q8|q4, or copied into huge pages); mapped checkpoint bytes are never written, and
 // those matrices keep the row-major kernel. A tied embedding stays tied: its gathers read a row
@@ -16,7 +16,7 @@ namespace g4 {
 struct InterleaveReport {
   int tensors = 0;       // matrices interleaved
   uint64_t bytes = 0;    // their bytes
-  int left_mapped = 0;   // Q8_0/Q4_0/Q4_K/Q6_K matrices left row-major because they are read from the mapping
+  int left_mapped = 0;   // Q8_0/Q4_0/Q4_K/Q5_K/Q6_K matrices left row-major because they are read from the mapping
   double seconds = 0;
 };
 
