@@ -1,7 +1,7 @@
 // Q4_K_R16, Q5_K_R16 and Q6_K_R16 (platform/row_interleave.h: K-quant super-blocks of 16 rows
-// interleaved)
-// x int8 activations on AVX512_VNNI: 16 rows per VPDPBUSD, one f32 lane per row, as the
-// Q4_0_R16 kernels in gemm_q8.cpp, with the K-quants' per-sub-block scales.
+// interleaved) x int8 activations on AVX512_VNNI: 16 rows per VPDPBUSD, one f32 lane per row, as
+// the Q4_0_R16 kernels in gemm_q8.cpp, with the K-quants' per-sub-block scales. Decode and
+// prefill run the same steps per output, so a token's bits do not depend on the batch (tested).
 //
 // Q6_K: per output, per super-block s, per half h, per j (0, 1), per c (0..3): sub-block
 // i = 8h + 2c + j (values 128h + 32c + 16j ..+15, all in activation block b = 8s + 4h + c):
@@ -9,17 +9,15 @@
 //   acc = fma(float(sum), (d·sc_i) · x_scale, acc)
 // (d·sc_i exact: an f16 times an int8).
 //
-// Q4_K and Q5_K (whose codes have a fifth bit):
-// Per output (row, token), per sub-block j of super-block s (activation block b = 8s + j), in
-// order: the exact int32 sum Σ code·q over its 32 values (8 VPDPBUSD), then
+// Q4_K and Q5_K (whose codes have a fifth bit): per output (row, token), per sub-block j of
+// super-block s (activation block b = 8s + j), in order: the exact int32 sum Σ code·q over its 32
+// values (8 VPDPBUSD), then
 //   acc = fma(float(sum), (d·sc_j) · x_scale, acc)
 //   acc = fma(dmin·m_j, x_scale · (−Σq), acc)
-// (d·sc_j and dmin·m_j are exact: an f16 times a 6-bit integer). Decode and prefill run these
-// same steps, so a token's bits do not depend on the batch (tested).
+// (d·sc_j and dmin·m_j are exact: an f16 times a 6-bit integer).
 #include <algorithm>
 #include <cstring>
 #include <string>
-#include <vector>
 
 #include "ops/gemm_kquant.h"
 #include "platform/error.h"
@@ -293,21 +291,13 @@ G4_VNNI_TARGET void decode_q6k(const std::byte* w, uint64_t group_bytes, const Q
   for (int g = 0; g < G; ++g) _mm512_storeu_ps(y + 16 * g, acc[g]);
 }
 
-// q6k_start of every half block of every token, in the panels' cell order: [cell · 2 + j] for
-// the 16 values 16j..16j+15 of cell `cell` (Q8Activations::panel_cell). Computed once per call
-// instead of once per group pair: in the 6-token tile the starts cost about as many instructions
-// as the products themselves.
-G4_VNNI_TARGET void q6k_panel_starts(const Q8Activations& a, std::vector<int32_t>& starts) {
-  starts.resize(a.panel_q.size() / 16);
-  for (size_t h = 0; h < starts.size(); ++h) starts[h] = q6k_start(a.panel_q.data() + 16 * h);
-}
-
 // Q6_K prefill: G groups (1 or 2) x one panel of kPanelTokens tokens, as prefill_q4k; per
-// (h, j, c) the value triples of its 4 vectors are read again from L1 for each part. `starts`:
-// q6k_panel_starts.
+// (h, j, c) the value triples of its 4 vectors are read again from L1 for each part. Each
+// sub-block's starting sum comes from the activations (panel_q6_start, computed once per
+// quantization: per tile it cost about as many instructions as the products themselves).
 template <int G>
-G4_VNNI_TARGET void prefill_q6k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a,
-                                const int32_t* starts, int64_t t, float* y, int64_t ldy, int count) {
+G4_VNNI_TARGET void prefill_q6k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a, int64_t t, float* y,
+                                int64_t ldy, int count) {
   constexpr int C = int(kPanelTokens);
   const int64_t supers = a.in / kSuperBlock;
   const size_t first = a.panel_cell(t, 0);
@@ -324,7 +314,7 @@ G4_VNNI_TARGET void prefill_q6k(const std::byte* w, uint64_t group_bytes, const 
           __m512i sum[G][C];
           #pragma GCC unroll 8
           for (int k = 0; k < C; ++k) {
-            const __m512i start = _mm512_set1_epi32(starts[(cell + size_t(k)) * 2 + size_t(j)]);
+            const __m512i start = _mm512_set1_epi32(a.panel_q6_start[(cell + size_t(k)) * 2 + size_t(j)]);
             #pragma GCC unroll 8
             for (int g = 0; g < G; ++g) sum[g][k] = start;
           }
@@ -377,8 +367,6 @@ void gemm_kquant_interleaved_rows(const Q8Activations& a, const std::byte* w, DT
   // Decode: the streams side by side that ops::plan_decode_streaming chose (its software prefetch
   // distance is not used: these kernels prefetch one column ahead on every core, see decode_q4k).
   using DecodeFn = void (*)(const std::byte*, uint64_t, const Q8Activations&, float*);
-  thread_local std::vector<int32_t> starts;  // Q6_K prefill: q6k_panel_starts
-  if (q6 && a.T > 1) q6k_panel_starts(a, starts);
   walk_interleaved_groups(
       a.T, o_begin / kInterleaveRows, o_end / kInterleaveRows, decode_groups_for(decode, group_bytes),
       [&](int n, int64_t g) {
@@ -390,7 +378,7 @@ void gemm_kquant_interleaved_rows(const Q8Activations& a, const std::byte* w, DT
       [&](bool pair, int64_t g, int64_t t, int count) {
         const std::byte* wg = w + uint64_t(g) * group_bytes;
         float* yg = y + t * ldy + g * kInterleaveRows;
-        if (q6) (pair ? prefill_q6k<2> : prefill_q6k<1>)(wg, group_bytes, a, starts.data(), t, yg, ldy, count);
+        if (q6) (pair ? prefill_q6k<2> : prefill_q6k<1>)(wg, group_bytes, a, t, yg, ldy, count);
         else if (q5) (pair ? prefill_q4k<2, true> : prefill_q4k<1, true>)(wg, group_bytes, a, t, yg, ldy, count);
         else (pair ? prefill_q4k<2, false> : prefill_q4k<1, false>)(wg, group_bytes, a, t, yg, ldy, count);
       });

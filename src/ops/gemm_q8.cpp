@@ -87,6 +87,7 @@ void size_activations(int64_t T, int64_t in, unsigned layouts, Q8Activations& a)
   a.panel_q.resize(cells * kQ8Block);
   a.panel_q8_start.resize(cells);
   a.panel_q4_start.resize(cells);
+  a.panel_q6_start.resize(2 * cells);
   a.panel_scale.resize(cells);
   if (!cells) return;
   // The last panel's cells past T: zeros, so the tile's unused lanes compute 0 · 0.
@@ -94,7 +95,7 @@ void size_activations(int64_t T, int64_t in, unsigned layouts, Q8Activations& a)
     for (int64_t b = 0; b < blocks; ++b) {
       const size_t cell = a.panel_cell(t, b);
       std::memset(a.panel_q.data() + cell * kQ8Block, 0, kQ8Block);
-      a.panel_q8_start[cell] = a.panel_q4_start[cell] = 0;
+      a.panel_q8_start[cell] = a.panel_q4_start[cell] = a.panel_q6_start[2 * cell] = a.panel_q6_start[2 * cell + 1] = 0;
       a.panel_scale[cell] = 0.0f;
     }
 }
@@ -137,6 +138,11 @@ void quantize_tokens(const float* x, int64_t t0, int64_t t1, Q8Activations& a) {
         std::memcpy(a.panel_q.data() + cell * kQ8Block, qb, kQ8Block);
         a.panel_q8_start[cell] = a.q8_start[k];
         a.panel_q4_start[cell] = a.q4_start[k];
+        for (int half = 0; half < 2; ++half) {
+          int32_t s16 = 0;
+          for (int i = 0; i < 16; ++i) s16 += qb[16 * half + i];
+          a.panel_q6_start[2 * cell + size_t(half)] = -32 * s16;
+        }
         a.panel_scale[cell] = d;
       }
     }

@@ -43,6 +43,7 @@ struct Q8Activations {
   std::vector<int8_t> panel_q;          // [ceil(T/P), in/32, P, 32]
   std::vector<int32_t> panel_q8_start;  // [ceil(T/P), in/32, P]: q8_start
   std::vector<int32_t> panel_q4_start;  // [ceil(T/P), in/32, P]: q4_start
+  std::vector<int32_t> panel_q6_start;  // [ceil(T/P), in/32, P, 2]: −32·Σq of values 0-15, 16-31 (Q6_K's offset)
   std::vector<float> panel_scale;       // [ceil(T/P), in/32, P]: scale
   int64_t pairs() const { return (in / kQ8Block + 1) / 2; }
   // Index of token t's block b in the panel_* arrays (panel_q: times 32 bytes).
