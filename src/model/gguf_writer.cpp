@@ -343,7 +343,8 @@ std::map<std::string, DType> q4_k_m_types(const std::vector<std::string>& gguf_n
   std::map<std::string, DType> types;
   const bool has_output = std::find(gguf_names.begin(), gguf_names.end(), "output.weight") != gguf_names.end();
   for (const std::string& n : gguf_names) types[n] = DType::Q4_K;
-  types[has_output ? "output.weight" : "token_embd.weight"] = DType::Q6_K;
+  if (auto head = types.find(has_output ? "output.weight" : "token_embd.weight"); head != types.end())
+    head->second = DType::Q6_K;
   for (const std::string kind : {"attn_v", "ffn_down"}) {
     std::vector<std::pair<int, std::string>> layers;
     for (const std::string& n : gguf_names)
@@ -353,8 +354,6 @@ std::map<std::string, DType> q4_k_m_types(const std::vector<std::string>& gguf_n
     for (int i = 0; i < count; ++i)  // llama.cpp's use_more_bits(i, count)
       if (i < count / 8 || i >= 7 * count / 8 || (i - count / 8) % 3 == 2) types[layers[size_t(i)].second] = DType::Q6_K;
   }
-  if (!has_output && std::find(gguf_names.begin(), gguf_names.end(), "token_embd.weight") == gguf_names.end())
-    types.erase("token_embd.weight");
   return types;
 }
 

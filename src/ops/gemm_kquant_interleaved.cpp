@@ -35,12 +35,6 @@ namespace {
 
 constexpr int64_t kSuperBlock = 256;
 
-inline int32_t load_i32(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 // x_scale · (−Σq) of one activation block, from its −8·Σq start: the min term's activation side.
 inline float min_weight(float x_scale, int32_t q4_start) { return x_scale * float(q4_start / 8); }
 
@@ -115,7 +109,7 @@ G4_VNNI_TARGET void decode_q4k(const std::byte* w, uint64_t group_bytes, const Q
       for (int g = 0; g < G; ++g) lo[g] = hi[g] = _mm512_setzero_si512();
       #pragma GCC unroll 8
       for (int v = 0; v < 8; ++v) {
-        const __m512i xl = _mm512_set1_epi32(load_i32(x0 + 4 * v)), xh = _mm512_set1_epi32(load_i32(x0 + 32 + 4 * v));
+        const __m512i xl = _mm512_set1_epi32(x86::load_i32(x0 + 4 * v)), xh = _mm512_set1_epi32(x86::load_i32(x0 + 32 + 4 * v));
         #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) {
           const std::byte* gc = col + uint64_t(g) * group_bytes;
@@ -181,7 +175,7 @@ G4_VNNI_TARGET void prefill_q4k(const std::byte* w, uint64_t group_bytes, const 
         }
         #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) {
-          const __m512i x = _mm512_set1_epi32(load_i32(xq + c * kQ8Block + 4 * v));
+          const __m512i x = _mm512_set1_epi32(x86::load_i32(xq + c * kQ8Block + 4 * v));
           #pragma GCC unroll 8
           for (int g = 0; g < G; ++g) sum[g][c] = _mm512_dpbusd_epi32(sum[g][c], wv[g], x);
         }
@@ -198,11 +192,7 @@ G4_VNNI_TARGET void prefill_q4k(const std::byte* w, uint64_t group_bytes, const 
       }
     }
   }
-  #pragma GCC unroll 8
-  for (int g = 0; g < G; ++g)
-    #pragma GCC unroll 8
-    for (int c = 0; c < C; ++c)
-      if (c < count) _mm512_storeu_ps(y + c * ldy + 16 * g, acc[g][c]);
+  x86::store_group_panel<G, C>(acc, y, ldy, count);
 }
 
 // −32 · (the sum of the 16 int8 values at x): the Q6_K codes' offset, as a sub-block's starting sum.
@@ -273,7 +263,7 @@ G4_VNNI_TARGET void decode_q6k(const std::byte* w, uint64_t group_bytes, const Q
             #pragma GCC unroll 4
             for (int c = 0; c < 4; ++c)
               sum[g][c] = _mm512_dpbusd_epi32(sum[g][c], q6k_codes(lo, hi, qh, c),
-                                              _mm512_set1_epi32(load_i32(xh + 32 * c + 4 * (v - 4 * j))));
+                                              _mm512_set1_epi32(x86::load_i32(xh + 32 * c + 4 * (v - 4 * j))));
           }
         }
         #pragma GCC unroll 4
@@ -328,7 +318,7 @@ G4_VNNI_TARGET void prefill_q6k(const std::byte* w, uint64_t group_bytes, const 
             }
             #pragma GCC unroll 8
             for (int k = 0; k < C; ++k) {
-              const __m512i x = _mm512_set1_epi32(load_i32(xq + k * kQ8Block + 4 * (v - 4 * j)));
+              const __m512i x = _mm512_set1_epi32(x86::load_i32(xq + k * kQ8Block + 4 * (v - 4 * j)));
               #pragma GCC unroll 8
               for (int g = 0; g < G; ++g) sum[g][k] = _mm512_dpbusd_epi32(sum[g][k], codes[g], x);
             }
@@ -344,11 +334,7 @@ G4_VNNI_TARGET void prefill_q6k(const std::byte* w, uint64_t group_bytes, const 
           }
         }
   }
-  #pragma GCC unroll 8
-  for (int g = 0; g < G; ++g)
-    #pragma GCC unroll 8
-    for (int k = 0; k < C; ++k)
-      if (k < count) _mm512_storeu_ps(y + k * ldy + 16 * g, acc[g][k]);
+  x86::store_group_panel<G, C>(acc, y, ldy, count);
 }
 
 }  // namespace

@@ -257,12 +257,6 @@ G4_VNNI_TARGET void tile(const std::byte* w, uint64_t rb, const Q8Activations& a
 
 using TileFn = RowTileFn;
 
-inline int32_t load_i32(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 // Q8_0_R16 / Q4_0_R16 (row_interleave.h): per block column, (16-row group, token) pair, the int32
 // sum starts at −offset·Σq (offset 128 for the offset-binary Q8 bytes, 8 for Q4 codes), takes 8
 // VPDPBUSD of 64 weight bytes x 4 broadcast activation bytes (in vector order; exact), and is
@@ -309,13 +303,13 @@ G4_VNNI_TARGET void decode16(const std::byte* w, uint64_t group_bytes, const Q8A
         for (int j = 0; j < 4; ++j) {
           const __m512i raw = _mm512_loadu_si512(vec + 64 * j);
           const __m512i lo = _mm512_and_si512(raw, nibble), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
-          s[g] = _mm512_dpbusd_epi32(s[g], lo, _mm512_set1_epi32(load_i32(xq + 4 * j)));
-          s[g] = _mm512_dpbusd_epi32(s[g], hi, _mm512_set1_epi32(load_i32(xq + 16 + 4 * j)));
+          s[g] = _mm512_dpbusd_epi32(s[g], lo, _mm512_set1_epi32(x86::load_i32(xq + 4 * j)));
+          s[g] = _mm512_dpbusd_epi32(s[g], hi, _mm512_set1_epi32(x86::load_i32(xq + 16 + 4 * j)));
         }
       } else {
         #pragma GCC unroll 8
         for (int j = 0; j < 8; ++j)
-          s[g] = _mm512_dpbusd_epi32(s[g], _mm512_loadu_si512(vec + 64 * j), _mm512_set1_epi32(load_i32(xq + 4 * j)));
+          s[g] = _mm512_dpbusd_epi32(s[g], _mm512_loadu_si512(vec + 64 * j), _mm512_set1_epi32(x86::load_i32(xq + 4 * j)));
       }
     }
     #pragma GCC unroll 4
@@ -379,11 +373,11 @@ G4_VNNI_TARGET void prefill16(const std::byte* w, uint64_t group_bytes, const Q8
       }
       #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) {
-        const __m512i x0 = _mm512_set1_epi32(load_i32(xq + c * kQ8Block + 4 * j));
+        const __m512i x0 = _mm512_set1_epi32(x86::load_i32(xq + c * kQ8Block + 4 * j));
         #pragma GCC unroll 8
         for (int g = 0; g < G; ++g) s[g][c] = _mm512_dpbusd_epi32(s[g][c], v0[g], x0);
         if constexpr (kQ4) {
-          const __m512i x1 = _mm512_set1_epi32(load_i32(xq + c * kQ8Block + 16 + 4 * j));
+          const __m512i x1 = _mm512_set1_epi32(x86::load_i32(xq + c * kQ8Block + 16 + 4 * j));
           #pragma GCC unroll 8
           for (int g = 0; g < G; ++g) s[g][c] = _mm512_dpbusd_epi32(s[g][c], v1[g], x1);
         }
@@ -397,11 +391,7 @@ G4_VNNI_TARGET void prefill16(const std::byte* w, uint64_t group_bytes, const Q8
         acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[g][c]), _mm512_mul_ps(ws, _mm512_set1_ps(xs[c])), acc[g][c]);
     }
   }
-  #pragma GCC unroll 8
-  for (int g = 0; g < G; ++g)
-    #pragma GCC unroll 8
-    for (int c = 0; c < C; ++c)
-      if (c < count) _mm512_storeu_ps(y + c * ldy + 16 * g, acc[g][c]);
+  x86::store_group_panel<G, C>(acc, y, ldy, count);
 }
 
 void gemm_interleaved_rows(const Q8Activations& a, const std::byte* w, bool q4, int64_t o_begin, int64_t o_end, float* y,

@@ -1,11 +1,21 @@
-// Small AVX-512 helpers shared by the raw-intrinsics kernels (gemm_bf16, gemm_q8, attention_bf16,
-// attention_int8). Internal to
-// the ops layer; include only from translation units compiled for x86-64.
+// Small AVX-512 helpers shared by the raw-intrinsics kernels (gemm_bf16, gemm_q8, gemm_kquant,
+// gemm_kquant_interleaved, attention_bf16, attention_int8). Internal to the ops layer; include
+// only from translation units compiled for x86-64.
 #pragma once
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include <cstdint>
+#include <cstring>
+
 namespace g4::ops::x86 {
+
+// 4 activation bytes as one int32 (any alignment), for a VPDPBUSD broadcast.
+inline int32_t load_i32(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
 
 // Sum of 16 lanes in a fixed order, so every caller reduces identically (GCC 12's
 // _mm512_reduce_add_ps trips -Wuninitialized).
@@ -33,6 +43,18 @@ __attribute__((target("avx512f"))) inline void store_tile_sums(const __m512 (&ac
   for (int r = 0; r < R; ++r)
     #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) y[c * ldy + r] = lane_sum(acc[r][c]);
+}
+
+// The interleaved prefill tiles' store: acc[g][c] (16 rows of group g, token c) to
+// y[c · ldy + 16g ..], for the first `count` tokens of the panel.
+template <int G, int C>
+__attribute__((target("avx512f"))) inline void store_group_panel(const __m512 (&acc)[G][C], float* y, long ldy,
+                                                                  int count) {
+  #pragma GCC unroll 8
+  for (int g = 0; g < G; ++g)
+    #pragma GCC unroll 8
+    for (int c = 0; c < C; ++c)
+      if (c < count) _mm512_storeu_ps(y + c * ldy + 16 * g, acc[g][c]);
 }
 
 // out lane j = the sum of the 16 lanes of a[j], by one fixed tree for every j: pairs of elements
