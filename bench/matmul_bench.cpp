@@ -108,6 +108,8 @@ void run(benchmark::State& state, DType t) {
 }
 
 void BM_MatmulBF16(benchmark::State& s) { run(s, DType::BF16); }
+// BF16_R16: range(0) 0 the reference loops (reading rows out of their groups), 1 the interleaved VDPBF16PS kernel.
+void BM_MatmulBF16_R16(benchmark::State& s) { run(s, DType::BF16_R16); }
 void BM_MatmulQ8_0(benchmark::State& s) { run(s, DType::Q8_0); }
 void BM_MatmulQ4_0(benchmark::State& s) { run(s, DType::Q4_0); }
 // The K-quants: range(0) 0 the f32 SIMD super-block dots, 1 the int8 tiles (gemm_kquant.h).
@@ -122,6 +124,7 @@ void BM_MatmulQ6_K_R16(benchmark::State& s) { run(s, DType::Q6_K_R16); }
 
 #define G4_MATMUL_ARGS ArgsProduct({{0, 1}, {1, 2}, {1, 64}, {0, 1, 2, 3}})->Unit(benchmark::kMillisecond)->UseRealTime()
 BENCHMARK(BM_MatmulBF16)->G4_MATMUL_ARGS;
+BENCHMARK(BM_MatmulBF16_R16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ8_0)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ4_0)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ4_K)->G4_MATMUL_ARGS;

@@ -44,7 +44,7 @@ std::vector<std::byte> random_blocks(DType t, int64_t n, std::mt19937& rng) {
       case DType::F16: set_half(blk, sc(rng) * 20); break;
       case DType::BF16: { const uint16_t h = f32_to_bf16(sc(rng) * 20); std::memcpy(blk, &h, 2); break; }
       case DType::F32: { const float f = sc(rng) * 20; std::memcpy(blk, &f, 4); break; }
-      case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q4_K_R16: case DType::Q5_K_R16: case DType::Q6_K_R16: throw std::invalid_argument("random_blocks: row layouts only");
+      case DType::Q8_0_R16: case DType::Q4_0_R16: case DType::Q4_K_R16: case DType::Q5_K_R16: case DType::Q6_K_R16: case DType::BF16_R16: throw std::invalid_argument("random_blocks: row layouts only");
     }
   }
   return b;

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "ops/gemm_bf16.h"
 #include "ops/gemm_q8.h"
 #include "platform/device.h"
 #include "platform/error.h"
@@ -21,8 +22,9 @@ ComputeChoice resolve_compute(const Args& a, const Model& m) {
 }
 
 InterleaveReport prepare_weights(const ComputeChoice& c, Model& m, ThreadPool* pool) {
-  if (!c.int8 || !ops::gemm_q8_available()) return {};
-  return interleave_weights(m, pool);
+  const InterleaveFor kernels{c.int8 && ops::gemm_q8_available(), c.bf16 && ops::gemm_bf16_available()};
+  if (!kernels.int8 && !kernels.bf16) return {};
+  return interleave_weights(m, pool, kernels);
 }
 
 KvDType resolve_kv(const Args& a, const ComputeChoice& c, bool reference) {

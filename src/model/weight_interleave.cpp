@@ -15,23 +15,28 @@ namespace {
 // must not straddle two experts, so slice_leading keeps working on the interleaved bytes).
 int64_t rows_per_slice(const TensorView& t) { return t.shape.size() >= 2 ? t.shape[t.shape.size() - 2] : 0; }
 
+// Whether the kernels asked for read t's dtype interleaved.
+bool wanted(DType t, InterleaveFor k) {
+  if (t == DType::BF16) return k.bf16;
+  return k.int8 && (t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K);
+}
+
+// Whole groups of 16 rows in every slice, whole blocks (BF16_R16: value pairs) in every row.
 bool interleavable(const TensorView& t) {
-  if (t.dtype != DType::Q8_0 && t.dtype != DType::Q4_0 && t.dtype != DType::Q4_K && t.dtype != DType::Q5_K &&
-      t.dtype != DType::Q6_K)
-    return false;
-  if (t.shape.size() < 2 || t.shape.back() % dtype_block_size(t.dtype)) return false;
+  if (t.shape.size() < 2 || t.shape.back() % dtype_block_size(interleaved_dtype(t.dtype))) return false;
   return rows_per_slice(t) % kInterleaveRows == 0;
 }
 
 }  // namespace
 
-InterleaveReport interleave_weights(Model& m, ThreadPool* pool) {
+InterleaveReport interleave_weights(Model& m, ThreadPool* pool, InterleaveFor kernels) {
   const auto t0 = std::chrono::steady_clock::now();
   InterleaveReport r;
+  r.kernels = kernels;
   ModelWeights& w = m.weights;
   for (const TensorView** slot : streamed_matrices(w)) {
     const TensorView& src = **slot;
-    if (!interleavable(src)) continue;
+    if (!wanted(src.dtype, kernels) || !interleavable(src)) continue;
     if (!m.owns(src.data)) {
       ++r.left_mapped;
       continue;
@@ -62,12 +67,12 @@ InterleaveReport interleave_weights(Model& m, ThreadPool* pool) {
 
 std::string describe_interleave(const InterleaveReport& r) {
   if (!r.tensors && !r.left_mapped) return "";
+  const char* units = r.kernels.int8 && r.kernels.bf16 ? "VPDPBUSD and VDPBF16PS" : r.kernels.bf16 ? "VDPBF16PS" : "VPDPBUSD";
   char buf[200];
-  std::snprintf(buf, sizeof buf, "rows interleaved 16 at a time for VPDPBUSD: %d matrices, %.0f MiB in %.2f s", r.tensors,
+  std::snprintf(buf, sizeof buf, "rows interleaved 16 at a time for %s: %d matrices, %.0f MiB in %.2f s", units, r.tensors,
                 double(r.bytes) / (1 << 20), r.seconds);
   std::string s = buf;
-  if (r.left_mapped)
-    s += "; " + std::to_string(r.left_mapped) + " Q8_0/Q4_0/Q4_K/Q5_K/Q6_K matrices read from the mapping stay row-major";
+  if (r.left_mapped) s += "; " + std::to_string(r.left_mapped) + " matrices read from the mapping stay row-major";
   return s;
 }
 

@@ -1,8 +1,13 @@
 #include "ops/gemm_bf16.h"
 
 #include <algorithm>
+#include <cstring>
+#include <string>
 
+#include "ops/gemm_q8.h"
 #include "platform/device.h"
+#include "platform/error.h"
+#include "platform/row_interleave.h"
 
 #if defined(__x86_64__)
 // GCC 12's AVX-512 headers pass _mm512_undefined_ps() into masked builtins, which -Wuninitialized
@@ -81,6 +86,55 @@ TileFn pick(int r, int c) {
   }
 }
 
+// BF16_R16: a token's value pair p as one 32-bit word, for a broadcast to every lane.
+inline int32_t pair_at(const uint16_t* x, int64_t p) {
+  int32_t v;
+  std::memcpy(&v, x + 2 * p, 4);
+  return v;
+}
+
+// Decode on BF16_R16: G groups (group_values bf16 apart) side by side, one accumulator each,
+// lane r = row r; y[16g + r].
+template <int G>
+G4_BF16_TARGET void decode_groups(const uint16_t* w, uint64_t group_values, int64_t pairs, const uint16_t* x, float* y) {
+  __m512 acc[G];
+  #pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < pairs; ++p) {
+    const __m512bh xp = (__m512bh)_mm512_set1_epi32(pair_at(x, p));
+    #pragma GCC unroll 4
+    for (int g = 0; g < G; ++g)
+      acc[g] = _mm512_dpbf16_ps(acc[g], (__m512bh)_mm512_loadu_si512(w + g * group_values + 32 * p), xp);
+  }
+  #pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) _mm512_storeu_ps(y + 16 * g, acc[g]);
+}
+
+// Prefill on BF16_R16: G groups x kPanel tokens (x: token rows of `in` values), the first
+// `count` tokens stored to y[t · ldy + 16g + r]. Tokens past `count` re-read the last one, so
+// the loop never leaves the activations; their sums are dropped.
+constexpr int kPanel = 8;
+template <int G>
+G4_BF16_TARGET void prefill_panel(const uint16_t* w, uint64_t group_values, int64_t in, const uint16_t* x, int count,
+                                  float* y, int64_t ldy) {
+  const uint16_t* xt[kPanel];
+  for (int t = 0; t < kPanel; ++t) xt[t] = x + std::min(t, count - 1) * in;
+  __m512 acc[G][kPanel];
+  x86::zero_tile(acc);
+  for (int64_t p = 0; p < in / 2; ++p) {
+    __m512bh wv[G];
+    #pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) wv[g] = (__m512bh)_mm512_loadu_si512(w + g * group_values + 32 * p);
+    #pragma GCC unroll 8
+    for (int t = 0; t < kPanel; ++t) {
+      const __m512bh xp = (__m512bh)_mm512_set1_epi32(pair_at(xt[t], p));
+      #pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) acc[g][t] = _mm512_dpbf16_ps(acc[g][t], wv[g], xp);
+    }
+  }
+  x86::store_group_panel(acc, y, ldy, count);
+}
+
 }  // namespace
 
 bool gemm_bf16_available() {
@@ -112,11 +166,36 @@ void gemm_bf16_rows(const uint16_t* xb, int64_t T, int64_t in, const uint16_t* w
   }
 }
 
+void gemm_bf16_interleaved_rows(const uint16_t* xb, int64_t T, int64_t in, const std::byte* w, int64_t o_begin,
+                                int64_t o_end, float* y, int64_t ldy, int side_by_side) {
+  if (in % 2 || o_begin % kInterleaveRows || o_end % kInterleaveRows)
+    throw Error("gemm_bf16_interleaved_rows: BF16_R16 needs an even width and rows in whole groups of 16, got width " +
+                std::to_string(in) + ", rows [" + std::to_string(o_begin) + ", " + std::to_string(o_end) + ")");
+  const uint64_t group_values = uint64_t(kInterleaveRows) * uint64_t(in);
+  const uint16_t* wv = reinterpret_cast<const uint16_t*>(w);
+  // Prefill: a block of 64 tokens meets each pair of groups (2 x 16 rows x in bf16: 96 KiB at
+  // in = 1536, 384 KiB at 6144) while it sits in L2.
+  constexpr int64_t kTokenBlock = 8 * kPanel;
+  walk_interleaved_groups(
+      T, o_begin / kInterleaveRows, o_end / kInterleaveRows, side_by_side,
+      [&](int n, int64_t g) {
+        auto run = n == 4 ? decode_groups<4> : n == 2 ? decode_groups<2> : decode_groups<1>;
+        run(wv + uint64_t(g) * group_values, group_values, in / 2, xb, y + kInterleaveRows * g);
+      },
+      [&](bool pair, int64_t g, int64_t t, int count) {
+        auto run = pair ? prefill_panel<2> : prefill_panel<1>;
+        run(wv + uint64_t(g) * group_values, group_values, in, xb + t * in, count, y + t * ldy + kInterleaveRows * g, ldy);
+      },
+      kPanel, kTokenBlock);
+}
+
 #else  // not x86-64: never available; callers check first
 
 bool gemm_bf16_available() { return false; }
 void round_rows_to_bf16(const float*, int64_t, uint16_t*) {}
 void gemm_bf16_rows(const uint16_t*, int64_t, int64_t, const uint16_t*, int64_t, int64_t, float*, int64_t) {}
+void gemm_bf16_interleaved_rows(const uint16_t*, int64_t, int64_t, const std::byte*, int64_t, int64_t, float*, int64_t,
+                                int) {}
 
 #endif
 

@@ -7,6 +7,7 @@
 // tile it falls in or the thread that computes it, so batching and chunking cannot change a
 // result. Tested against ref::matmul on the same bf16-rounded activations.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 namespace g4::ops {
@@ -21,5 +22,15 @@ void round_rows_to_bf16(const float* x, int64_t count, uint16_t* xb);
 // Requires gemm_bf16_available().
 void gemm_bf16_rows(const uint16_t* xb, int64_t T, int64_t in, const uint16_t* w, int64_t o_begin, int64_t o_end,
                     float* y, int64_t ldy);
+
+// The same product on BF16_R16 weights (platform/row_interleave.h; in even, o_begin and o_end
+// multiples of 16, else g4::Error): one VDPBF16PS advances 16 rows by one value pair, the
+// token's pair broadcast to every lane, and each row keeps one f32 lane, summed over the pairs
+// in order (one chain per row and token: the same bits for any T, tile, row range or thread,
+// though not the row-major kernel's bits, which sum 16 strided partial sums).
+// Decode (T = 1) streams `side_by_side` groups at once (1, 2 or 4; independent chains, so the
+// instruction latency hides behind the loads); prefill runs panels of 8 tokens x 2 groups.
+void gemm_bf16_interleaved_rows(const uint16_t* xb, int64_t T, int64_t in, const std::byte* w, int64_t o_begin,
+                                int64_t o_end, float* y, int64_t ldy, int side_by_side);
 
 }  // namespace g4::ops

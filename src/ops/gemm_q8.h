@@ -124,10 +124,12 @@ inline int decode_groups_for(const DecodeStreaming& s, uint64_t group_bytes) {
 // `side_by_side` allows, then the remainder. Prefill: the tokens in blocks of whole panels (~64
 // tokens), and within a block each pair of groups (a last one alone) over every panel, the pair's
 // block columns staying in L1/L2 while the panels pass: prefill(pair, g, t, count) for the panel
-// of `count` (<= kPanelTokens) tokens from t.
+// of `count` (<= panel_tokens) tokens from t. The int8 kernels' panels are kPanelTokens wide; a
+// kernel with other panels (gemm_bf16.cpp) passes its own width and token block.
 inline constexpr int64_t kPrefillTokenBlock = 10 * kPanelTokens;
 template <class Decode, class Prefill>
-void walk_interleaved_groups(int64_t T, int64_t g_begin, int64_t g_end, int side_by_side, Decode decode, Prefill prefill) {
+void walk_interleaved_groups(int64_t T, int64_t g_begin, int64_t g_end, int side_by_side, Decode decode, Prefill prefill,
+                             int64_t panel_tokens = kPanelTokens, int64_t token_block = kPrefillTokenBlock) {
   if (T == 1) {
     int64_t g = g_begin;
     for (int n : {4, 2})
@@ -136,11 +138,11 @@ void walk_interleaved_groups(int64_t T, int64_t g_begin, int64_t g_end, int side
     for (; g < g_end; ++g) decode(1, g);
     return;
   }
-  for (int64_t t0 = 0; t0 < T; t0 += kPrefillTokenBlock) {
-    const int64_t t1 = std::min(T, t0 + kPrefillTokenBlock);
+  for (int64_t t0 = 0; t0 < T; t0 += token_block) {
+    const int64_t t1 = std::min(T, t0 + token_block);
     for (int64_t g = g_begin; g < g_end; g += 2)
-      for (int64_t t = t0; t < t1; t += kPanelTokens)
-        prefill(g + 1 < g_end, g, t, int(std::min<int64_t>(kPanelTokens, t1 - t)));
+      for (int64_t t = t0; t < t1; t += panel_tokens)
+        prefill(g + 1 < g_end, g, t, int(std::min<int64_t>(panel_tokens, t1 - t)));
   }
 }
 

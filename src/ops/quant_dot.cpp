@@ -289,7 +289,8 @@ float quant_dot(DType t, const std::byte* row, const float* x, int64_t n) {
     case DType::Q4_0_R16:
     case DType::Q4_K_R16:
     case DType::Q5_K_R16:
-    case DType::Q6_K_R16: break;
+    case DType::Q6_K_R16:
+    case DType::BF16_R16: break;
   }
   throw Error("quant_dot: " + std::string(dtype_name(t)) + " has no contiguous rows (use dot_row on its view)");
 }
@@ -330,6 +331,7 @@ void quantize_row(DType t, const float* x, std::byte* dst, int64_t n) {
     case DType::Q4_K_R16:
     case DType::Q5_K_R16:
     case DType::Q6_K_R16:
+    case DType::BF16_R16:
       throw Error("quantize_row: " + std::string(dtype_name(t)) +
                   " is a layout of 16 rows, not a row format (quantize to the base format, then interleave_group)");
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ops/quant_dot.h"
+#include "platform/row_interleave.h"
 
 namespace g4::ref {
 
@@ -18,7 +19,9 @@ float dot(const float* a, const float* b, int64_t n) {
 
 void matmul(const float* x, int64_t T, const TensorView& w, float* y) {
   const int64_t out = w.shape[0], in = w.shape[1];
-  if (dtype_is_quantized(w.dtype)) {  // block types: dot straight from the packed blocks
+  // Block types: dot straight from the packed blocks. BF16_R16 is a block type only in layout: its
+  // rows are widened and summed as BF16 rows are, so interleaving changes no reference bit.
+  if (dtype_is_quantized(interleave_base(w.dtype))) {
     for (int64_t o = 0; o < out; ++o)
       for (int64_t t = 0; t < T; ++t) y[t * out + o] = ops::dot_row(w, o, x + t * in);
     return;

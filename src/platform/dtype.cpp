@@ -30,6 +30,7 @@ int64_t dtype_block_size(DType t) {
     case DType::Q4_1:
     case DType::Q8_0_R16:
     case DType::Q4_0_R16: return 32;
+    case DType::BF16_R16: return 2;  // a pair of bf16 values, one 32-bit lane of VDPBF16PS
     case DType::Q4_K_R16:
     case DType::Q5_K_R16:
     case DType::Q6_K_R16:
@@ -56,6 +57,7 @@ size_t dtype_block_bytes(DType t) {
     case DType::Q4_K_R16: return 144;
     case DType::Q5_K_R16: return 176;
     case DType::Q6_K_R16: return 210;
+    case DType::BF16_R16: return 4;
   }
   return 0;
 }
@@ -82,6 +84,7 @@ std::string_view dtype_name(DType t) {
     case DType::Q4_K_R16: return "Q4_K_R16";
     case DType::Q5_K_R16: return "Q5_K_R16";
     case DType::Q6_K_R16: return "Q6_K_R16";
+    case DType::BF16_R16: return "BF16_R16";
   }
   return "?";
 }
@@ -132,7 +135,8 @@ uint32_t dtype_to_ggml(DType t) {
     case DType::Q4_0_R16:
     case DType::Q4_K_R16:
     case DType::Q5_K_R16:
-    case DType::Q6_K_R16: break;
+    case DType::Q6_K_R16:
+    case DType::BF16_R16: break;
   }
   throw Error("dtype " + std::string(dtype_name(t)) + " is g4's in-memory row-interleaved layout: it has no GGUF type");
 }
@@ -259,6 +263,7 @@ void dequantize_row(DType t, const std::byte* src, float* y, int64_t n) {
     case DType::Q4_K_R16:
     case DType::Q5_K_R16:
     case DType::Q6_K_R16:
+    case DType::BF16_R16:
       throw Error("dequantize_row: " + std::string(dtype_name(t)) +
                   " rows are interleaved 16 at a time and not contiguous (read them with TensorView::row_to_f32)");
   }

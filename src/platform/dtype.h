@@ -19,9 +19,13 @@ namespace g4 {
 //   Q5_K 256 values, 176 B: as Q4_K plus 32 B of fifth bits
 //   Q6_K 256 values, 210 B: 128 B low nibbles, 64 B high 2-bit pairs, int8 scales[16], f16 d
 // Q8_0_R16 / Q4_0_R16 / Q4_K_R16 / Q5_K_R16 / Q6_K_R16 are g4's own: Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K blocks of 16 consecutive rows interleaved for the
-// VNNI kernel (layout in row_interleave.h). Same bytes per row on average, but a row is not
-// contiguous: read one with TensorView::row_to_f32. Never read from or written to a file.
-enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K, Q8_0_R16, Q4_0_R16, Q4_K_R16, Q6_K_R16, Q5_K_R16 };
+// VNNI kernel, and BF16_R16 bf16 value pairs of 16 rows interleaved for the VDPBF16PS kernel
+// (layouts in row_interleave.h). Same bytes per row on average, but a row is not contiguous:
+// read one with TensorView::row_to_f32 (BF16_R16 is therefore a block type of 2-value blocks,
+// with no per-element size). Never read from or written to a file.
+enum class DType : uint8_t {
+  F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K, Q8_0_R16, Q4_0_R16, Q4_K_R16, Q6_K_R16, Q5_K_R16, BF16_R16
+};
 
 // Bytes per element of a per-element type (F32/F16/BF16). 0 for block types, which have no
 // per-element size: use row_bytes / tensor_bytes for those.

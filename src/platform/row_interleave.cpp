@@ -10,7 +10,7 @@ namespace g4 {
 
 bool dtype_is_interleaved(DType t) {
   return t == DType::Q8_0_R16 || t == DType::Q4_0_R16 || t == DType::Q4_K_R16 || t == DType::Q5_K_R16 ||
-         t == DType::Q6_K_R16;
+         t == DType::Q6_K_R16 || t == DType::BF16_R16;
 }
 
 DType interleaved_dtype(DType base) {
@@ -19,7 +19,9 @@ DType interleaved_dtype(DType base) {
   if (base == DType::Q4_K) return DType::Q4_K_R16;
   if (base == DType::Q5_K) return DType::Q5_K_R16;
   if (base == DType::Q6_K) return DType::Q6_K_R16;
-  throw Error("row interleaving: only Q8_0, Q4_0, Q4_K, Q5_K and Q6_K have an interleaved layout, not " + std::string(dtype_name(base)));
+  if (base == DType::BF16) return DType::BF16_R16;
+  throw Error("row interleaving: only Q8_0, Q4_0, Q4_K, Q5_K, Q6_K and BF16 have an interleaved layout, not " +
+              std::string(dtype_name(base)));
 }
 
 DType interleave_base(DType t) {
@@ -28,6 +30,7 @@ DType interleave_base(DType t) {
   if (t == DType::Q4_K_R16) return DType::Q4_K;
   if (t == DType::Q5_K_R16) return DType::Q5_K;
   if (t == DType::Q6_K_R16) return DType::Q6_K;
+  if (t == DType::BF16_R16) return DType::BF16;
   return t;
 }
 
@@ -120,6 +123,12 @@ void q6k_move(std::byte* blk, int r, std::byte* col, int64_t s) {
 void interleave_group(DType base, const std::byte* rows, int64_t in, std::byte* group) {
   (void)interleaved_dtype(base);  // validates base
   const uint64_t rb = row_bytes(base, in), bb = dtype_block_bytes(base);
+  if (base == DType::BF16) {
+    if (in % 2) throw Error("row interleaving: BF16 rows of " + std::to_string(in) + " values (odd) have no pair layout");
+    for (int r = 0; r < kInterleaveRows; ++r)
+      for (int64_t p = 0; p < in / 2; ++p) std::memcpy(group + bf16_pair_at(p, r), rows + uint64_t(r) * rb + 4 * uint64_t(p), 4);
+    return;
+  }
   if (base == DType::Q6_K) {
     for (int r = 0; r < kInterleaveRows; ++r)
       for (int64_t s = 0; s < in / 256; ++s)
@@ -148,6 +157,10 @@ void extract_interleaved_row(DType interleaved, const std::byte* group, int64_t 
   const DType base = interleave_base(interleaved);
   if (base == interleaved) throw Error("extract_interleaved_row: " + std::string(dtype_name(interleaved)) + " is not interleaved");
   const uint64_t bb = dtype_block_bytes(base);
+  if (base == DType::BF16) {
+    for (int64_t p = 0; p < in / 2; ++p) std::memcpy(row + 4 * uint64_t(p), group + bf16_pair_at(p, r), 4);
+    return;
+  }
   if (base == DType::Q6_K) {
     for (int64_t s = 0; s < in / 256; ++s)
       q6k_move<false>(row + uint64_t(s) * bb, r, const_cast<std::byte*>(group + uint64_t(s) * kQ6KColumnBytes), s);

@@ -1,6 +1,5 @@
 // Row-interleaved Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K layouts (DType::Q8_0_R16, Q4_0_R16, Q4_K_R16,
-// Q5_K_R16, Q6_K_R16) for the VNNI
-// int8 kernels.
+// Q5_K_R16, Q6_K_R16) for the VNNI int8 kernels, and BF16_R16 for the VDPBF16PS kernel.
 //
 // Why: on the checkpoint's row-major blocks the kernel spends ~16 instructions per 34-byte block
 // (sign tricks, scale broadcasts, a horizontal sum per row), enough to make decode compute-bound
@@ -42,6 +41,12 @@
 //           of the third)                                                                 3072 B
 //   An even column is [scales | values | d], an odd one [d | scales | values]: a column is
 //   52.5 lines, so an odd one starts half a line in, and this keeps every vector on one line.
+// BF16_R16 (in even): a group holds in/2 vectors of 64 B; vector p, bytes 4r..4r+3 = row r's
+//   values 2p and 2p+1 (bf16, little-endian), the pair one VDPBF16PS lane multiplies by the
+//   activation pair broadcast to all lanes. Why: on row-major bf16 every row is a dot product
+//   of its own, ending in a horizontal sum per row and token (about a sixth of a prefill tile's
+//   instructions at in = 1536); interleaved, 16 rows accumulate in one register's lanes, and a
+//   token's 16 outputs are one store.
 // The size equals the row-major matrix's, so views, slices and byte counts are unchanged.
 #pragma once
 #include <cstddef>
@@ -73,12 +78,15 @@ inline constexpr uint64_t interleaved_values_at(uint64_t column_bytes, int64_t b
   return pair + 64 + (b % 2 ? column_bytes - 32 : 0);
 }
 
+// BF16_R16: where row r's values 2p, 2p + 1 sit in its group.
+inline constexpr uint64_t bf16_pair_at(int64_t p, int r) { return 64 * uint64_t(p) + 4 * uint64_t(r); }
+
 bool dtype_is_interleaved(DType t);
-// Q8_0 -> Q8_0_R16, Q4_0 -> Q4_0_R16, Q4_K -> Q4_K_R16, Q5_K -> Q5_K_R16, Q6_K -> Q6_K_R16;
-// throws g4::Error for any other dtype.
+// Q8_0 -> Q8_0_R16, Q4_0 -> Q4_0_R16, Q4_K -> Q4_K_R16, Q5_K -> Q5_K_R16, Q6_K -> Q6_K_R16,
+// BF16 -> BF16_R16; throws g4::Error for any other dtype.
 DType interleaved_dtype(DType base);
-// Q8_0_R16 -> Q8_0, Q4_0_R16 -> Q4_0, Q4_K_R16 -> Q4_K, Q5_K_R16 -> Q5_K, Q6_K_R16 -> Q6_K;
-// any other dtype is returned as it is.
+// Q8_0_R16 -> Q8_0, Q4_0_R16 -> Q4_0, Q4_K_R16 -> Q4_K, Q5_K_R16 -> Q5_K, Q6_K_R16 -> Q6_K,
+// BF16_R16 -> BF16; any other dtype is returned as it is.
 DType interleave_base(DType t);
 
 // 16 row-major rows of `base` blocks (16 * row_bytes(base, in) bytes) -> one interleaved group

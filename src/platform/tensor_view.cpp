@@ -31,7 +31,8 @@ float TensorView::at(int64_t i) const {
     case DType::Q4_0_R16:
     case DType::Q4_K_R16:
     case DType::Q5_K_R16:
-    case DType::Q6_K_R16: {  // decode the row holding element i (slow; never on a hot path)
+    case DType::Q6_K_R16:
+    case DType::BF16_R16: {  // decode the row holding element i (slow; never on a hot path)
       const int64_t cols = shape.empty() ? 1 : shape.back();
       std::vector<float> row(static_cast<size_t>(cols));
       row_to_f32(i / cols, row.data());

@@ -50,6 +50,18 @@ class Bf16Compute : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete dir_; }
   static std::unique_ptr<Model> model(const std::string& p) { return load_model(*dir_ / p); }
+  // As generate/bench/serve load it for the bf16 kernel: the streamed matrices copied into
+  // memory g4 owns and interleaved 16 rows at a time (BF16_R16).
+  static std::unique_ptr<Model> interleaved(const std::string& p) {
+    auto m = model(p);
+    ThreadPool pool(2);
+    place_weights(*m, WeightMemory::Huge, &pool);
+    const InterleaveReport ir = interleave_weights(*m, &pool, InterleaveFor{false, true});
+    EXPECT_GT(ir.tensors, 0) << p << ": nothing was interleaved";
+    EXPECT_EQ(m->weights.layers[0].q_proj->dtype, DType::BF16_R16) << p;
+    EXPECT_EQ(m->weights.lm_head, m->weights.embed_tokens) << p << ": the tied head came untied";
+    return m;
+  }
   static test::TempDir* dir_;
 };
 test::TempDir* Bf16Compute::dir_ = nullptr;
@@ -107,6 +119,23 @@ TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheBf16Kernel) {
   for (const char* p : {"tiny-e", "tiny-moe"}) expect_batching_is_exact(*model(p), true);
 }
 
+TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheInterleavedBf16Kernel) {
+  if (!ops::gemm_bf16_available()) GTEST_SKIP() << "no confirmed AVX512_BF16 on this CPU";
+  for (const char* p : {"tiny-e", "tiny-moe"}) expect_batching_is_exact(*interleaved(p), true);
+}
+
+// Interleaving re-orders bytes and nothing else: the f32 reference loops (which read each row
+// out of its group, the tied embedding's gathers included) give the same logits bit for bit.
+TEST_F(Bf16Compute, InterleavingChangesNoValue) {
+  for (const char* p : {"tiny-e", "tiny-moe"}) {
+    const auto tokens = random_tokens(12, model(p)->config.vocab_size, 3);
+    const auto rows = forward_reference(*model(p), tokens);
+    const auto groups = forward_reference(*interleaved(p), tokens);
+    ASSERT_EQ(rows.size(), groups.size());
+    EXPECT_EQ(0, std::memcmp(rows.data(), groups.data(), rows.size() * sizeof(float))) << p;
+  }
+}
+
 // With a bf16 KV cache the attention runs on the bf16 kernel too (ops/attention_bf16.h), and the
 // step's own rows are rounded as the cache stores them: prefilling 5 rows at once and decoding
 // one at a time still give the same bits.
@@ -153,8 +182,9 @@ TEST_F(Bf16Compute, StaysNearTheF32Reference) {
   ThreadPool pool(2);
   ops::MatmulContext mm{&pool, 4, true};
   blocks::Exec ex{&mm};
-  for (const char* p : {"tiny-e", "tiny-moe"}) {
-    auto m = model(p);
+  for (const std::string p : {"tiny-e", "tiny-moe", "tiny-e interleaved", "tiny-moe interleaved"}) {
+    const std::string name = p.substr(0, p.find(' '));
+    auto m = p == name ? model(name) : interleaved(name);
     const auto tokens = random_tokens(24, m->config.vocab_size, 7);
     const auto got = alone(*m, tokens, ex);
     const auto ref = forward_reference(*m, tokens);
@@ -166,7 +196,7 @@ TEST_F(Bf16Compute, StaysNearTheF32Reference) {
     }
     mean /= double(ref.size());
     scale /= double(ref.size());
-    std::printf("[ bf16    ] %s: max |delta logit| %.4f, mean %.5f (mean |logit| %.3f)\n", p, worst, mean, scale);
+    std::printf("[ bf16    ] %s: max |delta logit| %.4f, mean %.5f (mean |logit| %.3f)\n", p.c_str(), worst, mean, scale);
     EXPECT_GT(worst, 0.0);  // it really ran the bf16 kernel
     EXPECT_LT(mean, 0.02 * scale) << p;
     EXPECT_LT(worst, 0.5) << p;
@@ -220,7 +250,7 @@ class Int8Activations : public Bf16Compute {
     EXPECT_GT(r.tensors, 0) << p << ": nothing was re-encoded, so nothing below would test the int8 kernel";
     if (interleave) {
       ThreadPool pool(2);
-      const InterleaveReport ir = interleave_weights(*m, &pool);
+      const InterleaveReport ir = interleave_weights(*m, &pool, InterleaveFor{true, false});
       EXPECT_GT(ir.tensors, 0) << p << ": nothing was interleaved";
       EXPECT_EQ(m->weights.layers[0].q_proj->dtype, interleaved_dtype(t)) << p;
       EXPECT_EQ(m->weights.lm_head, m->weights.embed_tokens) << p << ": the tied head came untied";
@@ -400,7 +430,7 @@ TEST_F(Int8Activations, KQuantGgufWeightsAreBitExactUnderBatchingAndCostAboutWha
     // the same reference loops (which read each row back out of its group) the cost stays
     // within the same yardstick.
     place_weights(*m, WeightMemory::Huge, &pool);
-    const InterleaveReport ir = interleave_weights(*m, &pool);
+    const InterleaveReport ir = interleave_weights(*m, &pool, InterleaveFor{true, false});
     EXPECT_GT(ir.tensors, 0);
     const DType il = interleaved_dtype(t);
     ASSERT_EQ(m->weights.layers[0].q_proj->dtype, il);

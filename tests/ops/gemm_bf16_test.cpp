@@ -12,6 +12,7 @@
 #include "ops/matmul.h"
 #include "ops/reference_ops.h"
 #include "platform/dtype.h"
+#include "platform/row_interleave.h"
 #include "platform/tensor_view.h"
 #include "platform/thread_pool.h"
 #include "test_util.h"
@@ -53,31 +54,38 @@ TEST_F(GemmBf16, RoundingMatchesScalarRoundToNearestEven) {
   }
 }
 
-TEST_F(GemmBf16, MatchesReferenceOnRoundedActivations) {
+// ops::matmul on `w` (on the calling thread, 2 and 3 threads) against ref::matmul on the same
+// bf16-rounded activations over the row-major `rows`: exact products of bf16 pairs summed in f32
+// in another order, so each output within rel · Σ|x·w|.
+void expect_near_reference(const Bf16Weights& rows, const Bf16Weights& w, double rel) {
+  const int64_t out = rows.view.shape[0], in = rows.view.shape[1];
   ThreadPool pool2(2), pool3(3);
-  for (auto [out, in] : {std::pair<int64_t, int64_t>{1, 1}, {7, 45}, {67, 33}, {130, 256}, {64, 1000}, {9, 64}}) {
-    Bf16Weights w = make_weights(out, in, unsigned(out * 7 + in));
-    for (int64_t T : {1, 3, 4, 5, 70}) {
-      std::vector<float> x = test::random_activations(T * in, unsigned(T + in));
-      std::vector<float> xr(x.size()), want(size_t(T * out)), got(size_t(T * out));
-      for (size_t i = 0; i < x.size(); ++i) xr[i] = round_to_bf16(x[i]);
-      ref::matmul(xr.data(), T, w.view, want.data());
-      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
-        ops::MatmulContext ctx{p, 4, true};
-        ASSERT_TRUE(ops::uses_bf16_kernel(ctx));
-        std::fill(got.begin(), got.end(), NAN);
-        ops::matmul(x.data(), T, w.view, got.data(), ctx);
-        for (int64_t t = 0; t < T; ++t)
-          for (int64_t o = 0; o < out; ++o) {
-            // Exact products of bf16 pairs summed in f32 in another order: bound by Σ|x·w|.
-            double mag = 0;
-            for (int64_t i = 0; i < in; ++i) mag += std::fabs(double(xr[size_t(t * in + i)]) * w.view.at(o * in + i));
-            const size_t k = size_t(t * out + o);
-            ASSERT_NEAR(got[k], want[k], 1e-6 * mag + 1e-30) << "out " << out << " in " << in << " T " << T << " t " << t
-                                                            << " o " << o;
-          }
-      }
+  for (int64_t T : {1, 3, 4, 5, 8, 9, 70}) {
+    std::vector<float> x = test::random_activations(T * in, unsigned(T + in));
+    std::vector<float> xr(x.size()), want(size_t(T * out)), got(size_t(T * out));
+    for (size_t i = 0; i < x.size(); ++i) xr[i] = round_to_bf16(x[i]);
+    ref::matmul(xr.data(), T, rows.view, want.data());
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+      ops::MatmulContext ctx{p, 4, true};
+      ASSERT_TRUE(ops::uses_bf16_kernel(ctx));
+      std::fill(got.begin(), got.end(), NAN);
+      ops::matmul(x.data(), T, w.view, got.data(), ctx);
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t o = 0; o < out; ++o) {
+          double mag = 0;
+          for (int64_t i = 0; i < in; ++i) mag += std::fabs(double(xr[size_t(t * in + i)]) * rows.view.at(o * in + i));
+          const size_t k = size_t(t * out + o);
+          ASSERT_NEAR(got[k], want[k], rel * mag + 1e-30) << "out " << out << " in " << in << " T " << T << " t " << t
+                                                         << " o " << o;
+        }
     }
+  }
+}
+
+TEST_F(GemmBf16, MatchesReferenceOnRoundedActivations) {
+  for (auto [out, in] : {std::pair<int64_t, int64_t>{1, 1}, {7, 45}, {67, 33}, {130, 256}, {64, 1000}, {9, 64}}) {
+    const Bf16Weights w = make_weights(out, in, unsigned(out * 7 + in));
+    expect_near_reference(w, w, 1e-6);
   }
 }
 
@@ -103,6 +111,60 @@ TEST_F(GemmBf16, TokenResultsDoNotDependOnBatchOffsetRowsOrThreads) {
       EXPECT_EQ(0, std::memcmp(part.data(), &all[size_t(t * out)], size_t(3 * out) * 4)) << "chunk at " << t;
     }
   }
+}
+
+// The same weights as BF16_R16 (16-row groups interleaved), as model/weight_interleave does at load.
+Bf16Weights interleaved(const Bf16Weights& w) {
+  Bf16Weights r = w;
+  const int64_t out = w.view.shape[0], in = w.view.shape[1];
+  const auto* rows = reinterpret_cast<const std::byte*>(w.bits.data());
+  auto* groups = reinterpret_cast<std::byte*>(r.bits.data());
+  const uint64_t group_bytes = uint64_t(kInterleaveRows * in) * 2;
+  for (int64_t g = 0; g < out / kInterleaveRows; ++g)
+    interleave_group(DType::BF16, rows + g * group_bytes, in, groups + g * group_bytes);
+  r.view = test::matrix_view(DType::BF16_R16, out, in, r.bits.data());
+  return r;
+}
+
+// One f32 chain over in/2 pairs: the bound grows with the chain's length.
+TEST_F(GemmBf16, InterleavedMatchesReferenceOnRoundedActivations) {
+  for (auto [out, in] : {std::pair<int64_t, int64_t>{16, 2}, {48, 46}, {64, 300}, {160, 1536}}) {
+    const Bf16Weights rows = make_weights(out, in, unsigned(out * 7 + in));
+    expect_near_reference(rows, interleaved(rows), 1.2e-7 * double(in));
+  }
+  EXPECT_NE(ops::describe_matmul(ops::MatmulContext{nullptr, 4, true}, DType::BF16_R16).find("16 rows interleaved"),
+            std::string::npos);
+}
+
+// One chain per row and token: a token's outputs are the same bits alone (decode, any number of
+// groups side by side), anywhere in a batch (prefill panels of 8, a last short panel), for any
+// row range and any thread split.
+TEST_F(GemmBf16, InterleavedTokenResultsDoNotDependOnBatchRowsStreamsOrThreads) {
+  const int64_t out = 112, in = 202, T = 70;  // 7 groups: pairs and a last group alone
+  const Bf16Weights w = interleaved(make_weights(out, in, 6));
+  std::vector<float> x = test::random_activations(T * in, 10);
+  std::vector<uint16_t> xb(x.size());
+  ops::round_rows_to_bf16(x.data(), int64_t(x.size()), xb.data());
+  std::vector<float> all(size_t(T * out), NAN);
+  ops::gemm_bf16_interleaved_rows(xb.data(), T, in, w.view.data, 0, out, all.data(), out, 2);
+  ThreadPool pool(2);
+  std::vector<float> threaded(all.size(), NAN);
+  ops::matmul(x.data(), T, w.view, threaded.data(), ops::MatmulContext{&pool, 4, true});
+  EXPECT_EQ(0, std::memcmp(threaded.data(), all.data(), all.size() * 4)) << "2 threads";
+  for (int64_t t : {0, 1, 7, 8, 63, 64, 69})
+    for (int side : {1, 2, 4}) {
+      std::vector<float> one(static_cast<size_t>(out), NAN);
+      ops::gemm_bf16_interleaved_rows(&xb[size_t(t * in)], 1, in, w.view.data, 0, out, one.data(), out, side);
+      EXPECT_EQ(0, std::memcmp(one.data(), &all[size_t(t * out)], size_t(out) * 4)) << "token " << t << " alone, " << side
+                                                                                   << " side by side";
+    }
+  // Tokens 5..14 (panels at other offsets, the last one short), rows in two ranges.
+  std::vector<float> part(size_t(10 * out), NAN);
+  ops::gemm_bf16_interleaved_rows(&xb[size_t(5 * in)], 10, in, w.view.data, 48, out, part.data(), out, 2);
+  ops::gemm_bf16_interleaved_rows(&xb[size_t(5 * in)], 10, in, w.view.data, 0, 48, part.data(), out, 2);
+  EXPECT_EQ(0, std::memcmp(part.data(), &all[size_t(5 * out)], part.size() * 4));
+  EXPECT_THROW(ops::gemm_bf16_interleaved_rows(xb.data(), 1, in, w.view.data, 0, 40, part.data(), out, 2), Error);
+  EXPECT_THROW(ops::gemm_bf16_interleaved_rows(xb.data(), 1, 201, w.view.data, 0, 16, part.data(), out, 2), Error);
 }
 
 }  // namespace

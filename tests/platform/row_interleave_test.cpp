@@ -22,6 +22,13 @@ std::vector<std::byte> random_rows(DType base, int64_t rows, int64_t in, unsigne
   std::vector<std::byte> v(size_t(rb * uint64_t(rows)));
   for (auto& b : v) b = std::byte(rng() & 0xFF);
   std::normal_distribution<float> g(0.0f, 0.01f);
+  if (base == DType::BF16) {  // finite values (random bits would hold NaNs, which compare unequal)
+    for (size_t i = 0; i + 1 < v.size(); i += 2) {
+      const uint16_t h = f32_to_bf16(g(rng));
+      std::memcpy(&v[i], &h, 2);
+    }
+    return v;
+  }
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t b = 0; b < in / dtype_block_size(base); ++b)
       for (int k = 0; k < (base == DType::Q4_K || base == DType::Q5_K ? 2 : 1); ++k) {  // Q4/5_K: d, dmin; Q6_K: d at its end
@@ -109,7 +116,25 @@ TEST_P(RowInterleave, ViewsReadTheSameValues) {
   EXPECT_EQ(a.at(17 * in + 3), b.at(17 * in + 3));
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, RowInterleave, ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K),
+// BF16_R16's positions as the header states them: row r's values 2p, 2p + 1 at bytes 64p + 4r.
+TEST(RowInterleave, Bf16PairsSitWhereTheHeaderSays) {
+  const int64_t in = 70;
+  const std::vector<std::byte> rows = random_rows(DType::BF16, kInterleaveRows, in, 11);
+  std::vector<std::byte> group(rows.size());
+  interleave_group(DType::BF16, rows.data(), in, group.data());
+  for (int r = 0; r < 16; ++r)
+    for (int64_t i = 0; i < in; ++i) {
+      uint16_t want, got;
+      std::memcpy(&want, &rows[size_t(2 * (r * in + i))], 2);
+      std::memcpy(&got, &group[size_t(64 * (i / 2) + 4 * r + 2 * (i % 2))], 2);
+      EXPECT_EQ(got, want) << "row " << r << " value " << i;
+    }
+  std::vector<std::byte> odd(16 * 2 * 7);
+  EXPECT_THROW(interleave_group(DType::BF16, odd.data(), 7, group.data()), Error);  // an odd width has no pairs
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, RowInterleave,
+                         ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::BF16),
                          [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
 
 // Q4_K_R16's positions as the header states them, the scales and mins taken apart by the scalar
@@ -225,6 +250,12 @@ TEST(RowInterleaveRefusals, NoContiguousRowNoFileTypeNoCliName) {
   EXPECT_FALSE(dtype_from_any_name("Q8_0_R16").has_value());  // not a format a user can ask for
   EXPECT_EQ(dtype_name(DType::Q4_0_R16), "Q4_0_R16");
   EXPECT_EQ(interleave_base(DType::BF16), DType::BF16);
+  EXPECT_THROW(interleaved_dtype(DType::F16), Error);
+  EXPECT_THROW(dequantize_row(DType::BF16_R16, block.data(), out, 2), Error);
+  EXPECT_THROW(dtype_to_ggml(DType::BF16_R16), Error);
+  EXPECT_FALSE(dtype_from_any_name("BF16_R16").has_value());
+  EXPECT_EQ(row_bytes(DType::BF16_R16, 1536), row_bytes(DType::BF16, 1536));
+  EXPECT_EQ(row_bytes(DType::BF16_R16, 7), 0u);  // odd widths: not representable
 }
 
 }  // namespace
