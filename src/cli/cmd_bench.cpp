@@ -45,9 +45,10 @@ const char* kUsage =
     "each depth-0 decode run; the best of all of them is the ceiling); decode as a fraction of the\n"
     "roofline (bandwidth / bytes per token), also run by run against the bandwidth measured just\n"
     "before each run; where a decoded token's time goes (weight products, attention and the rest,\n"
-    "timed on the calling thread, the pool's waits included); and the FMA throughput of 1 thread\n"
+    "timed on the calling thread, the pool's waits included); the FMA throughput of 1 thread\n"
     "and of --threads together (whether the threads add compute or share one core's units, which\n"
-    "bounds prefill).\n"
+    "bounds prefill); and the warm prefill's weight products as a fraction of the peak of the\n"
+    "instruction they issue (VDPBF16PS, VPDPBUSD or f32 FMA), measured on --threads in the same run.\n"
     "Progress on stderr, a table on stdout.\n"
     "--weights q8|q4 re-encodes the weight matrices in memory at load (time reported).\n"
     "--weight-memory: where the streamed matrices live (default auto: copied into 2 MiB huge pages\n"
@@ -103,6 +104,26 @@ uint64_t weight_bytes_per_token(const Model& m) {
   return b;
 }
 
+// Multiply-adds of the weight products per prompt token in a prefill of prompt_len tokens:
+// every streamed matrix once (the top-k experts' share of the expert tensors), the head once per
+// prompt (only the last token's logits are computed). Attention is not counted.
+double prefill_macs_per_token(Model& m, int64_t prompt_len) {
+  const ModelConfig& c = m.config;
+  ModelWeights& w = m.weights;
+  double macs = 0;
+  for (const TensorView** t : streamed_matrices(w)) {
+    double n = 1;
+    for (int64_t d : (*t)->shape) n *= double(d);
+    if (*t == w.lm_head) n /= double(prompt_len);
+    const LayerWeights* owner = nullptr;
+    for (const LayerWeights& lw : w.layers)
+      if (*t == lw.experts_gate_up || *t == lw.experts_down) owner = &lw;
+    if (owner) n *= double(c.top_k_experts) / double(c.num_experts);
+    macs += n;
+  }
+  return macs;
+}
+
 int run(const std::vector<std::string>& argv) {
   Args a(argv, {"--model", "--prompt-len", "--gen", "--depth", "--threads", "--repeat", "--json", "--kv", "--weights", "--weight-memory", "--compute"}, {"--reference"});
   const int64_t prompt_len = a.get_int("--prompt-len", 512), gen = a.get_int("--gen", 128),
@@ -144,6 +165,13 @@ int run(const std::vector<std::string>& argv) {
   ops::MatmulContext mm = ops::make_matmul_context(&pool, host_cpu(), c.widest_matmul_input(), compute.bf16, compute.int8);
   blocks::Exec ex;
   if (!reference) ex.matmul = &mm;
+  // The peak of the instruction the prefill products issue (the FMA loop's when that is f32 FMA).
+  const MacUnit unit = reference ? MacUnit::F32Fma : ops::mac_unit_of(mm, model->weights.layers[0].q_proj->dtype);
+  MacPeak peak{unit, threads, fma.all_threads_gflops, 0};
+  if (unit != MacUnit::F32Fma) {
+    std::fprintf(stderr, "[bench] measuring the %s peak on %d threads ...\n", mac_unit_name(unit), threads);
+    peak = measure_mac_peak(unit, threads);
+  }
 
   KvCacheOptions ko;
   ko.dtype = resolve_kv(a, compute, reference);
@@ -253,6 +281,11 @@ int run(const std::vector<std::string>& argv) {
               (long long)prompt_len);
   std::printf("  %-34s %10.1f tok/s  (median of %lld; runs %s)\n", "prefill, warm", warm_tps, (long long)repeat,
               run_range(warm_runs, 1).c_str());
+  const double prefill_gops = warm_tps * 2 * prefill_macs_per_token(*model, prompt_len) / 1e9;
+  std::printf("  %-34s %10.1f%%  (the weight products' multiply-adds at the warm median, %.0f GOP/s, against the %s peak "
+              "on %d threads measured in this run, %.0f GOP/s; attention and the rest not counted)\n",
+              "prefill products / compute peak", 100.0 * prefill_gops / peak.gops, prefill_gops, mac_unit_name(unit), threads,
+              peak.gops);
   std::printf("  %-34s %10.3f s cold, %.3f s warm\n", "time to first token", ttft_cold, median(ttfts));
   std::printf("  %-34s %10.2f tok/s  (%lld tokens, median of %lld; runs %s)\n", "decode, depth 0", d0, (long long)gen,
               (long long)repeat, run_range(dec0, 2).c_str());
@@ -330,6 +363,9 @@ int run(const std::vector<std::string>& argv) {
         {"bandwidth_runs_gb_s", bw_runs},
         {"decode_roofline_percent_run_by_run", roofline_ratios},
         {"peak_rss_bytes", peak_rss_bytes()},
+        {"prefill_compute", {{"gops", prefill_gops}, {"unit", mac_unit_name(unit)}, {"peak_gops", peak.gops},
+                             {"fraction_of_peak", prefill_gops / peak.gops},
+                             {"macs_per_token", prefill_macs_per_token(*model, prompt_len)}}},
         {"fma_scaling", {{"threads", fma.threads}, {"one_thread_gflops", fma.one_thread_gflops},
                          {"all_threads_gflops", fma.all_threads_gflops}, {"cores_worth", fma_cores_worth(fma)},
                          {"loop", fma.isa}}},
@@ -344,7 +380,7 @@ int run(const std::vector<std::string>& argv) {
   return 0;
 }
 
-const Registration reg{"bench", "measure load, prefill, decode, TTFT and RSS against the machine's bandwidth", kUsage, run};
+const Registration reg{"bench", "measure load, prefill, decode, TTFT and RSS against the machine's bandwidth and compute peaks", kUsage, run};
 
 }  // namespace
 }  // namespace g4::cli

@@ -29,7 +29,8 @@ const char* kUsage =
     "  --bandwidth     also measure memory-read bandwidth (under a second per thread count; the best\n"
     "                  of one stream, eight streams and prefetching streams per thread)\n"
     "  --fma           also measure multiply-add throughput on 1 thread and on every usable core at once\n"
-    "                  (under a second): whether the cores add compute or share one core's FMA units\n"
+    "                  (under a second): whether the cores add compute or share one core's FMA units; and\n"
+    "                  the peak of each dot-product instruction the CPU confirmed (VDPBF16PS, VPDPBUSD)\n"
     "  --threads N,M   thread counts for --bandwidth (default: 1 and every usable core)\n"
     "  --checkpoint F  show the policy for this checkpoint format only (f32, f16, bf16, fp8, q8, q4)\n"
     "  --compute F, --kv F, --weights F   resolve the policy with these forced, as a load would\n"
@@ -60,7 +61,12 @@ int run(const std::vector<std::string>& argv) {
   }
 
   std::optional<FmaScaling> fma;
-  if (a.has("--fma")) fma = measure_fma_scaling(device.logical_cores);
+  std::vector<MacPeak> dot_peaks;  // the products' dot-product instructions this CPU confirmed
+  if (a.has("--fma")) {
+    fma = measure_fma_scaling(device.logical_cores);
+    if (device.avx512_bf16_usable()) dot_peaks.push_back(measure_mac_peak(MacUnit::Bf16Dot, device.logical_cores));
+    if (device.avx512_vnni_usable()) dot_peaks.push_back(measure_mac_peak(MacUnit::Int8Dot, device.logical_cores));
+  }
 
   if (a.has("--json")) {
     nlohmann::json out;
@@ -80,6 +86,12 @@ int run(const std::vector<std::string>& argv) {
       out["fma_scaling"] = {{"threads", fma->threads}, {"one_thread_gflops", fma->one_thread_gflops},
                             {"all_threads_gflops", fma->all_threads_gflops}, {"cores_worth", fma_cores_worth(*fma)},
                             {"loop", fma->isa}, {"seconds", fma->seconds_total}};
+    if (fma) {
+      nlohmann::json peaks = nlohmann::json::array();
+      for (const MacPeak& p : dot_peaks)
+        peaks.push_back({{"instruction", mac_unit_name(p.unit)}, {"threads", p.threads}, {"gops", p.gops}});
+      out["dot_product_peaks"] = peaks;
+    }
     out["decode_streaming"] = ops::decode_plan_to_json(ops::plan_decode_streaming(device));
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
@@ -93,6 +105,10 @@ int run(const std::vector<std::string>& argv) {
   if (bandwidth.empty()) std::printf("  memory read: not measured (g4 device --bandwidth)\n");
   if (fma) std::printf("  multiply-adds: %s\n", describe_fma_scaling(*fma).c_str());
   else std::printf("  multiply-adds: not measured (g4 device --fma)\n");
+  for (const MacPeak& p : dot_peaks)
+    std::printf("  dot products: %s peak %.0f GOP/s on %d threads (%s operations per instruction; what prefill is held "
+                "against)\n",
+                mac_unit_name(p.unit), p.gops, p.threads, p.unit == MacUnit::Bf16Dot ? "64" : "128");
   std::printf("  decode weight streams: %s\n", ops::describe_decode_plan(ops::plan_decode_streaming(device)).c_str());
   for (const auto& [ckpt, policy] : policies) {
     std::printf("\ncheckpoint %s -> %s", std::string(num_format_name(ckpt)).c_str(), describe_policy(policy).c_str());
@@ -100,7 +116,7 @@ int run(const std::vector<std::string>& argv) {
   return 0;
 }
 
-const Registration reg{"device", "probe this machine; print ISA, self-tests, bandwidth, FMA scaling, dtype policy", kUsage,
+const Registration reg{"device", "probe this machine; print ISA, self-tests, bandwidth, FMA scaling, dot-product peaks, dtype policy", kUsage,
                        run};
 
 }  // namespace

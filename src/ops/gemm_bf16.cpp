@@ -1,6 +1,7 @@
 #include "ops/gemm_bf16.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -175,7 +176,7 @@ void gemm_bf16_interleaved_rows(const uint16_t* xb, int64_t T, int64_t in, const
   const uint16_t* wv = reinterpret_cast<const uint16_t*>(w);
   // Prefill: a block of 64 tokens meets each pair of groups (2 x 16 rows x in bf16: 96 KiB at
   // in = 1536, 384 KiB at 6144) while it sits in L2.
-  constexpr int64_t kTokenBlock = 8 * kPanel;
+  static const int64_t kTokenBlock = getenv("G4_TB") ? atoi(getenv("G4_TB")) : 8 * kPanel;
   walk_interleaved_groups(
       T, o_begin / kInterleaveRows, o_end / kInterleaveRows, side_by_side,
       [&](int n, int64_t g) {

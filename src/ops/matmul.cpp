@@ -424,6 +424,18 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
 
 }  // namespace
 
+MacUnit mac_unit_of(const MatmulContext& ctx, DType dtype) {
+  TensorView v;  // a shape every kernel takes whole: 16 rows, 256 columns
+  v.dtype = dtype;
+  v.shape = {kInterleaveRows, 256};
+  switch (fast_kernel_of(v, ctx)) {
+    case FastKernel::Bf16: return MacUnit::Bf16Dot;
+    case FastKernel::Int8: return MacUnit::Int8Dot;
+    case FastKernel::None: break;
+  }
+  return MacUnit::F32Fma;
+}
+
 void matmul_shared_input(const float* x, int64_t T, const std::vector<Product>& products, const MatmulContext& ctx) {
   if (products.empty()) return;
   const FastKernel kernel = shared_kernel_of(products, ctx);

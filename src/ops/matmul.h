@@ -8,6 +8,7 @@
 
 #include "ops/gemm_q8.h"
 #include "platform/device.h"
+#include "platform/fma_throughput.h"
 #include "platform/tensor_view.h"
 #include "platform/thread_pool.h"
 #include "platform/tile_planner.h"
@@ -56,6 +57,10 @@ MatmulContext make_matmul_context(ThreadPool* pool, const DeviceInfo& device, in
 bool uses_bf16_kernel(const MatmulContext& ctx);
 // True when matmul with this context runs Q8_0/Q4_0 weights on the int8 (VNNI) kernel.
 bool uses_int8_kernel(const MatmulContext& ctx);
+
+// The multiply-add instruction matmul's inner loop issues for weights of `dtype` with this
+// context (VDPBF16PS, VPDPBUSD, else f32 FMA): the peak `g4 bench` holds prefill against.
+MacUnit mac_unit_of(const MatmulContext& ctx, DType dtype);
 
 // What matmul executes for weights of `dtype` with this context, in words (for g4 info, bench,
 // the server's /v1/models): never the policy's wish, always the code path taken.

@@ -57,6 +57,27 @@ __attribute__((target("avx2,fma"))) double fma_loop_avx2(long iters) {
   g_fma_sink.fetch_add(uint64_t(out[0] > 0), std::memory_order_relaxed);
   return double(iters) * 12 * 8 * 2;
 }
+
+// VDPBF16PS (kBf16) or VPDPBUSD: twelve chains of the instruction on constant operands. One
+// target for both: each instantiation runs only where its instruction was confirmed.
+template <bool kBf16>
+__attribute__((target("avx512f,avx512bw,avx512bf16,avx512vnni"))) double dot_loop(long iters) {
+  __m512i acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_epi32(i);
+  const __m512i a = _mm512_set1_epi32(0x3f803f80), b = _mm512_set1_epi32(0x3c003c00);  // bf16 1.0 and 2^-7 pairs
+  for (long n = 0; n < iters; ++n) {
+    #pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i)
+      if constexpr (kBf16) acc[i] = (__m512i)_mm512_dpbf16_ps((__m512)acc[i], (__m512bh)a, (__m512bh)b);
+      else acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
+  }
+  __m512i s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_xor_si512(s, acc[i]);
+  alignas(64) int32_t out[16];
+  _mm512_store_si512(out, s);
+  g_fma_sink.fetch_add(uint64_t(out[0] != 0), std::memory_order_relaxed);
+  return double(iters) * 12 * (kBf16 ? 64 : 128);
+}
 #endif
 
 double fma_loop_scalar(long iters) {
@@ -70,64 +91,100 @@ double fma_loop_scalar(long iters) {
   return double(iters) * 12 * 2;
 }
 
-enum class Loop { Avx512, Avx2, Scalar };
+// A loop: runs `iters` iterations, returns the operations done.
+using LoopFn = double (*)(long);
 
-Loop pick_loop() {
+// The widest FMA loop this CPU runs, and its name.
+LoopFn pick_fma_loop(const char** isa) {
 #if defined(__x86_64__)
   const DeviceInfo& d = host_cpu();
-  if (d.isa.avx512f && d.os_avx512_state) return Loop::Avx512;
-  if (d.isa.avx2 && d.isa.fma) return Loop::Avx2;
+  if (d.isa.avx512f && d.os_avx512_state) {
+    *isa = "AVX-512";
+    return fma_loop_avx512;
+  }
+  if (d.isa.avx2 && d.isa.fma) {
+    *isa = "AVX2+FMA";
+    return fma_loop_avx2;
+  }
 #endif
-  return Loop::Scalar;
+  *isa = "scalar";
+  return fma_loop_scalar;
 }
 
-double run_loop(Loop loop, long iters) {
-#if defined(__x86_64__)
-  if (loop == Loop::Avx512) return fma_loop_avx512(iters);
-  if (loop == Loop::Avx2) return fma_loop_avx2(iters);
-#endif
-  return fma_loop_scalar(iters);
+// Iterations that take about pass_seconds on one thread.
+long calibrate(LoopFn loop, double pass_seconds) {
+  long iters = 1 << 16;
+  for (;;) {
+    const auto t0 = Clock::now();
+    loop(iters);
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (s >= pass_seconds / 4 || iters > (1L << 40)) return std::max(1L, long(double(iters) * pass_seconds / std::max(s, 1e-9)));
+    iters *= 4;
+  }
 }
 
-// Best of 3 passes of `threads` threads each running `iters` iterations, started together; GFLOP/s.
-double best_gflops(Loop loop, int threads, long iters) {
+// Best of 3 passes of `threads` threads each running `iters` iterations, started together; 1e9 operations/s.
+double best_gops(LoopFn loop, int threads, long iters) {
   double best = 0;
   for (int pass = 0; pass < 3; ++pass) {
-    std::vector<double> flops(static_cast<size_t>(threads), 0.0);
-    const double s = time_threads_together(threads, [&](int t) { flops[size_t(t)] = run_loop(loop, iters); });
+    std::vector<double> ops(static_cast<size_t>(threads), 0.0);
+    const double s = time_threads_together(threads, [&](int t) { ops[size_t(t)] = loop(iters); });
     double total = 0;
-    for (double f : flops) total += f;
+    for (double f : ops) total += f;
     best = std::max(best, total / std::max(s, 1e-9) / 1e9);
   }
   return best;
 }
 
+void check_arguments(const char* what, int threads, double pass_seconds) {
+  if (threads < 1) throw Error(std::string(what) + ": threads must be >= 1, got " + std::to_string(threads));
+  if (!(pass_seconds > 0 && pass_seconds <= 10))
+    throw Error(std::string(what) + ": pass_seconds must be in (0, 10], got " + std::to_string(pass_seconds));
+}
+
 }  // namespace
 
 FmaScaling measure_fma_scaling(int threads, double pass_seconds) {
-  if (threads < 1) throw Error("FMA throughput: threads must be >= 1, got " + std::to_string(threads));
-  if (!(pass_seconds > 0 && pass_seconds <= 10))
-    throw Error("FMA throughput: pass_seconds must be in (0, 10], got " + std::to_string(pass_seconds));
+  check_arguments("FMA throughput", threads, pass_seconds);
   const auto started = Clock::now();
-  const Loop loop = pick_loop();
-  // Calibrate: iterations that take about pass_seconds on one thread.
-  long iters = 1 << 16;
-  for (;;) {
-    const auto t0 = Clock::now();
-    run_loop(loop, iters);
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (s >= pass_seconds / 4 || iters > (1L << 40)) {
-      iters = long(double(iters) * pass_seconds / std::max(s, 1e-9));
-      break;
-    }
-    iters *= 4;
-  }
-  iters = std::max(iters, 1L);
   FmaScaling r;
+  const LoopFn loop = pick_fma_loop(&r.isa);
+  const long iters = calibrate(loop, pass_seconds);
   r.threads = threads;
-  r.isa = loop == Loop::Avx512 ? "AVX-512" : loop == Loop::Avx2 ? "AVX2+FMA" : "scalar";
-  r.one_thread_gflops = best_gflops(loop, 1, iters);
-  r.all_threads_gflops = threads == 1 ? r.one_thread_gflops : best_gflops(loop, threads, iters);
+  r.one_thread_gflops = best_gops(loop, 1, iters);
+  r.all_threads_gflops = threads == 1 ? r.one_thread_gflops : best_gops(loop, threads, iters);
+  r.seconds_total = std::chrono::duration<double>(Clock::now() - started).count();
+  return r;
+}
+
+const char* mac_unit_name(MacUnit u) {
+  switch (u) {
+    case MacUnit::F32Fma: return "f32 FMA";
+    case MacUnit::Bf16Dot: return "VDPBF16PS";
+    case MacUnit::Int8Dot: return "VPDPBUSD";
+  }
+  return "?";
+}
+
+MacPeak measure_mac_peak(MacUnit unit, int threads, double pass_seconds) {
+  check_arguments("multiply-add peak", threads, pass_seconds);
+  const auto started = Clock::now();
+  const char* isa = "";
+  LoopFn loop = pick_fma_loop(&isa);
+  if (unit != MacUnit::F32Fma) {
+    const DeviceInfo& d = host_cpu();
+    const bool confirmed = unit == MacUnit::Bf16Dot ? d.avx512_bf16_usable() : d.avx512_vnni_usable();
+    if (!confirmed)
+      throw Error(std::string("multiply-add peak: this CPU has no confirmed ") + mac_unit_name(unit) +
+                  " (probe and self-test: g4 device)");
+#if defined(__x86_64__)
+    loop = unit == MacUnit::Bf16Dot ? dot_loop<true> : dot_loop<false>;
+#endif
+  }
+  MacPeak r;
+  r.unit = unit;
+  r.threads = threads;
+  r.gops = best_gops(loop, threads, calibrate(loop, pass_seconds));
   r.seconds_total = std::chrono::duration<double>(Clock::now() - started).count();
   return r;
 }

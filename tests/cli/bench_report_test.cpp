@@ -12,6 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "model/config.h"
+#include "model/presets.h"
+#include "model/synth.h"
+#include "ops/gemm_bf16.h"
 #include "test_util.h"
 
 namespace g4 {
@@ -24,16 +28,21 @@ std::string range_of(const std::vector<double>& v, int digits) {
   return buf;
 }
 
-TEST(BenchReport, RangesAndRunByRunRatiosAreThoseOfTheListedRuns) {
+// `g4 bench` of a synthetic bf16 tiny-e, 4-token prompt, 2 decoded tokens, 2 threads, with
+// `extra` flags: its JSON report (null when a command failed; *out holds the output).
+nlohmann::json bench_tiny_e(const std::string& extra, std::string* out) {
   test::TempDir dir;
   const std::string model = (dir.path() / "m").string(), json = (dir.path() / "b.json").string();
+  if (test::g4_command("synth --preset tiny-e --dtype bf16 --out " + model, out) != 0) return nullptr;
+  if (test::g4_command("bench --model " + model + " --prompt-len 4 --gen 2 --threads 2 " + extra + " --json " + json, out) != 0)
+    return nullptr;
+  return nlohmann::json::parse(std::ifstream(json));
+}
+
+TEST(BenchReport, RangesAndRunByRunRatiosAreThoseOfTheListedRuns) {
   std::string out;
-  ASSERT_EQ(0, test::g4_command("synth --preset tiny-e --dtype bf16 --out " + model, &out)) << out;
-  ASSERT_EQ(0, test::g4_command("bench --model " + model + " --prompt-len 4 --gen 2 --depth 40 --repeat 3 --threads 2 --json " +
-                                    json,
-                                &out))
-      << out;
-  const nlohmann::json j = nlohmann::json::parse(std::ifstream(json));
+  const nlohmann::json j = bench_tiny_e("--depth 40 --repeat 3", &out);
+  ASSERT_FALSE(j.is_null()) << out;
   const auto d0 = j.at("decode_runs_depth0").get<std::vector<double>>();
   const auto dd = j.at("decode_runs_depth").get<std::vector<double>>();
   const auto ratios = j.at("decode_depth_percent_run_by_run").get<std::vector<double>>();
@@ -87,6 +96,38 @@ TEST(BenchReport, RangesAndRunByRunRatiosAreThoseOfTheListedRuns) {
   std::vector<double> sorted = d0;
   std::sort(sorted.begin(), sorted.end());
   EXPECT_DOUBLE_EQ(j.at("decode_depth0_tok_s").get<double>(), sorted[1]);
+}
+
+// The prefill's weight products against the peak of the instruction they issue: the multiply-adds
+// per token counted here from the checkpoint's tensor list (every matrix once, the embedding
+// tables gathered, not multiplied, the tied head once per 4-token prompt), the rate from the warm
+// median, the peak measured in the run, all as the table prints them.
+TEST(BenchReport, PrefillComputeIsTheProductsMultiplyAddsAgainstTheMeasuredPeak) {
+  std::string out;
+  const nlohmann::json j = bench_tiny_e("--depth 0 --repeat 1", &out);
+  ASSERT_FALSE(j.is_null()) << out;
+  ModelConfig c = preset_config("tiny-e");
+  c.finalize();
+  double macs = 0;
+  for (const TensorSpec& t : checkpoint_tensor_specs(c, DType::BF16, "")) {
+    if (t.shape.size() < 2 || t.name.find("embed_tokens") != std::string::npos) continue;
+    double n = 1;
+    for (int64_t d : t.shape) n *= double(d);
+    macs += n;
+  }
+  macs += double(c.vocab_size) * double(c.hidden_size) / 4;  // the tied head, for the last token only
+  const nlohmann::json& pc = j.at("prefill_compute");
+  EXPECT_DOUBLE_EQ(pc.at("macs_per_token").get<double>(), macs);
+  const double gops = pc.at("gops"), peak = pc.at("peak_gops");
+  EXPECT_NEAR(gops, j.at("prefill_warm_tok_s").get<double>() * 2 * macs / 1e9, 1e-9 * gops);
+  EXPECT_GT(peak, 0.0);
+  EXPECT_NEAR(pc.at("fraction_of_peak").get<double>(), gops / peak, 1e-12);
+  const std::string unit = pc.at("unit");
+  EXPECT_EQ(unit, ops::gemm_bf16_available() ? "VDPBF16PS" : "f32 FMA");
+  char line[200];
+  std::snprintf(line, sizeof line, "%.1f%%  (the weight products' multiply-adds at the warm median, %.0f GOP/s, against the %s peak",
+                100.0 * gops / peak, gops, unit.c_str());
+  EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
 }
 
 }  // namespace
