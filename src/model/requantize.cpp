@@ -3,6 +3,7 @@
 #include <chrono>
 #include <vector>
 
+#include "ops/dot_kernels.h"
 #include "ops/quant_dot.h"
 #include "platform/error.h"
 
@@ -53,10 +54,13 @@ RequantizeReport requantize_weights(Model& m, DType target, ThreadPool* pool) {
     const TensorView& src = **j.slot;
     const uint64_t rb = row_bytes(target, j.in);
     std::byte* dst = arena.data() + j.offset;
+    // Per-element sources (F32/BF16/F16) widen with SIMD (exact either way); block types decode.
+    const bool widen = dtype_size(src.dtype) != 0;
     auto work = [&](int64_t b, int64_t e, int) {
       std::vector<float> row(static_cast<size_t>(j.in));
       for (int64_t r = b; r < e; ++r) {
-        src.row_to_f32(r, row.data());
+        if (widen) ops::widen_row(src.row_data(r), src.dtype, size_t(j.in), row.data());
+        else src.row_to_f32(r, row.data());
         ops::quantize_row(target, row.data(), dst + uint64_t(r) * rb, j.in);
       }
     };

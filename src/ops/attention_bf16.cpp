@@ -11,12 +11,7 @@
 #include "platform/error.h"
 
 #if defined(__x86_64__)
-// GCC 12's AVX-512 headers pass _mm512_undefined_ps() into masked builtins (see gemm_bf16.cpp).
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
+#include "platform/avx512_intrinsics.h"
 
 #include "ops/x86_lanes.h"
 #define G4_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))

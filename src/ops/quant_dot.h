@@ -21,6 +21,9 @@ float dot_row(const TensorView& w, int64_t r, const float* x);
 // Per-element types are narrowed (round to nearest even). Deterministic; a simple
 // min/max (absmax for symmetric types) quantizer with scales rounded before the values are
 // quantized, so dequantize(quantize(x)) has error at most about half a step per value.
+// Q8_0 and Q4_0 run on AVX-512 where the CPU has it, bit-identical to the scalar code.
 void quantize_row(DType t, const float* x, std::byte* dst, int64_t n);
+// The same with the scalar code only: the reference the SIMD quantizers are tested against.
+void quantize_row_scalar(DType t, const float* x, std::byte* dst, int64_t n);
 
 }  // namespace g4::ops

@@ -5,13 +5,7 @@
 // the including file.
 #pragma once
 #if defined(__x86_64__)
-// GCC 12's AVX-512 headers pass _mm512_undefined_*() into masked builtins, which -Wuninitialized
-// reports at every inlined use (GCC bug 105593, fixed in 13). The values are never read.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
+#include "platform/avx512_intrinsics.h"
 
 #define G4_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
 #endif

@@ -6,13 +6,7 @@
 #include "platform/device.h"
 
 #if defined(__x86_64__)
-// GCC 12's AVX-512 headers pass _mm512_undefined_*() into masked builtins, which
-// -Wmaybe-uninitialized reports at every inlined use (GCC bug 105593, fixed in 13).
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
+#include "platform/avx512_intrinsics.h"
 #endif
 
 namespace g4 {

@@ -178,3 +178,41 @@ TEST(QuantTypes, ReferenceMatmulReadsBlocks) {
 
 }  // namespace
 }  // namespace g4
+
+namespace g4 {
+namespace {
+
+// quantize_row (AVX-512 for Q8_0/Q4_0 where the CPU has it) against the scalar quantizers, byte
+// for byte, on blocks chosen to reach every branch: ordinary values, all zeros, negative zero,
+// ties in magnitude of opposite sign (Q4_0 keeps the first), scales that round to f16
+// subnormals or to zero, values near a half step, and blocks holding NaN or infinity.
+TEST(QuantTypes, SimdQuantizersEqualTheScalarOnesBitForBit) {
+  std::mt19937 rng(17);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  const int64_t blocks = 64, n = blocks * 32;
+  for (int trial = 0; trial < 40; ++trial) {
+    std::vector<float> x(static_cast<size_t>(n));
+    const float magnitude = std::pow(10.0f, float(trial % 10) - 8.0f);  // 1e-8 .. 1e1
+    for (auto& v : x) v = g(rng) * magnitude;
+    for (int64_t j = 32; j < 64; ++j) x[size_t(j)] = 0.0f;                 // block 1: all zeros
+    x[64] = -0.0f;                                                          // block 2: a negative zero
+    x[100] = 5.0f * magnitude, x[110] = -5.0f * magnitude;                  // block 3: a tie of opposite signs
+    x[140] = -7.0f * magnitude, x[150] = 7.0f * magnitude;                  // block 4: the same, negative first
+    for (int64_t j = 160; j < 192; ++j) x[size_t(j)] = float(j - 176) * 0.5f * magnitude;  // block 5: half steps
+    if (trial % 3 == 0) x[200] = std::nanf("");                             // block 6: NaN
+    if (trial % 3 == 1) x[230] = -INFINITY;                                 // block 7: infinity
+    for (DType t : {DType::Q8_0, DType::Q4_0}) {
+      std::vector<std::byte> fast(row_bytes(t, n)), slow(row_bytes(t, n));
+      ops::quantize_row(t, x.data(), fast.data(), n);
+      ops::quantize_row_scalar(t, x.data(), slow.data(), n);
+      for (int64_t b = 0; b < blocks; ++b) {
+        const size_t bb = dtype_block_bytes(t);
+        ASSERT_EQ(0, std::memcmp(&fast[size_t(b) * bb], &slow[size_t(b) * bb], bb))
+            << dtype_name(t) << " trial " << trial << " block " << b;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace g4
