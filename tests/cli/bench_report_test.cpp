@@ -28,12 +28,12 @@ std::string range_of(const std::vector<double>& v, int digits) {
   return buf;
 }
 
-// `g4 bench` of a synthetic bf16 tiny-e, 4-token prompt, 2 decoded tokens, 2 threads, with
+// `g4 bench` of a synthetic bf16 tiny-e (or `preset`), 4-token prompt, 2 decoded tokens, 2 threads, with
 // `extra` flags: its JSON report (null when a command failed; *out holds the output).
-nlohmann::json bench_tiny_e(const std::string& extra, std::string* out) {
+nlohmann::json bench_tiny_e(const std::string& extra, std::string* out, const std::string& preset = "tiny-e") {
   test::TempDir dir;
   const std::string model = (dir.path() / "m").string(), json = (dir.path() / "b.json").string();
-  if (test::g4_command("synth --preset tiny-e --dtype bf16 --out " + model, out) != 0) return nullptr;
+  if (test::g4_command("synth --preset " + preset + " --dtype bf16 --out " + model, out) != 0) return nullptr;
   if (test::g4_command("bench --model " + model + " --prompt-len 4 --gen 2 --threads 2 " + extra + " --json " + json, out) != 0)
     return nullptr;
   return nlohmann::json::parse(std::ifstream(json));
@@ -100,19 +100,23 @@ TEST(BenchReport, RangesAndRunByRunRatiosAreThoseOfTheListedRuns) {
 
 // The prefill's weight products against the peak of the instruction they issue: the multiply-adds
 // per token counted here from the checkpoint's tensor list (every matrix once, the embedding
-// tables gathered, not multiplied, the tied head once per 4-token prompt), the rate from the warm
-// median, the peak measured in the run, all as the table prints them.
-TEST(BenchReport, PrefillComputeIsTheProductsMultiplyAddsAgainstTheMeasuredPeak) {
+// tables gathered, not multiplied, the experts' [E, out, in] tensors at top-k of E, the tied head
+// once per 4-token prompt), the rate from the warm median, the peak measured in the run, all as
+// the table prints them.
+class BenchPrefillCompute : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BenchPrefillCompute, IsTheProductsMultiplyAddsAgainstTheMeasuredPeak) {
   std::string out;
-  const nlohmann::json j = bench_tiny_e("--depth 0 --repeat 1", &out);
+  const nlohmann::json j = bench_tiny_e("--depth 0 --repeat 1", &out, GetParam());
   ASSERT_FALSE(j.is_null()) << out;
-  ModelConfig c = preset_config("tiny-e");
+  ModelConfig c = preset_config(GetParam());
   c.finalize();
   double macs = 0;
   for (const TensorSpec& t : checkpoint_tensor_specs(c, DType::BF16, "")) {
     if (t.shape.size() < 2 || t.name.find("embed_tokens") != std::string::npos) continue;
     double n = 1;
     for (int64_t d : t.shape) n *= double(d);
+    if (t.shape.size() == 3) n *= double(c.top_k_experts) / double(c.num_experts);
     macs += n;
   }
   macs += double(c.vocab_size) * double(c.hidden_size) / 4;  // the tied head, for the last token only
@@ -129,6 +133,9 @@ TEST(BenchReport, PrefillComputeIsTheProductsMultiplyAddsAgainstTheMeasuredPeak)
                 100.0 * gops / peak, gops, unit.c_str());
   EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
 }
+
+INSTANTIATE_TEST_SUITE_P(Presets, BenchPrefillCompute, ::testing::Values("tiny-e", "tiny-moe"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param == "tiny-e" ? "Dense" : "Moe"; });
 
 }  // namespace
 }  // namespace g4
