@@ -1,0 +1,38 @@
+// `g4 device --fma`: the dot-product peaks it reports are those of the instructions this CPU
+// confirmed (probe and self-test), each measured (a positive rate on every usable core), in the
+// JSON report and in the text, and none for an instruction the CPU lacks.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "platform/device.h"
+#include "test_util.h"
+
+namespace g4 {
+namespace {
+
+TEST(DeviceCommand, FmaReportsThePeakOfEachConfirmedDotProductInstruction) {
+  std::string out;
+  ASSERT_EQ(0, test::g4_command("device --fma --json", &out)) << out;
+  const nlohmann::json j = nlohmann::json::parse(out.substr(out.find('{')));
+  const DeviceInfo& d = host_cpu();
+  std::vector<std::string> want;
+  if (d.avx512_bf16_usable()) want.push_back("VDPBF16PS");
+  if (d.avx512_vnni_usable()) want.push_back("VPDPBUSD");
+  const nlohmann::json& peaks = j.at("dot_product_peaks");
+  ASSERT_EQ(peaks.size(), want.size()) << peaks.dump();
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(peaks[i].at("instruction").get<std::string>(), want[i]);
+    EXPECT_GT(peaks[i].at("gops").get<double>(), 0.0);
+    EXPECT_EQ(peaks[i].at("threads").get<int>(), d.logical_cores);
+  }
+  ASSERT_EQ(0, test::g4_command("device --fma", &out)) << out;
+  for (const std::string& name : want) EXPECT_NE(out.find("dot products: " + name + " peak"), std::string::npos) << out;
+  ASSERT_EQ(0, test::g4_command("device", &out)) << out;
+  EXPECT_EQ(out.find("dot products:"), std::string::npos) << "measured without --fma:\n" << out;
+}
+
+}  // namespace
+}  // namespace g4
