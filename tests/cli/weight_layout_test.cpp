@@ -1,11 +1,13 @@
 // Which layout the Q8_0/Q4_0 weight products run on, seen through `g4 bench`'s header: rows
 // interleaved 16 at a time (Q8_0_R16 / Q4_0_R16) where the int8 kernel runs on memory g4 owns
 // (--weights re-encoded, or a GGUF copied into huge pages), the checkpoint's row-major blocks
-// where they are read through the mapping (never written) or the int8 kernel is off.
+// where they are read through the mapping (never written) or the int8 kernel is off; and the same
+// for BF16 weights and the bf16 kernel (BF16_R16), in bench and in generate.
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "ops/gemm_bf16.h"
 #include "ops/gemm_q8.h"
 #include "test_util.h"
 
@@ -36,6 +38,31 @@ TEST(WeightLayout, InterleavedWhereOwnedRowMajorWhereMapped) {
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("(Q4_0 weights"), std::string::npos) << out;
   EXPECT_EQ(out.find("interleaved"), std::string::npos) << out;
+}
+
+TEST(WeightLayout, Bf16InterleavedWhereOwnedRowMajorWhereMappedOrF32) {
+  if (!ops::gemm_bf16_available()) GTEST_SKIP() << "no confirmed AVX512_BF16: the bf16 kernel and its layout are off";
+  test::TempDir dir;
+  const std::string hf = (dir.path() / "m").string();
+  std::string out;
+  ASSERT_EQ(0, test::g4_command("synth --preset tiny-e --dtype bf16 --out " + hf, &out)) << out;
+  int rc = 0;
+  out = test::g4_quick_bench(hf, "--weight-memory huge", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("(BF16_R16 weights"), std::string::npos) << out;
+  EXPECT_NE(out.find("for VDPBF16PS"), std::string::npos) << out;
+  out = test::g4_quick_bench(hf, "--weight-memory mapped", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("(BF16 weights"), std::string::npos) << out;
+  EXPECT_NE(out.find("read from the mapping stay row-major"), std::string::npos) << out;
+  out = test::g4_quick_bench(hf, "--weight-memory huge --compute f32", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("(BF16 weights"), std::string::npos) << out;
+  EXPECT_EQ(out.find("interleaved"), std::string::npos) << out;
+  // generate takes the same layout (and says so on stderr) as bench and serve.
+  ASSERT_EQ(0, test::g4_command("generate --model " + hf + " --tokens 5,6,7 -n 3 --threads 2 --weight-memory huge", &out))
+      << out;
+  EXPECT_NE(out.find("rows interleaved 16 at a time for VDPBF16PS"), std::string::npos) << out;
 }
 
 }  // namespace
