@@ -281,7 +281,8 @@ int run(const std::vector<std::string>& argv) {
               (long long)prompt_len);
   std::printf("  %-34s %10.1f tok/s  (median of %lld; runs %s)\n", "prefill, warm", warm_tps, (long long)repeat,
               run_range(warm_runs, 1).c_str());
-  const double prefill_gops = warm_tps * 2 * prefill_macs_per_token(*model, prompt_len) / 1e9;
+  const double prefill_macs = prefill_macs_per_token(*model, prompt_len);
+  const double prefill_gops = warm_tps * 2 * prefill_macs / 1e9;
   std::printf("  %-34s %10.1f%%  (the weight products' multiply-adds at the warm median, %.0f GOP/s, against the %s peak "
               "on %d threads measured in this run, %.0f GOP/s; attention and the rest not counted)\n",
               "prefill products / compute peak", 100.0 * prefill_gops / peak.gops, prefill_gops, mac_unit_name(unit), threads,
@@ -365,7 +366,7 @@ int run(const std::vector<std::string>& argv) {
         {"peak_rss_bytes", peak_rss_bytes()},
         {"prefill_compute", {{"gops", prefill_gops}, {"unit", mac_unit_name(unit)}, {"peak_gops", peak.gops},
                              {"fraction_of_peak", prefill_gops / peak.gops},
-                             {"macs_per_token", prefill_macs_per_token(*model, prompt_len)}}},
+                             {"macs_per_token", prefill_macs}}},
         {"fma_scaling", {{"threads", fma.threads}, {"one_thread_gflops", fma.one_thread_gflops},
                          {"all_threads_gflops", fma.all_threads_gflops}, {"cores_worth", fma_cores_worth(fma)},
                          {"loop", fma.isa}}},
