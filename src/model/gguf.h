@@ -83,6 +83,8 @@ class GgufFile {
   const std::map<std::string, TensorView>& tensors() const { return views_; }
 
   void check_unchanged() const { map_.check_unchanged(); }
+  // p lies inside the mapped file.
+  bool contains(const std::byte* p) const { return p >= map_.data() && p < map_.data() + map_.size(); }
 
   // Typed metadata access; throws naming the key and offset when present with a wrong type.
   std::optional<int64_t> get_int(const std::string& key) const;

@@ -19,6 +19,8 @@ bool Model::owns(const std::byte* p) const {
   return false;
 }
 
+bool Model::mapped(const std::byte* p) const { return gguf ? gguf->contains(p) : archive.contains(p); }
+
 const TensorView* Model::replace_view(const TensorView** slot, TensorView v) {
   const TensorView* old = *slot;
   owned_views.push_back(std::move(v));

@@ -35,6 +35,7 @@ struct Model {
   uint64_t data_bytes() const;  // bytes of tensor data mapped
   void check_unchanged() const;  // throws if a mapped file shrank since loading
   bool owns(const std::byte* p) const;  // p lies in owned_data (not in a checkpoint mapping)
+  bool mapped(const std::byte* p) const;  // p lies in the checkpoint's file mappings
   // Keeps `v` in owned_views and points *slot at it, along with every other weight slot that
   // pointed at the same view (a tied LM head is the embedding, and stays it). Returns the new view.
   const TensorView* replace_view(const TensorView** slot, TensorView v);

@@ -1,11 +1,14 @@
 #include "model/requantize.h"
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
 #include "ops/dot_kernels.h"
 #include "ops/quant_dot.h"
 #include "platform/error.h"
+#include "platform/mapped_file.h"
+#include "platform/row_interleave.h"
 
 namespace g4 {
 
@@ -55,13 +58,22 @@ RequantizeReport requantize_weights(Model& m, DType target, ThreadPool* pool) {
     const uint64_t rb = row_bytes(target, j.in);
     std::byte* dst = arena.data() + j.offset;
     // Per-element sources (F32/BF16/F16) widen with SIMD (exact either way); block types decode.
-    const bool widen = dtype_size(src.dtype) != 0;
+    // Rows read through the checkpoint's mapping are released as they are done, so the process
+    // does not keep the checkpoint's pages beside their re-encoded copy.
+    const bool widen = dtype_size(src.dtype) != 0, mapped = m.mapped(src.data) && !dtype_is_interleaved(src.dtype);
+    // Released 8 MiB at a time: each release is a system call and a TLB flush on every core.
+    const uint64_t src_rb = row_bytes(src.dtype, j.in);
+    const int64_t rows_per_release = std::max<int64_t>(1, int64_t((uint64_t(8) << 20) / std::max<uint64_t>(1, src_rb)));
     auto work = [&](int64_t b, int64_t e, int) {
       std::vector<float> row(static_cast<size_t>(j.in));
-      for (int64_t r = b; r < e; ++r) {
-        if (widen) ops::widen_row(src.row_data(r), src.dtype, size_t(j.in), row.data());
-        else src.row_to_f32(r, row.data());
-        ops::quantize_row(target, row.data(), dst + uint64_t(r) * rb, j.in);
+      for (int64_t r0 = b; r0 < e; r0 += rows_per_release) {
+        const int64_t r1 = std::min(e, r0 + rows_per_release);
+        for (int64_t r = r0; r < r1; ++r) {
+          if (widen) ops::widen_row(src.row_data(r), src.dtype, size_t(j.in), row.data());
+          else src.row_to_f32(r, row.data());
+          ops::quantize_row(target, row.data(), dst + uint64_t(r) * rb, j.in);
+        }
+        if (mapped) release_mapped_pages(src.row_data(r0), uint64_t(r1 - r0) * src_rb);
       }
     };
     if (pool) pool->parallel_for(j.rows, work);

@@ -183,6 +183,12 @@ std::vector<std::filesystem::path> SafetensorsArchive::files() const {
   return out;
 }
 
+bool SafetensorsArchive::contains(const std::byte* p) const {
+  for (const auto& m : maps_)
+    if (p >= m->data() && p < m->data() + m->size()) return true;
+  return false;
+}
+
 void SafetensorsArchive::check_unchanged() const {
   for (const auto& m : maps_) m->check_unchanged();
 }

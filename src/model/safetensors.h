@@ -35,6 +35,8 @@ class SafetensorsArchive {
   uint64_t data_bytes() const { return data_bytes_; }
   // Throws if any mapped file shrank since it was opened.
   void check_unchanged() const;
+  // p lies inside one of the mapped files.
+  bool contains(const std::byte* p) const;
 
  private:
   std::vector<std::unique_ptr<MappedFile>> maps_;

@@ -12,6 +12,7 @@
 
 #include "platform/error.h"
 #include "platform/huge_pages.h"
+#include "platform/mapped_file.h"
 
 namespace g4 {
 
@@ -36,16 +37,6 @@ uint64_t meminfo_field(const char* key) {
       return kb * 1024;
     }
   return 0;
-}
-
-// Drops this process's page-table entries for the whole pages inside [p, p + n) of a read-only
-// file mapping (the page cache keeps the data; a later touch would fault it back in). Only whole
-// pages: neighbours of a copied tensor may still be read through the mapping.
-void release_mapped_pages(const std::byte* p, uint64_t n) {
-  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
-  const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
-  const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + n) & ~(page - 1);
-  if (hi > lo) (void)::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
 
 }  // namespace
@@ -144,7 +135,7 @@ PlacementReport place_weights(Model& m, WeightMemory request, ThreadPool* pool) 
   auto copy = [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i) {
       std::memcpy(pieces[size_t(i)].dst, pieces[size_t(i)].src, pieces[size_t(i)].n);
-      release_mapped_pages(pieces[size_t(i)].src, pieces[size_t(i)].n);
+      if (m.mapped(pieces[size_t(i)].src)) release_mapped_pages(pieces[size_t(i)].src, pieces[size_t(i)].n);
     }
   };
   if (pool) pool->parallel_for(int64_t(pieces.size()), copy);

@@ -21,6 +21,13 @@ inline constexpr int kMappedFileLostExitCode = 75;
 // before (the default action: killed by SIGBUS). Idempotent; the first MappedFile installs it.
 void install_mapped_file_fault_handler();
 
+// Drops this process's page-table entries for the whole pages inside [p, p + n) of a read-only
+// file mapping (a MappedFile's): the page cache keeps the data and a later read faults it back
+// in, so no value changes, but the process's RSS stops counting them (weights copied or
+// re-encoded out of the checkpoint). Only whole pages: a neighbour may still be read through the
+// mapping. Never for anonymous memory, where MADV_DONTNEED would zero it.
+void release_mapped_pages(const std::byte* p, uint64_t n);
+
 class MappedFile {
  public:
   MappedFile() = default;
