@@ -56,6 +56,7 @@ InterleaveReport interleave_weights(Model& m, ThreadPool* pool, InterleaveFor ke
     if (pool) pool->parallel_for(groups, work);
     else work(0, groups, 0);
     ++r.tensors;
+    if (src.dtype == DType::BF16) ++r.bf16_tensors;
     r.bytes += src.nbytes;
     TensorView v = src;
     v.dtype = interleaved_dtype(src.dtype);
@@ -67,7 +68,9 @@ InterleaveReport interleave_weights(Model& m, ThreadPool* pool, InterleaveFor ke
 
 std::string describe_interleave(const InterleaveReport& r) {
   if (!r.tensors && !r.left_mapped) return "";
-  const char* units = r.kernels.int8 && r.kernels.bf16 ? "VPDPBUSD and VDPBF16PS" : r.kernels.bf16 ? "VDPBF16PS" : "VPDPBUSD";
+  // The instructions the interleaved matrices are read by (the request's when none was).
+  const bool bf16 = r.tensors ? r.bf16_tensors > 0 : r.kernels.bf16, int8 = r.tensors ? r.bf16_tensors < r.tensors : r.kernels.int8;
+  const char* units = int8 && bf16 ? "VPDPBUSD and VDPBF16PS" : bf16 ? "VDPBF16PS" : "VPDPBUSD";
   char buf[200];
   std::snprintf(buf, sizeof buf, "rows interleaved 16 at a time for %s: %d matrices, %.0f MiB in %.2f s", units, r.tensors,
                 double(r.bytes) / (1 << 20), r.seconds);

@@ -25,6 +25,7 @@ struct InterleaveFor {
 
 struct InterleaveReport {
   int tensors = 0;       // matrices interleaved
+  int bf16_tensors = 0;  // of those, BF16 ones (for VDPBF16PS; the rest for VPDPBUSD)
   uint64_t bytes = 0;    // their bytes
   int left_mapped = 0;   // matrices of those dtypes left row-major because they are read from the mapping
   InterleaveFor kernels;  // the request (for the report's wording)

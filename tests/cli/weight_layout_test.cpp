@@ -27,6 +27,11 @@ TEST(WeightLayout, InterleavedWhereOwnedRowMajorWhereMapped) {
   EXPECT_NE(out.find("(Q8_0_R16 weights"), std::string::npos) << out;
   EXPECT_NE(out.find("16 rows interleaved"), std::string::npos) << out;
   EXPECT_NE(out.find("interleave rows at load"), std::string::npos) << out;  // its time is reported
+  // Named by the instructions that read what was interleaved: VPDPBUSD, and VDPBF16PS too where
+  // the bf16 kernel runs (tiny-e's 16-wide PLE projection has no whole Q8_0 block per row, so it
+  // stays BF16).
+  const std::string units = ops::gemm_bf16_available() ? "VPDPBUSD and VDPBF16PS: " : "VPDPBUSD: ";
+  EXPECT_NE(out.find("16 at a time for " + units), std::string::npos) << out;
   out = test::g4_quick_bench(gguf, "--weight-memory huge", &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("(Q4_0_R16 weights"), std::string::npos) << out;
