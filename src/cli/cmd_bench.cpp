@@ -178,7 +178,7 @@ int run(const std::vector<std::string>& argv) {
   if (!reference) ex.matmul = &mm;
   // The peak of the instruction the prefill products issue (the FMA loop's when that is f32 FMA).
   const MacUnit unit = reference ? MacUnit::F32Fma : ops::mac_unit_of(mm, model->weights.layers[0].q_proj->dtype);
-  MacPeak peak{unit, threads, fma.all_threads_gflops, 0};
+  MacPeak peak{unit, threads, fma.all_threads_gflops};
   if (unit != MacUnit::F32Fma) {
     std::fprintf(stderr, "[bench] measuring the %s peak on %d threads ...\n", mac_unit_name(unit), threads);
     peak = measure_mac_peak(unit, threads);

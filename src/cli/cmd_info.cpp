@@ -11,6 +11,7 @@
 #include "ops/matmul.h"
 #include "platform/device.h"
 #include "platform/row_interleave.h"
+#include "model/weight_interleave.h"
 #include "model/weight_placement.h"
 #include "platform/dtype_policy.h"
 
@@ -93,10 +94,8 @@ int run(const std::vector<std::string>& argv) {
   // Q8_0/Q4_0/Q4_K/Q5_K/Q6_K matrices copied into memory g4 owns are interleaved for the int8 kernels at
   // load, BF16 ones for the bf16 kernel (model/weight_interleave.h); read through the mapping they
   // stay row-major.
-  const bool int8_layout = w.dtype == DType::Q8_0 || w.dtype == DType::Q4_0 || w.dtype == DType::Q4_K ||
-                           w.dtype == DType::Q5_K || w.dtype == DType::Q6_K;
-  const bool interleaves = placement.placement == "huge" && ((ops::uses_int8_kernel(mm) && int8_layout) ||
-                                                             (ops::uses_bf16_kernel(mm) && w.dtype == DType::BF16));
+  const bool interleaves = placement.placement == "huge" &&
+                           interleaved_for(w.dtype, {ops::uses_int8_kernel(mm), ops::uses_bf16_kernel(mm)});
   std::printf("executed   weight products: %s;\n"
               "           KV dtype per command (--kv; default the policy's kv above, f32 for the reference\n"
               "           loops); AMX tiles are not used by this build\n",

@@ -8,7 +8,6 @@
 #include "ops/quant_dot.h"
 #include "platform/error.h"
 #include "platform/mapped_file.h"
-#include "platform/row_interleave.h"
 
 namespace g4 {
 
@@ -60,7 +59,7 @@ RequantizeReport requantize_weights(Model& m, DType target, ThreadPool* pool) {
     // Per-element sources (F32/BF16/F16) widen with SIMD (exact either way); block types decode.
     // Rows read through the checkpoint's mapping are released as they are done, so the process
     // does not keep the checkpoint's pages beside their re-encoded copy.
-    const bool widen = dtype_size(src.dtype) != 0, mapped = m.mapped(src.data) && !dtype_is_interleaved(src.dtype);
+    const bool widen = dtype_size(src.dtype) != 0, mapped = m.mapped(src.data);
     // Released 8 MiB at a time: each release is a system call and a TLB flush on every core.
     const uint64_t src_rb = row_bytes(src.dtype, j.in);
     const int64_t rows_per_release = std::max<int64_t>(1, int64_t((uint64_t(8) << 20) / std::max<uint64_t>(1, src_rb)));

@@ -15,12 +15,6 @@ namespace {
 // must not straddle two experts, so slice_leading keeps working on the interleaved bytes).
 int64_t rows_per_slice(const TensorView& t) { return t.shape.size() >= 2 ? t.shape[t.shape.size() - 2] : 0; }
 
-// Whether the kernels asked for read t's dtype interleaved.
-bool wanted(DType t, InterleaveFor k) {
-  if (t == DType::BF16) return k.bf16;
-  return k.int8 && (t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K);
-}
-
 // Whole groups of 16 rows in every slice, whole blocks (BF16_R16: value pairs) in every row.
 bool interleavable(const TensorView& t) {
   if (t.shape.size() < 2 || t.shape.back() % dtype_block_size(interleaved_dtype(t.dtype))) return false;
@@ -29,6 +23,11 @@ bool interleavable(const TensorView& t) {
 
 }  // namespace
 
+bool interleaved_for(DType t, InterleaveFor k) {
+  if (t == DType::BF16) return k.bf16;
+  return k.int8 && (t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K);
+}
+
 InterleaveReport interleave_weights(Model& m, ThreadPool* pool, InterleaveFor kernels) {
   const auto t0 = std::chrono::steady_clock::now();
   InterleaveReport r;
@@ -36,7 +35,7 @@ InterleaveReport interleave_weights(Model& m, ThreadPool* pool, InterleaveFor ke
   ModelWeights& w = m.weights;
   for (const TensorView** slot : streamed_matrices(w)) {
     const TensorView& src = **slot;
-    if (!wanted(src.dtype, kernels) || !interleavable(src)) continue;
+    if (!interleaved_for(src.dtype, kernels) || !interleavable(src)) continue;
     if (!m.owns(src.data)) {
       ++r.left_mapped;
       continue;

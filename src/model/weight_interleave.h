@@ -32,6 +32,9 @@ struct InterleaveReport {
   double seconds = 0;
 };
 
+// Whether matrices of dtype t are interleaved for those kernels (given whole groups and blocks).
+bool interleaved_for(DType t, InterleaveFor kernels);
+
 InterleaveReport interleave_weights(Model& m, ThreadPool* pool, InterleaveFor kernels);
 
 // One line for logs: "rows interleaved 16 at a time for VPDPBUSD: 277 matrices, 2310 MiB in

@@ -1,7 +1,6 @@
 #include "ops/gemm_bf16.h"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 
 #include "ops/gemm_q8.h"
@@ -80,13 +79,6 @@ TileFn pick(int r, int c) {
   }
 }
 
-// BF16_R16: a token's value pair p as one 32-bit word, for a broadcast to every lane.
-inline int32_t pair_at(const uint16_t* x, int64_t p) {
-  int32_t v;
-  std::memcpy(&v, x + 2 * p, 4);
-  return v;
-}
-
 // Decode on BF16_R16: G groups (group_values bf16 apart) side by side, one accumulator each,
 // lane r = row r; y[16g + r].
 template <int G>
@@ -95,7 +87,7 @@ G4_BF16_TARGET void decode_groups(const uint16_t* w, uint64_t group_values, int6
   #pragma GCC unroll 4
   for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
   for (int64_t p = 0; p < pairs; ++p) {
-    const __m512bh xp = (__m512bh)_mm512_set1_epi32(pair_at(x, p));
+    const __m512bh xp = (__m512bh)_mm512_set1_epi32(x86::load_i32(x + 2 * p));
     #pragma GCC unroll 4
     for (int g = 0; g < G; ++g)
       acc[g] = _mm512_dpbf16_ps(acc[g], (__m512bh)_mm512_loadu_si512(w + g * group_values + 32 * p), xp);
@@ -121,7 +113,7 @@ G4_BF16_TARGET void prefill_panel(const uint16_t* w, uint64_t group_values, int6
     for (int g = 0; g < G; ++g) wv[g] = (__m512bh)_mm512_loadu_si512(w + g * group_values + 32 * p);
     #pragma GCC unroll 8
     for (int t = 0; t < kPanel; ++t) {
-      const __m512bh xp = (__m512bh)_mm512_set1_epi32(pair_at(xt[t], p));
+      const __m512bh xp = (__m512bh)_mm512_set1_epi32(x86::load_i32(xt[t] + 2 * p));
       #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) acc[g][t] = _mm512_dpbf16_ps(acc[g][t], wv[g], xp);
     }

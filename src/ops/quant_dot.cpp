@@ -378,20 +378,14 @@ float dot_row(const TensorView& w, int64_t r, const float* x) {
 }
 
 namespace {
-// AVX-512 F/BW/VL usable (cpuid and the OS's saved state): the Q8_0/Q4_0 quantizers' SIMD path.
-bool quantize_avx512() {
-#if defined(__x86_64__)
-  static const bool ok = [] {
-    const DeviceInfo& d = host_cpu();
-    return d.isa.avx512f && d.isa.avx512bw && d.isa.avx512vl && d.os_avx512_state;
-  }();
-  return ok;
-#else
-  return false;
-#endif
-}
-
+// simd: the Q8_0/Q4_0 quantizers on AVX-512 (x86-64 with DeviceInfo::avx512_usable only).
 void quantize_row_with(DType t, const float* x, std::byte* dst, int64_t n, bool simd) {
+#if defined(__x86_64__)
+  if (simd && t == DType::Q8_0) return quant_q8_0_avx512(x, dst, n);
+  if (simd && t == DType::Q4_0) return quant_q4_0_avx512(x, dst, n);
+#else
+  (void)simd;
+#endif
   switch (t) {
     case DType::F32: std::memcpy(dst, x, size_t(n) * 4); return;
     case DType::F16:
@@ -403,13 +397,8 @@ void quantize_row_with(DType t, const float* x, std::byte* dst, int64_t n, bool 
         std::memcpy(dst + i * 2, &h, 2);
       }
       return;
-#if defined(__x86_64__)
-    case DType::Q8_0: return simd ? quant_q8_0_avx512(x, dst, n) : quant_q8_0(x, dst, n);
-    case DType::Q4_0: return simd ? quant_q4_0_avx512(x, dst, n) : quant_q4_0(x, dst, n);
-#else
-    case DType::Q8_0: return (void)simd, quant_q8_0(x, dst, n);
+    case DType::Q8_0: return quant_q8_0(x, dst, n);
     case DType::Q4_0: return quant_q4_0(x, dst, n);
-#endif
     case DType::Q4_1: return quant_q4_1(x, dst, n);
     case DType::Q4_K:
       for (int64_t k = 0; k < n / 256; ++k) quant_kx(x + k * 256, dst + k * 144, 15, false);
@@ -432,7 +421,9 @@ void quantize_row_with(DType t, const float* x, std::byte* dst, int64_t n, bool 
 }
 }  // namespace
 
-void quantize_row(DType t, const float* x, std::byte* dst, int64_t n) { quantize_row_with(t, x, dst, n, quantize_avx512()); }
+void quantize_row(DType t, const float* x, std::byte* dst, int64_t n) {
+  quantize_row_with(t, x, dst, n, host_cpu().avx512_usable());
+}
 
 void quantize_row_scalar(DType t, const float* x, std::byte* dst, int64_t n) { quantize_row_with(t, x, dst, n, false); }
 

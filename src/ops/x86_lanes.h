@@ -10,8 +10,9 @@
 
 namespace g4::ops::x86 {
 
-// 4 activation bytes as one int32 (any alignment), for a VPDPBUSD broadcast.
-inline int32_t load_i32(const int8_t* p) {
+// 4 bytes as one int32 (any alignment), for a broadcast: 4 int8 activations (VPDPBUSD) or a
+// pair of bf16 ones (VDPBF16PS).
+inline int32_t load_i32(const void* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return v;

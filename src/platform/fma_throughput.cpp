@@ -168,7 +168,6 @@ const char* mac_unit_name(MacUnit u) {
 
 MacPeak measure_mac_peak(MacUnit unit, int threads, double pass_seconds) {
   check_arguments("multiply-add peak", threads, pass_seconds);
-  const auto started = Clock::now();
   const char* isa = "";
   LoopFn loop = pick_fma_loop(&isa);
   if (unit != MacUnit::F32Fma) {
@@ -185,7 +184,6 @@ MacPeak measure_mac_peak(MacUnit unit, int threads, double pass_seconds) {
   r.unit = unit;
   r.threads = threads;
   r.gops = best_gops(loop, threads, calibrate(loop, pass_seconds));
-  r.seconds_total = std::chrono::duration<double>(Clock::now() - started).count();
   return r;
 }
 

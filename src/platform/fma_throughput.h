@@ -41,7 +41,6 @@ struct MacPeak {
   MacUnit unit = MacUnit::F32Fma;
   int threads = 0;
   double gops = 0;  // 1e9 operations/s on `threads` threads together, best of 3 passes
-  double seconds_total = 0;
 };
 
 // Times twelve independent chains of `unit` (pass_seconds per pass) on `threads` threads

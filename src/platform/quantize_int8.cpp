@@ -53,8 +53,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) float quantize_avx512(const
 
 bool use_avx512() {
 #if defined(__x86_64__)
-  const DeviceInfo& d = host_cpu();
-  static const bool ok = d.isa.avx512f && d.isa.avx512bw && d.isa.avx512vl && d.os_avx512_state;
+  static const bool ok = host_cpu().avx512_usable();
   return ok;
 #else
   return false;

@@ -14,6 +14,16 @@
 namespace g4 {
 namespace {
 
+// `g4 bench` of `model` with `flags`: its output, checked to have run and to name `layout` weights
+// in its header.
+std::string bench_naming(const std::string& model, const std::string& flags, const std::string& layout) {
+  int rc = 0;
+  const std::string out = test::g4_quick_bench(model, flags, &rc);
+  EXPECT_EQ(rc, 0) << flags << "\n" << out;
+  EXPECT_NE(out.find("(" + layout + " weights"), std::string::npos) << flags << "\n" << out;
+  return out;
+}
+
 TEST(WeightLayout, InterleavedWhereOwnedRowMajorWhereMapped) {
   if (!ops::gemm_q8_available()) GTEST_SKIP() << "no confirmed AVX512_VNNI: the int8 kernel and its layout are off";
   test::TempDir dir;
@@ -21,10 +31,7 @@ TEST(WeightLayout, InterleavedWhereOwnedRowMajorWhereMapped) {
   std::string out;
   ASSERT_EQ(0, test::g4_command("synth --preset tiny-e --dtype bf16 --out " + hf, &out)) << out;
   ASSERT_EQ(0, test::g4_command("quantize " + hf + " " + gguf + " --type q4_0", &out)) << out;
-  int rc = 0;
-  out = test::g4_quick_bench(hf, "--weights q8", &rc);
-  ASSERT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("(Q8_0_R16 weights"), std::string::npos) << out;
+  out = bench_naming(hf, "--weights q8", "Q8_0_R16");
   EXPECT_NE(out.find("16 rows interleaved"), std::string::npos) << out;
   EXPECT_NE(out.find("interleave rows at load"), std::string::npos) << out;  // its time is reported
   // Named by the instructions that read what was interleaved: VPDPBUSD, and VDPBF16PS too where
@@ -32,16 +39,10 @@ TEST(WeightLayout, InterleavedWhereOwnedRowMajorWhereMapped) {
   // stays BF16).
   const std::string units = ops::gemm_bf16_available() ? "VPDPBUSD and VDPBF16PS: " : "VPDPBUSD: ";
   EXPECT_NE(out.find("16 at a time for " + units), std::string::npos) << out;
-  out = test::g4_quick_bench(gguf, "--weight-memory huge", &rc);
-  ASSERT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("(Q4_0_R16 weights"), std::string::npos) << out;
-  out = test::g4_quick_bench(gguf, "--weight-memory mapped", &rc);
-  ASSERT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("(Q4_0 weights"), std::string::npos) << out;
+  bench_naming(gguf, "--weight-memory huge", "Q4_0_R16");
+  out = bench_naming(gguf, "--weight-memory mapped", "Q4_0");
   EXPECT_NE(out.find("read from the mapping stay row-major"), std::string::npos) << out;
-  out = test::g4_quick_bench(gguf, "--weight-memory huge --compute f32", &rc);
-  ASSERT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("(Q4_0 weights"), std::string::npos) << out;
+  out = bench_naming(gguf, "--weight-memory huge --compute f32", "Q4_0");
   EXPECT_EQ(out.find("interleaved"), std::string::npos) << out;
 }
 
@@ -51,18 +52,11 @@ TEST(WeightLayout, Bf16InterleavedWhereOwnedRowMajorWhereMappedOrF32) {
   const std::string hf = (dir.path() / "m").string();
   std::string out;
   ASSERT_EQ(0, test::g4_command("synth --preset tiny-e --dtype bf16 --out " + hf, &out)) << out;
-  int rc = 0;
-  out = test::g4_quick_bench(hf, "--weight-memory huge", &rc);
-  ASSERT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("(BF16_R16 weights"), std::string::npos) << out;
+  out = bench_naming(hf, "--weight-memory huge", "BF16_R16");
   EXPECT_NE(out.find("for VDPBF16PS"), std::string::npos) << out;
-  out = test::g4_quick_bench(hf, "--weight-memory mapped", &rc);
-  ASSERT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("(BF16 weights"), std::string::npos) << out;
+  out = bench_naming(hf, "--weight-memory mapped", "BF16");
   EXPECT_NE(out.find("read from the mapping stay row-major"), std::string::npos) << out;
-  out = test::g4_quick_bench(hf, "--weight-memory huge --compute f32", &rc);
-  ASSERT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("(BF16 weights"), std::string::npos) << out;
+  out = bench_naming(hf, "--weight-memory huge --compute f32", "BF16");
   EXPECT_EQ(out.find("interleaved"), std::string::npos) << out;
   // generate takes the same layout (and says so on stderr) as bench and serve.
   ASSERT_EQ(0, test::g4_command("generate --model " + hf + " --tokens 5,6,7 -n 3 --threads 2 --weight-memory huge", &out))
