@@ -22,15 +22,16 @@ const char* kUsage =
     "usage: g4 device [--bandwidth] [--fma] [--threads N,M] [--checkpoint FMT] [--compute FMT] [--kv FMT]\n"
     "                 [--weights FMT] [--json]\n\n"
     "Probes this CPU (model, cores, caches, ISA features, OS state, AMX permission), runs the one-time\n"
-    "self-tests of optional units (AMX, AVX512_BF16, AVX512_VNNI), says how decode streams the weights\n"
-    "on this CPU (row streams per thread, software prefetch, the next product read ahead, and why) and\n"
-    "prints the dtype policy g4 resolves for f32, bf16, q8 and q4 checkpoints (or --checkpoint FMT),\n"
-    "with the reason for each decision.\n\n"
+    "self-tests of optional units (AMX, AVX512_BF16, AVX512_VNNI) and, where AMX-BF16 passed, the check of\n"
+    "the AMX-BF16 tile kernel, says how decode streams the weights on this CPU (row streams per thread,\n"
+    "software prefetch, the next product read ahead, and why) and prints the dtype policy g4 resolves\n"
+    "for f32, bf16, q8 and q4 checkpoints (or --checkpoint FMT), with the reason for each decision.\n\n"
     "  --bandwidth     also measure memory-read bandwidth (under a second per thread count; the best\n"
     "                  of one stream, eight streams and prefetching streams per thread)\n"
     "  --fma           also measure multiply-add throughput on 1 thread and on every usable core at once\n"
     "                  (under a second): whether the cores add compute or share one core's FMA units; and\n"
-    "                  the peak of each dot-product instruction the CPU confirmed (VDPBF16PS, VPDPBUSD)\n"
+    "                  the peak of each dot-product instruction the CPU confirmed (VDPBF16PS, VPDPBUSD,\n"
+    "                  TDPBF16PS)\n"
     "  --threads N,M   thread counts for --bandwidth (default: 1 and every usable core)\n"
     "  --checkpoint F  show the policy for this checkpoint format only (f32, f16, bf16, fp8, q8, q4)\n"
     "  --compute F, --kv F, --weights F   resolve the policy with these forced, as a load would\n"
@@ -66,6 +67,7 @@ int run(const std::vector<std::string>& argv) {
     fma = measure_fma_scaling(device.logical_cores);
     if (device.avx512_bf16_usable()) dot_peaks.push_back(measure_mac_peak(MacUnit::Bf16Dot, device.logical_cores));
     if (device.avx512_vnni_usable()) dot_peaks.push_back(measure_mac_peak(MacUnit::Int8Dot, device.logical_cores));
+    if (device.amx_bf16_usable()) dot_peaks.push_back(measure_mac_peak(MacUnit::Bf16Tile, device.logical_cores));
   }
 
   if (a.has("--json")) {
@@ -93,11 +95,16 @@ int run(const std::vector<std::string>& argv) {
       out["dot_product_peaks"] = peaks;
     }
     out["decode_streaming"] = ops::decode_plan_to_json(ops::plan_decode_streaming(device));
+    const ops::TileKernelCheck& tiles = ops::amx_bf16_kernel_check();
+    out["amx_bf16_kernel_check"] = {{"run", tiles.run}, {"passed", tiles.passed}, {"detail", tiles.detail}};
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
 
   std::printf("%s", describe_device(device).c_str());
+  const ops::TileKernelCheck& tiles = ops::amx_bf16_kernel_check();
+  std::printf("  kernel check amx-bf16 tiles: %s (%s) -> %s\n", !tiles.run ? "not run" : tiles.passed ? "passed" : "failed",
+              tiles.detail.c_str(), tiles.passed ? "BF16 weight products on tiles" : "not used");
   for (const auto& r : bandwidth)
     std::printf("  memory read: %.1f GB/s with %d thread%s (best of %d passes over %s, %.2f s)\n", r.best_gb_per_s,
                 r.threads, r.threads == 1 ? "" : "s", r.repetitions, format_bytes(r.buffer_bytes).c_str(),
@@ -106,9 +113,9 @@ int run(const std::vector<std::string>& argv) {
   if (fma) std::printf("  multiply-adds: %s\n", describe_fma_scaling(*fma).c_str());
   else std::printf("  multiply-adds: not measured (g4 device --fma)\n");
   for (const MacPeak& p : dot_peaks)
-    std::printf("  dot products: %s peak %.0f GOP/s on %d threads (%s operations per instruction; what prefill is held "
+    std::printf("  dot products: %s peak %.0f GOP/s on %d threads (%d operations per instruction; what prefill is held "
                 "against)\n",
-                mac_unit_name(p.unit), p.gops, p.threads, p.unit == MacUnit::Bf16Dot ? "64" : "128");
+                mac_unit_name(p.unit), p.gops, p.threads, mac_unit_operations(p.unit));
   std::printf("  decode weight streams: %s\n", ops::describe_decode_plan(ops::plan_decode_streaming(device)).c_str());
   for (const auto& [ckpt, policy] : policies) {
     std::printf("\ncheckpoint %s -> %s", std::string(num_format_name(ckpt)).c_str(), describe_policy(policy).c_str());

@@ -94,12 +94,17 @@ int run(const std::vector<std::string>& argv) {
   // Q8_0/Q4_0/Q4_K/Q5_K/Q6_K matrices copied into memory g4 owns are interleaved for the int8 kernels at
   // load, BF16 ones for the bf16 kernel (model/weight_interleave.h); read through the mapping they
   // stay row-major.
+  // The streamed matrices' dtype (layer 0's q_proj): a K-quant mix keeps the embedding in another.
+  const DType streamed = w.layers.empty() ? w.dtype : w.layers[0].q_proj->dtype;
   const bool interleaves = placement.placement == "huge" &&
-                           interleaved_for(w.dtype, {ops::uses_int8_kernel(mm), ops::uses_bf16_kernel(mm)});
-  std::printf("executed   weight products: %s;\n"
+                           interleaved_for(streamed, {ops::uses_int8_kernel(mm), ops::uses_bf16_kernel(mm)});
+  const ops::TileKernelCheck& tiles = ops::amx_bf16_kernel_check();
+  std::printf("executed   weight products (%s, as layer 0's q_proj): %s;\n"
               "           KV dtype per command (--kv; default the policy's kv above, f32 for the reference\n"
-              "           loops); AMX tiles are not used by this build\n",
-              ops::describe_matmul(mm, interleaves ? interleaved_dtype(w.dtype) : w.dtype).c_str());
+              "           loops); AMX-BF16 tile kernel check: %s (%s)\n",
+              std::string(dtype_name(streamed)).c_str(),
+              ops::describe_matmul(mm, interleaves ? interleaved_dtype(streamed) : streamed).c_str(),
+              !tiles.run ? "not run" : tiles.passed ? "passed" : "failed", tiles.detail.c_str());
   {
     const blocks::Exec ex{&mm};
     std::printf("executed   attention over a bf16 cache: %s;\n"

@@ -101,6 +101,9 @@ MatmulContext make_matmul_context(ThreadPool* pool, const DeviceInfo& device, in
   c.bf16_compute = bf16_compute;
   c.int8_activations = int8_activations;
   c.decode = plan_decode_streaming(device).streaming;
+  // The tiles where `device` has AMX-BF16 and so does the CPU this process runs on, whose kernel
+  // check passed (a preset device describing AMX never turns the tiles on elsewhere).
+  if (bf16_compute && device.amx_bf16_usable() && amx_bf16_kernel_usable()) c.bf16_tiles = Bf16Tiles::Amx;
   return c;
 }
 
@@ -202,16 +205,31 @@ constexpr int kBf16DecodeGroups = 4;
 
 bool uses_bf16_kernel(const MatmulContext& ctx) { return ctx.bf16_compute && gemm_bf16_available(); }
 bool uses_int8_kernel(const MatmulContext& ctx) { return ctx.int8_activations && gemm_q8_available(); }
+bool uses_bf16_tiles(const MatmulContext& ctx, int64_t in) {
+  return uses_bf16_kernel(ctx) && ctx.bf16_tiles != Bf16Tiles::None && bf16_tiles_fit(in);
+}
 
 std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
   const std::string target = dot_kernel_target();
   const std::string name(dtype_name(dtype));
   if (dtype == DType::BF16 && uses_bf16_kernel(ctx))
     return "BF16 weights x bf16-rounded activations on VDPBF16PS (AVX512_BF16), f32 accumulate";
-  if (dtype == DType::BF16_R16 && uses_bf16_kernel(ctx))
-    return "BF16 weights, 16 rows interleaved, x bf16-rounded activations on VDPBF16PS (AVX512_BF16), 16 rows per "
-           "instruction, one f32 lane per row summed over the value pairs in order; decode: " +
-           std::to_string(kBf16DecodeGroups) + " 16-row groups side by side per thread; prefill: panels of 8 tokens x 32 rows";
+  if (dtype == DType::BF16_R16 && uses_bf16_kernel(ctx) && ctx.bf16_tiles != Bf16Tiles::None)
+    return std::string("BF16 weights, 16 rows interleaved (each group's 32 columns one B tile), x bf16-rounded "
+                       "activations on ") +
+           (ctx.bf16_tiles == Bf16Tiles::Amx
+                ? "AMX-BF16 tiles (TDPBF16PS; probe, tile self-test and kernel check passed)"
+                : "a software model of AMX-BF16 tiles (tests only)") +
+           ", 32 tokens x 32 rows per step, each sum over the columns in order, every token count on the tiles; "
+           "matrices whose width is not a multiple of 32 on VDPBF16PS";
+  if (dtype == DType::BF16_R16 && uses_bf16_kernel(ctx)) {
+    std::string s = "BF16 weights, 16 rows interleaved, x bf16-rounded activations on VDPBF16PS (AVX512_BF16), 16 rows per "
+                    "instruction, one f32 lane per row summed over the value pairs in order; decode: " +
+                    std::to_string(kBf16DecodeGroups) + " 16-row groups side by side per thread; prefill: panels of 8 tokens x 32 rows";
+    if (host_cpu().amx_bf16_usable() && !amx_bf16_kernel_usable())
+      s += " (AMX-BF16 tiles not used: their kernel check failed: " + amx_bf16_kernel_check().detail + ")";
+    return s;
+  }
   if (simd_blocks(dtype) && uses_int8_kernel(ctx))
     return name + " weights x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
                   "exact int32 block sums, f32 accumulate";
@@ -343,7 +361,8 @@ UnitLayout layout_units(std::span<const Product> products, int64_t T, FastKernel
   const uint64_t group_bytes =
       uint64_t(kInterleaveRows) * row_bytes(interleave_base(products[0].w->dtype), products[0].w->shape[1]);
   if (kernel == FastKernel::Int8 && interleaved) l.align = T == 1 ? std::max(1, decode_groups_for(ctx.decode, group_bytes)) : 2;
-  if (kernel == FastKernel::Bf16 && interleaved) l.align = T == 1 ? kBf16DecodeGroups : 2;
+  if (kernel == FastKernel::Bf16 && interleaved)
+    l.align = T == 1 && !uses_bf16_tiles(ctx, products[0].w->shape[1]) ? kBf16DecodeGroups : 2;
   return l;
 }
 
@@ -407,7 +426,9 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
       if (b >= e) continue;
       const TensorView& w = *products[i].w;
       const int64_t out = w.shape[0], r0 = (b - first[i]) * group[i], r1 = std::min(out, (e - first[i]) * group[i]);
-      if (kernel == FastKernel::Bf16 && group[i] == int(kInterleaveRows))
+      if (kernel == FastKernel::Bf16 && group[i] == int(kInterleaveRows) && uses_bf16_tiles(ctx, in))
+        gemm_bf16_tiles(ctx.bf16_tiles, xbp, T, in, w.data, r0, r1, products[i].y, out);
+      else if (kernel == FastKernel::Bf16 && group[i] == int(kInterleaveRows))
         gemm_bf16_interleaved_rows(xbp, T, in, w.data, r0, r1, products[i].y, out, kBf16DecodeGroups);
       else if (kernel == FastKernel::Bf16)
         gemm_bf16_rows(xbp, T, in, reinterpret_cast<const uint16_t*>(w.data), r0, r1, products[i].y, out);
@@ -429,7 +450,7 @@ MacUnit mac_unit_of(const MatmulContext& ctx, DType dtype) {
   v.dtype = dtype;
   v.shape = {kInterleaveRows, 256};
   switch (fast_kernel_of(v, ctx)) {
-    case FastKernel::Bf16: return MacUnit::Bf16Dot;
+    case FastKernel::Bf16: return dtype == DType::BF16_R16 && uses_bf16_tiles(ctx, 256) ? MacUnit::Bf16Tile : MacUnit::Bf16Dot;
     case FastKernel::Int8: return MacUnit::Int8Dot;
     case FastKernel::None: break;
   }

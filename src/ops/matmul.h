@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/gemm_bf16_tiles.h"
 #include "ops/gemm_q8.h"
 #include "platform/device.h"
 #include "platform/fma_throughput.h"
@@ -34,6 +35,10 @@ struct MatmulContext {
   int64_t panel_in = 0;
   // How one-token products on the interleaved int8 kernel read their weights.
   DecodeStreaming decode{};
+  // BF16_R16 products on tiles (gemm_bf16_tiles.h) instead of VDPBF16PS, for every token count:
+  // Amx where make_matmul_context finds AMX-BF16 confirmed and its kernel check passed;
+  // Emulated only in tests (a software model of the tiles, slow).
+  Bf16Tiles bf16_tiles = Bf16Tiles::None;
 };
 
 // How decode's weight stream is read on this CPU (streams per thread, software prefetch), and why.
@@ -55,6 +60,8 @@ MatmulContext make_matmul_context(ThreadPool* pool, const DeviceInfo& device, in
 
 // True when matmul with this context runs BF16 weights on the bf16 dot-product kernel.
 bool uses_bf16_kernel(const MatmulContext& ctx);
+// True when matmul with this context runs BF16_R16 weights `in` columns wide on tiles.
+bool uses_bf16_tiles(const MatmulContext& ctx, int64_t in);
 // True when matmul with this context runs Q8_0/Q4_0 weights on the int8 (VNNI) kernel.
 bool uses_int8_kernel(const MatmulContext& ctx);
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "platform/amx_tile_config.h"
 #include "platform/device.h"
 #include "platform/error.h"
 #include "platform/threads_together.h"
@@ -77,6 +78,35 @@ __attribute__((target("avx512f,avx512bw,avx512bf16,avx512vnni"))) double dot_loo
   _mm512_store_si512(out, s);
   g_fma_sink.fetch_add(uint64_t(out[0] != 0), std::memory_order_relaxed);
   return double(iters) * 12 * (kBf16 ? 64 : 128);
+}
+
+// TDPBF16PS: four chains of tile products (16 x 16 sums, 32 bf16 columns: 16384 operations each)
+// on tiles loaded once; tmm4 and tmm5 x tmm6 and tmm7 into tmm0..3, as the kernel's step runs.
+__attribute__((target("amx-tile,amx-bf16"))) double amx_bf16_loop(long iters) {
+  TileConfig config;
+  for (int t = 0; t < 8; ++t) config.set(t, kTileRows, kTileRowBytes);
+  alignas(64) static const uint16_t operand[kTileRows * kTileRowBytes / 2] = {};
+  asm volatile("" ::: "memory");
+  _tile_loadconfig(&config);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, operand, kTileRowBytes);
+  _tile_loadd(5, operand, kTileRowBytes);
+  _tile_loadd(6, operand, kTileRowBytes);
+  _tile_loadd(7, operand, kTileRowBytes);
+  for (long n = 0; n < iters; ++n) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  alignas(64) float out[kTileRows * kTileRows];
+  _tile_stored(0, out, kTileRowBytes);
+  _tile_release();
+  g_fma_sink.fetch_add(uint64_t(out[0] != 0), std::memory_order_relaxed);
+  return double(iters) * 4 * kTileRows * kTileRows * 32 * 2;
 }
 #endif
 
@@ -162,8 +192,19 @@ const char* mac_unit_name(MacUnit u) {
     case MacUnit::F32Fma: return "f32 FMA";
     case MacUnit::Bf16Dot: return "VDPBF16PS";
     case MacUnit::Int8Dot: return "VPDPBUSD";
+    case MacUnit::Bf16Tile: return "TDPBF16PS";
   }
   return "?";
+}
+
+int mac_unit_operations(MacUnit u) {
+  switch (u) {
+    case MacUnit::F32Fma: return 32;
+    case MacUnit::Bf16Dot: return 64;
+    case MacUnit::Int8Dot: return 128;
+    case MacUnit::Bf16Tile: return kTileRows * kTileRows * 32 * 2;
+  }
+  return 0;
 }
 
 MacPeak measure_mac_peak(MacUnit unit, int threads, double pass_seconds) {
@@ -172,12 +213,14 @@ MacPeak measure_mac_peak(MacUnit unit, int threads, double pass_seconds) {
   LoopFn loop = pick_fma_loop(&isa);
   if (unit != MacUnit::F32Fma) {
     const DeviceInfo& d = host_cpu();
-    const bool confirmed = unit == MacUnit::Bf16Dot ? d.avx512_bf16_usable() : d.avx512_vnni_usable();
+    const bool confirmed = unit == MacUnit::Bf16Dot   ? d.avx512_bf16_usable()
+                           : unit == MacUnit::Bf16Tile ? d.amx_bf16_usable()
+                                                       : d.avx512_vnni_usable();
     if (!confirmed)
       throw Error(std::string("multiply-add peak: this CPU has no confirmed ") + mac_unit_name(unit) +
                   " (probe and self-test: g4 device)");
 #if defined(__x86_64__)
-    loop = unit == MacUnit::Bf16Dot ? dot_loop<true> : dot_loop<false>;
+    loop = unit == MacUnit::Bf16Dot ? dot_loop<true> : unit == MacUnit::Bf16Tile ? amx_bf16_loop : dot_loop<false>;
 #endif
   }
   MacPeak r;

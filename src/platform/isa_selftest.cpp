@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "platform/amx_tile_config.h"
 #include "platform/dtype.h"
 #include "platform/sigill_guard.h"
 
@@ -34,22 +35,10 @@ SelfTest refused(const char* unit) {
 }
 
 #if defined(__x86_64__)
-// The 64-byte operand of LDTILECFG (palette 1).
-struct alignas(64) TileConfig {
-  uint8_t palette_id = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t bytes_per_row[16] = {};
-  uint8_t rows[16] = {};
-};
-
 // tmm0 = C [16 x 16 x 4 bytes], tmm1 = A [16 x 64 bytes], tmm2 = B [16 x 64 bytes] (packed pairs/quads).
 TileConfig three_full_tiles() {
   TileConfig config;
-  for (int t = 0; t < 3; ++t) {
-    config.bytes_per_row[t] = 64;
-    config.rows[t] = 16;
-  }
+  for (int t = 0; t < 3; ++t) config.set(t, kTileRows, kTileRowBytes);
   return config;
 }
 

@@ -21,6 +21,7 @@ TEST(DeviceCommand, FmaReportsThePeakOfEachConfirmedDotProductInstruction) {
   std::vector<std::string> want;
   if (d.avx512_bf16_usable()) want.push_back("VDPBF16PS");
   if (d.avx512_vnni_usable()) want.push_back("VPDPBUSD");
+  if (d.amx_bf16_usable()) want.push_back("TDPBF16PS");
   const nlohmann::json& peaks = j.at("dot_product_peaks");
   ASSERT_EQ(peaks.size(), want.size()) << peaks.dump();
   for (size_t i = 0; i < want.size(); ++i) {
@@ -32,6 +33,21 @@ TEST(DeviceCommand, FmaReportsThePeakOfEachConfirmedDotProductInstruction) {
   for (const std::string& name : want) EXPECT_NE(out.find("dot products: " + name + " peak"), std::string::npos) << out;
   ASSERT_EQ(0, test::g4_command("device", &out)) << out;
   EXPECT_EQ(out.find("dot products:"), std::string::npos) << "measured without --fma:\n" << out;
+}
+
+// The AMX-BF16 tile kernel's check is reported, in text and JSON, with its outcome on this CPU:
+// run and passed where the probe confirmed AMX-BF16, otherwise not run, with the reason.
+TEST(DeviceCommand, ReportsTheTileKernelCheck) {
+  std::string out;
+  ASSERT_EQ(0, test::g4_command("device --json", &out)) << out;
+  const nlohmann::json check = nlohmann::json::parse(out.substr(out.find('{'))).at("amx_bf16_kernel_check");
+  const bool amx = host_cpu().amx_bf16_usable();
+  EXPECT_EQ(check.at("run").get<bool>(), amx) << check.dump();
+  EXPECT_EQ(check.at("passed").get<bool>(), amx) << check.dump();
+  EXPECT_FALSE(check.at("detail").get<std::string>().empty());
+  ASSERT_EQ(0, test::g4_command("device", &out)) << out;
+  EXPECT_NE(out.find(amx ? "kernel check amx-bf16 tiles: passed" : "kernel check amx-bf16 tiles: not run"), std::string::npos)
+      << out;
 }
 
 }  // namespace

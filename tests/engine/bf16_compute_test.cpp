@@ -82,9 +82,11 @@ std::vector<std::vector<float>> batched(const Model& m, const std::vector<std::v
                             [](size_t i, size_t fed, int step) -> size_t { return step < int(2 * i) ? 0 : fed == 0 ? 5 : 1; });
 }
 
-void expect_batching_is_exact(const Model& m, bool bf16, bool int8 = false, KvDType kv_type = KvDType::F32) {
+void expect_batching_is_exact(const Model& m, bool bf16, bool int8 = false, KvDType kv_type = KvDType::F32,
+                              ops::Bf16Tiles tiles = ops::Bf16Tiles::None) {
   ThreadPool pool(2);
   ops::MatmulContext mm{&pool, 4, bf16, int8};
+  mm.bf16_tiles = tiles;
   blocks::Exec ex{&mm};
   ex.attention_parallel_min_fmas = 0;  // every layer's attention on the pool, in slices of 8 keys merged
   ex.attention_slice = 8;
@@ -122,6 +124,15 @@ TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheBf16Kernel) {
 TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheInterleavedBf16Kernel) {
   if (!ops::gemm_bf16_available()) GTEST_SKIP() << "no confirmed AVX512_BF16 on this CPU";
   for (const char* p : {"tiny-e", "tiny-moe"}) expect_batching_is_exact(*interleaved(p), true);
+}
+
+// On AMX-BF16 tiles (here the software model of them, where the CPU has none): the matrices in
+// whole steps of 32 columns run on the tiles for every token count, the others (tiny-e's
+// per-layer projection, 16 wide) on VDPBF16PS; batching and chunking still change no bit.
+TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheTiles) {
+  if (!ops::gemm_bf16_available()) GTEST_SKIP() << "no confirmed AVX512_BF16 on this CPU";
+  for (const char* p : {"tiny-e", "tiny-moe"})
+    expect_batching_is_exact(*interleaved(p), true, false, KvDType::F32, ops::Bf16Tiles::Emulated);
 }
 
 // Interleaving re-orders bytes and nothing else: the f32 reference loops (which read each row
@@ -182,9 +193,11 @@ TEST_F(Bf16Compute, StaysNearTheF32Reference) {
   ThreadPool pool(2);
   ops::MatmulContext mm{&pool, 4, true};
   blocks::Exec ex{&mm};
-  for (const std::string p : {"tiny-e", "tiny-moe", "tiny-e interleaved", "tiny-moe interleaved"}) {
+  for (const std::string p : {"tiny-e", "tiny-moe", "tiny-e interleaved", "tiny-moe interleaved", "tiny-e tiles",
+                               "tiny-moe tiles"}) {
     const std::string name = p.substr(0, p.find(' '));
     auto m = p == name ? model(name) : interleaved(name);
+    mm.bf16_tiles = p.ends_with("tiles") ? ops::Bf16Tiles::Emulated : ops::Bf16Tiles::None;
     const auto tokens = random_tokens(24, m->config.vocab_size, 7);
     const auto got = alone(*m, tokens, ex);
     const auto ref = forward_reference(*m, tokens);

@@ -1,7 +1,10 @@
-// The AVX512_BF16 product (VDPBF16PS) against the reference loop on the same bf16-rounded
-// activations, and its invariance: a token's outputs are bit-identical whatever the batch,
-// the token offset, the row range or the thread count (so batching/chunking cannot change them).
+// The AVX512_BF16 product (VDPBF16PS) and the AMX-BF16 tile product (TDPBF16PS, here on the
+// software model of the tiles where the CPU has none) against the reference loop on the same
+// bf16-rounded activations, and their invariance: a token's outputs are bit-identical whatever
+// the batch, the token offset, the row range or the thread count (so batching/chunking cannot
+// change them).
 #include "ops/gemm_bf16.h"
+#include "ops/gemm_bf16_tiles.h"
 
 #include <gtest/gtest.h>
 
@@ -57,7 +60,8 @@ TEST_F(GemmBf16, RoundingMatchesScalarRoundToNearestEven) {
 // ops::matmul on `w` (on the calling thread, 2 and 3 threads) against ref::matmul on the same
 // bf16-rounded activations over the row-major `rows`: exact products of bf16 pairs summed in f32
 // in another order, so each output within rel · Σ|x·w|.
-void expect_near_reference(const Bf16Weights& rows, const Bf16Weights& w, double rel) {
+void expect_near_reference(const Bf16Weights& rows, const Bf16Weights& w, double rel,
+                           ops::Bf16Tiles tiles = ops::Bf16Tiles::None) {
   const int64_t out = rows.view.shape[0], in = rows.view.shape[1];
   ThreadPool pool2(2), pool3(3);
   for (int64_t T : {1, 3, 4, 5, 8, 9, 70}) {
@@ -67,6 +71,7 @@ void expect_near_reference(const Bf16Weights& rows, const Bf16Weights& w, double
     ref::matmul(xr.data(), T, rows.view, want.data());
     for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
       ops::MatmulContext ctx{p, 4, true};
+      ctx.bf16_tiles = tiles;
       ASSERT_TRUE(ops::uses_bf16_kernel(ctx));
       std::fill(got.begin(), got.end(), NAN);
       ops::matmul(x.data(), T, w.view, got.data(), ctx);
@@ -165,6 +170,164 @@ TEST_F(GemmBf16, InterleavedTokenResultsDoNotDependOnBatchRowsStreamsOrThreads) 
   EXPECT_EQ(0, std::memcmp(part.data(), &all[size_t(5 * out)], part.size() * 4));
   EXPECT_THROW(ops::gemm_bf16_interleaved_rows(xb.data(), 1, in, w.view.data, 0, 40, part.data(), out, 2), Error);
   EXPECT_THROW(ops::gemm_bf16_interleaved_rows(xb.data(), 1, 201, w.view.data, 0, 16, part.data(), out, 2), Error);
+}
+
+// ---- The tile kernel (gemm_bf16_tiles.h), on the software model of AMX-BF16 where the CPU has none.
+
+// Scalar bf16 activations, so these run on any CPU (the model needs no AVX-512).
+std::vector<uint16_t> bf16_activations(int64_t T, int64_t in, unsigned seed) {
+  const std::vector<float> x = test::random_activations(T * in, seed);
+  std::vector<uint16_t> xb(x.size());
+  for (size_t i = 0; i < x.size(); ++i) xb[i] = f32_to_bf16(x[i]);
+  return xb;
+}
+
+// The tile unit under test: the CPU's when its kernel check passed, else the software model.
+ops::Bf16Tiles tile_unit() { return ops::amx_bf16_kernel_usable() ? ops::Bf16Tiles::Amx : ops::Bf16Tiles::Emulated; }
+
+// Each output against the double sum of the same bf16 products, within one f32 rounding per
+// column (the sums run over the columns in order); rows outside [o_begin, o_end) untouched.
+TEST(Bf16Tiles, MatchTheScalarSumForEveryTileShape) {
+  for (auto [out, in] : {std::pair<int64_t, int64_t>{16, 32}, {48, 96}, {80, 320}}) {
+    const Bf16Weights rows = make_weights(out, in, unsigned(out + in));
+    const Bf16Weights w = interleaved(rows);
+    for (int64_t T : {1, 2, 15, 16, 17, 32, 33, 70}) {  // token tiles full, partial, one or two per panel
+      const std::vector<uint16_t> xb = bf16_activations(T, in, unsigned(T * 3 + in));
+      const int64_t o_begin = out > 16 ? 16 : 0;  // rows from the second group on, when there is one
+      std::vector<float> y(size_t(T * out), NAN);
+      ops::gemm_bf16_tiles(tile_unit(), xb.data(), T, in, w.view.data, o_begin, out, y.data(), out);
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t o = 0; o < out; ++o) {
+          const float got = y[size_t(t * out + o)];
+          if (o < o_begin) {
+            ASSERT_TRUE(std::isnan(got)) << "row " << o << " outside the range was written";
+            continue;
+          }
+          double sum = 0, mag = 0;
+          for (int64_t i = 0; i < in; ++i) {
+            const double p = double(bf16_to_f32(xb[size_t(t * in + i)])) * double(bf16_to_f32(rows.bits[size_t(o * in + i)]));
+            sum += p;
+            mag += std::fabs(p);
+          }
+          ASSERT_NEAR(got, sum, double(in) * 0x1p-24 * mag) << "out " << out << " in " << in << " T " << T << " t " << t
+                                                            << " o " << o;
+        }
+    }
+  }
+}
+
+// Small integers: every product and partial sum is exact in f32, so the tiles must give the
+// integer dot product exactly (a misplaced pair or row shows as a wrong integer, not rounding).
+TEST(Bf16Tiles, ExactOnSmallIntegers) {
+  const int64_t out = 32, in = 64, T = 20;
+  Bf16Weights rows;
+  rows.bits.resize(size_t(out * in));
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t i = 0; i < in; ++i) rows.bits[size_t(o * in + i)] = f32_to_bf16(float((o * 5 + i * 3) % 7 - 3));
+  rows.view = test::matrix_view(DType::BF16, out, in, rows.bits.data());
+  const Bf16Weights w = interleaved(rows);
+  std::vector<uint16_t> xb(size_t(T * in));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < in; ++i) xb[size_t(t * in + i)] = f32_to_bf16(float((t * 3 + i * 7) % 9 - 4));
+  std::vector<float> y(size_t(T * out), NAN);
+  ops::gemm_bf16_tiles(tile_unit(), xb.data(), T, in, w.view.data, 0, out, y.data(), out);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t o = 0; o < out; ++o) {
+      int64_t want = 0;
+      for (int64_t i = 0; i < in; ++i) want += ((t * 3 + i * 7) % 9 - 4) * ((o * 5 + i * 3) % 7 - 3);
+      ASSERT_EQ(y[size_t(t * out + o)], float(want)) << "t " << t << " o " << o;
+    }
+}
+
+// Each sum depends on its token's row and its weight row only: a token alone (decode), in a
+// chunk at another offset (other tile positions, partial tiles) and over split row ranges gives
+// the same bits as in the full batch.
+TEST(Bf16Tiles, TokenResultsDoNotDependOnBatchOrRows) {
+  const int64_t out = 112, in = 128, T = 70;  // 7 groups: pairs and a last one alone
+  const Bf16Weights w = interleaved(make_weights(out, in, 8));
+  const std::vector<uint16_t> xb = bf16_activations(T, in, 12);
+  const ops::Bf16Tiles unit = tile_unit();
+  std::vector<float> all(size_t(T * out), NAN);
+  ops::gemm_bf16_tiles(unit, xb.data(), T, in, w.view.data, 0, out, all.data(), out);
+  for (int64_t t : {0, 1, 15, 16, 31, 32, 63, 64, 69}) {
+    std::vector<float> one(size_t(out), NAN);
+    ops::gemm_bf16_tiles(unit, &xb[size_t(t * in)], 1, in, w.view.data, 0, out, one.data(), out);
+    EXPECT_EQ(0, std::memcmp(one.data(), &all[size_t(t * out)], one.size() * 4)) << "token " << t << " alone";
+  }
+  std::vector<float> part(size_t(21 * out), NAN);
+  ops::gemm_bf16_tiles(unit, &xb[size_t(7 * in)], 21, in, w.view.data, 48, out, part.data(), out);
+  ops::gemm_bf16_tiles(unit, &xb[size_t(7 * in)], 21, in, w.view.data, 0, 48, part.data(), out);
+  EXPECT_EQ(0, std::memcmp(part.data(), &all[size_t(7 * out)], part.size() * 4)) << "tokens 7..27, rows in two ranges";
+}
+
+TEST(Bf16Tiles, RefuseShapesTheTilesDoNotTake) {
+  const Bf16Weights w = interleaved(make_weights(32, 64, 3));
+  const std::vector<uint16_t> xb = bf16_activations(2, 64, 4);
+  std::vector<float> y(64);
+  EXPECT_FALSE(ops::bf16_tiles_fit(48));
+  EXPECT_FALSE(ops::bf16_tiles_fit(0));
+  EXPECT_TRUE(ops::bf16_tiles_fit(1536));
+  EXPECT_THROW(ops::gemm_bf16_tiles(ops::Bf16Tiles::Emulated, xb.data(), 2, 48, w.view.data, 0, 16, y.data(), 32), Error);
+  EXPECT_THROW(ops::gemm_bf16_tiles(ops::Bf16Tiles::Emulated, xb.data(), 2, 64, w.view.data, 0, 24, y.data(), 32), Error);
+  EXPECT_THROW(ops::gemm_bf16_tiles(ops::Bf16Tiles::None, xb.data(), 2, 64, w.view.data, 0, 16, y.data(), 32), Error);
+}
+
+// The one-time kernel check: it passes on the software model (the same check the CPU's tiles
+// must pass), and says why where it did not run on the CPU's.
+TEST(Bf16Tiles, KernelCheckPassesOnTheModelAndSaysWhyTheCpuTilesAreNotUsed) {
+  const ops::TileKernelCheck model = ops::check_bf16_tiles(ops::Bf16Tiles::Emulated);
+  EXPECT_TRUE(model.run);
+  EXPECT_TRUE(model.passed) << model.detail;
+  const ops::TileKernelCheck& cpu = ops::amx_bf16_kernel_check();
+  if (host_cpu().amx_bf16_usable()) {
+    EXPECT_TRUE(cpu.run);
+    EXPECT_TRUE(cpu.passed) << cpu.detail;
+  } else {
+    EXPECT_FALSE(cpu.run);
+    EXPECT_FALSE(ops::amx_bf16_kernel_usable());
+    EXPECT_NE(cpu.detail.find("did not confirm AMX-BF16"), std::string::npos) << cpu.detail;
+    // A context made for this CPU never asks for tiles it does not have.
+    EXPECT_EQ(ops::make_matmul_context(nullptr, host_cpu(), 1536, true, false).bf16_tiles, ops::Bf16Tiles::None);
+  }
+}
+
+// Through ops::matmul (activations rounded by the AVX512_BF16 kernel, rows split over threads):
+// widths in whole steps of 32 on the tiles, others on VDPBF16PS, each near the reference.
+TEST_F(GemmBf16, TilesThroughMatmulMatchReference) {
+  for (auto [out, in] : {std::pair<int64_t, int64_t>{16, 32}, {64, 96}, {160, 640}, {48, 46}}) {
+    const Bf16Weights rows = make_weights(out, in, unsigned(out * 3 + in));
+    expect_near_reference(rows, interleaved(rows), 1.2e-7 * double(in), ops::Bf16Tiles::Emulated);
+  }
+  ops::MatmulContext ctx{nullptr, 4, true};
+  ctx.bf16_tiles = ops::Bf16Tiles::Emulated;
+  EXPECT_TRUE(ops::uses_bf16_tiles(ctx, 96));
+  EXPECT_FALSE(ops::uses_bf16_tiles(ctx, 46));
+  EXPECT_NE(ops::describe_matmul(ctx, DType::BF16_R16).find("software model of AMX-BF16 tiles"), std::string::npos);
+  EXPECT_EQ(ops::mac_unit_of(ctx, DType::BF16_R16), MacUnit::Bf16Tile);
+  ctx.bf16_tiles = ops::Bf16Tiles::None;
+  EXPECT_EQ(ops::mac_unit_of(ctx, DType::BF16_R16), MacUnit::Bf16Dot);
+}
+
+// Threads and batch through ops::matmul on the tiles: one token alone on 2 threads equals its
+// row of a 70-token batch on one thread.
+TEST_F(GemmBf16, TilesThroughMatmulAreBitExactAcrossBatchAndThreads) {
+  const int64_t out = 96, in = 160, T = 70;
+  const Bf16Weights w = interleaved(make_weights(out, in, 21));
+  const std::vector<float> x = test::random_activations(T * in, 22);
+  ops::MatmulContext one_thread{nullptr, 4, true};
+  one_thread.bf16_tiles = ops::Bf16Tiles::Emulated;
+  ThreadPool pool(2);
+  ops::MatmulContext two_threads = one_thread;
+  two_threads.pool = &pool;
+  std::vector<float> all(size_t(T * out), NAN), threaded(size_t(T * out), NAN);
+  ops::matmul(x.data(), T, w.view, all.data(), one_thread);
+  ops::matmul(x.data(), T, w.view, threaded.data(), two_threads);
+  EXPECT_EQ(0, std::memcmp(all.data(), threaded.data(), all.size() * 4));
+  for (int64_t t : {0, 33, 69}) {
+    std::vector<float> one(size_t(out), NAN);
+    ops::matmul(&x[size_t(t * in)], 1, w.view, one.data(), two_threads);
+    EXPECT_EQ(0, std::memcmp(one.data(), &all[size_t(t * out)], one.size() * 4)) << "token " << t;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,308 @@
+#include "ops/gemm_bf16_tiles.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "ops/gemm_q8.h"  // walk_interleaved_groups
+#include "platform/amx_tile_config.h"
+#include "platform/device.h"
+#include "platform/dtype.h"
+#include "platform/error.h"
+#include "platform/row_interleave.h"
+#include "platform/sigill_guard.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define G4_AMX_TARGET __attribute__((target("amx-tile,amx-bf16")))
+#endif
+
+namespace g4::ops {
+
+namespace {
+
+constexpr int64_t kStepColumns = 32;                          // bf16 values in one 64-byte tile row
+constexpr uint64_t kStepGroupBytes = kTileRows * kTileRowBytes;  // one step of a 16-row group: one B tile
+constexpr int kPanelTokens = 2 * kTileRows;                   // two token tiles per step
+// Prefill: each pair of groups meets a block of 64 tokens (two panels) while its weights sit in
+// L2 (2 x 16 rows x in bf16: 96 KiB at in = 1536, 384 KiB at 6144), as the VDPBF16PS kernel does.
+constexpr int64_t kTokenBlock = 2 * kPanelTokens;
+
+// The tile registers' roles: tmm 2·i + j sums token tile i x row group j, tmm 4 + i holds token
+// tile i, tmm 6 + j row group j.
+TileConfig panel_config(int tokens0, int tokens1) {
+  TileConfig c;
+  c.set(0, tokens0, kTileRowBytes);
+  c.set(1, tokens0, kTileRowBytes);
+  c.set(2, tokens1, kTileRowBytes);
+  c.set(3, tokens1, kTileRowBytes);
+  c.set(4, tokens0, kTileRowBytes);
+  c.set(5, tokens1, kTileRowBytes);
+  c.set(6, kTileRows, kTileRowBytes);
+  c.set(7, kTileRows, kTileRowBytes);
+  return c;
+}
+
+// A software model of the eight tile registers, following the SDM: loads fill the configured
+// rows and bytes and zero the rest; TDPBF16PS adds, per element in order of the pairs, the even
+// then the odd product (bf16 products are exact in f32, so each add is one fused multiply-add,
+// round to nearest even), denormal inputs read as zero and denormal results flushed to zero.
+// Using a tile the configuration leaves empty, or shapes that do not chain, throws: the
+// hardware faults there.
+class EmulatedTiles {
+ public:
+  void configure(const TileConfig& c) {
+    config_ = c;
+    std::memset(tiles_, 0, sizeof tiles_);
+  }
+  void load(int t, const void* p, size_t stride) {
+    require(t, "load");
+    std::memset(tiles_[t], 0, sizeof tiles_[t]);
+    for (int r = 0; r < rows(t); ++r)
+      std::memcpy(tiles_[t] + r * kTileRowBytes, static_cast<const std::byte*>(p) + r * stride, size_t(bytes(t)));
+  }
+  void zero(int t) {
+    require(t, "zero");
+    std::memset(tiles_[t], 0, sizeof tiles_[t]);
+  }
+  void store(int t, void* p, size_t stride) const {
+    require(t, "store");
+    for (int r = 0; r < rows(t); ++r)
+      std::memcpy(static_cast<std::byte*>(p) + r * stride, tiles_[t] + r * kTileRowBytes, size_t(bytes(t)));
+  }
+  void dot(int token_tile, int row_tile) {
+    const int c = 2 * token_tile + row_tile, a = 4 + token_tile, b = 6 + row_tile;
+    for (int t : {c, a, b}) require(t, "TDPBF16PS");
+    if (rows(c) != rows(a) || bytes(a) != 4 * rows(b) || bytes(c) != bytes(b))
+      throw Error("software AMX-BF16: TDPBF16PS on tiles that do not chain (sums " + shape(c) + ", tokens " + shape(a) +
+                  ", rows " + shape(b) + ")");
+    for (int m = 0; m < rows(c); ++m)
+      for (int k = 0; k < bytes(a) / 4; ++k)
+        for (int n = 0; n < bytes(c) / 4; ++n) {
+          float s = f32_at(c, m, n);
+          s = flush(std::fma(bf16_in(a, m, 2 * k), bf16_in(b, k, 2 * n), s));
+          s = flush(std::fma(bf16_in(a, m, 2 * k + 1), bf16_in(b, k, 2 * n + 1), s));
+          std::memcpy(tiles_[c] + m * kTileRowBytes + 4 * n, &s, 4);
+        }
+  }
+  void release() {}
+
+ private:
+  int rows(int t) const { return config_.rows[t]; }
+  int bytes(int t) const { return config_.bytes_per_row[t]; }
+  std::string shape(int t) const { return std::to_string(rows(t)) + " x " + std::to_string(bytes(t)) + " B"; }
+  void require(int t, const char* op) const {
+    if (!rows(t) || !bytes(t))
+      throw Error(std::string("software AMX-BF16: ") + op + " on tmm" + std::to_string(t) +
+                  ", which the tile configuration leaves empty");
+  }
+  float f32_at(int t, int m, int n) const {
+    float v;
+    std::memcpy(&v, tiles_[t] + m * kTileRowBytes + 4 * n, 4);
+    return v;
+  }
+  float bf16_in(int t, int m, int i) const {
+    uint16_t h;
+    std::memcpy(&h, tiles_[t] + m * kTileRowBytes + 2 * i, 2);
+    if ((h & 0x7F80) == 0) h &= 0x8000;  // denormal (or zero) in: zero, sign kept
+    return bf16_to_f32(h);
+  }
+  static float flush(float v) { return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.0f, v) : v; }
+
+  TileConfig config_;
+  alignas(64) std::byte tiles_[8][kTileRows * kTileRowBytes] = {};
+};
+
+#if defined(__x86_64__)
+// The CPU's tiles, in the same roles (the intrinsics name their registers by literal numbers).
+struct AmxTiles {
+  G4_AMX_TARGET void configure(const TileConfig& c) {
+    asm volatile("" ::: "memory");  // LDTILECFG's asm names only 8 of the config's 64 bytes as read
+    _tile_loadconfig(&c);
+  }
+  G4_AMX_TARGET void load(int t, const void* p, size_t stride) {
+    const long s = long(stride);
+    switch (t) {
+      case 4: _tile_loadd(4, p, s); break;
+      case 5: _tile_loadd(5, p, s); break;
+      case 6: _tile_loadd(6, p, s); break;
+      default: _tile_loadd(7, p, s); break;
+    }
+  }
+  G4_AMX_TARGET void zero(int t) {
+    switch (t) {
+      case 0: _tile_zero(0); break;
+      case 1: _tile_zero(1); break;
+      case 2: _tile_zero(2); break;
+      default: _tile_zero(3); break;
+    }
+  }
+  G4_AMX_TARGET void store(int t, void* p, size_t stride) {
+    const long s = long(stride);
+    switch (t) {
+      case 0: _tile_stored(0, p, s); break;
+      case 1: _tile_stored(1, p, s); break;
+      case 2: _tile_stored(2, p, s); break;
+      default: _tile_stored(3, p, s); break;
+    }
+  }
+  G4_AMX_TARGET void dot(int token_tile, int row_tile) {
+    switch (2 * token_tile + row_tile) {
+      case 0: _tile_dpbf16ps(0, 4, 6); break;
+      case 1: _tile_dpbf16ps(1, 4, 7); break;
+      case 2: _tile_dpbf16ps(2, 5, 6); break;
+      default: _tile_dpbf16ps(3, 5, 7); break;
+    }
+  }
+  G4_AMX_TARGET void release() { _tile_release(); }
+};
+#define G4_TILES_TARGET G4_AMX_TARGET
+#else
+#define G4_TILES_TARGET
+#endif
+
+// One panel: `count` tokens (up to 32) from token t x one or two 16-row groups from g, over all
+// steps. `loaded` is the token count the unit's configuration was made for (-1: none yet).
+template <class Unit>
+G4_TILES_TARGET void panel(Unit& u, int& loaded, const uint16_t* xb, int64_t in, const std::byte* w, uint64_t group_bytes,
+                           bool pair, int64_t g, int64_t t, int count, float* y, int64_t ldy) {
+  const int tokens0 = std::min(count, kTileRows), tokens1 = count - tokens0;
+  if (count != loaded) {
+    u.configure(panel_config(tokens0, tokens1));
+    loaded = count;
+  }
+  const int groups = pair ? 2 : 1;
+  for (int i = 0; i < (tokens1 ? 2 : 1); ++i)
+    for (int j = 0; j < groups; ++j) u.zero(2 * i + j);
+  const std::byte* b = w + uint64_t(g) * group_bytes;
+  const uint16_t* a = xb + t * in;
+  const size_t a_stride = size_t(in) * sizeof(uint16_t);
+  for (int64_t s = 0; s < in / kStepColumns; ++s) {
+    u.load(4, a + s * kStepColumns, a_stride);
+    if (tokens1) u.load(5, a + kTileRows * in + s * kStepColumns, a_stride);
+    for (int j = 0; j < groups; ++j) u.load(6 + j, b + uint64_t(j) * group_bytes + uint64_t(s) * kStepGroupBytes, kTileRowBytes);
+    for (int i = 0; i < (tokens1 ? 2 : 1); ++i)
+      for (int j = 0; j < groups; ++j) u.dot(i, j);
+  }
+  for (int i = 0; i < (tokens1 ? 2 : 1); ++i)
+    for (int j = 0; j < groups; ++j)
+      u.store(2 * i + j, y + (t + kTileRows * i) * ldy + kInterleaveRows * (g + j), size_t(ldy) * sizeof(float));
+}
+
+// Groups [g_begin, g_end) x all T tokens: decode takes the groups in pairs; prefill walks blocks
+// of 64 tokens, each pair of groups over the block's panels of 32.
+template <class Unit>
+G4_TILES_TARGET __attribute__((noinline)) void run_tiles(const uint16_t* xb, int64_t T, int64_t in, const std::byte* w,
+                                                         int64_t g_begin, int64_t g_end, float* y, int64_t ldy) {
+  asm volatile("" ::: "memory");  // the tile loads' asm does not name the activations it reads
+  Unit u;
+  int loaded = -1;
+  const uint64_t group_bytes = uint64_t(kInterleaveRows) * uint64_t(in) * sizeof(uint16_t);
+  walk_interleaved_groups(
+      T, g_begin, g_end, 2,
+      [&](int n, int64_t g) { panel(u, loaded, xb, in, w, group_bytes, n == 2, g, 0, 1, y, ldy); },
+      [&](bool pair, int64_t g, int64_t t, int count) { panel(u, loaded, xb, in, w, group_bytes, pair, g, t, count, y, ldy); },
+      kPanelTokens, kTokenBlock);
+  u.release();
+}
+
+}  // namespace
+
+const char* bf16_tiles_name(Bf16Tiles t) {
+  switch (t) {
+    case Bf16Tiles::None: return "none";
+    case Bf16Tiles::Amx: return "AMX-BF16";
+    case Bf16Tiles::Emulated: return "software model of AMX-BF16";
+  }
+  return "?";
+}
+
+bool bf16_tiles_fit(int64_t in) { return in > 0 && in % kStepColumns == 0; }
+
+void gemm_bf16_tiles(Bf16Tiles unit, const uint16_t* xb, int64_t T, int64_t in, const std::byte* w, int64_t o_begin,
+                     int64_t o_end, float* y, int64_t ldy) {
+  if (!bf16_tiles_fit(in) || o_begin % kInterleaveRows || o_end % kInterleaveRows || o_begin > o_end || T < 1)
+    throw Error("gemm_bf16_tiles: BF16_R16 tiles need a width in whole steps of 32 and rows in whole groups of 16, got " +
+                std::to_string(T) + " tokens, width " + std::to_string(in) + ", rows [" + std::to_string(o_begin) + ", " +
+                std::to_string(o_end) + ")");
+  const int64_t g0 = o_begin / kInterleaveRows, g1 = o_end / kInterleaveRows;
+  switch (unit) {
+    case Bf16Tiles::Emulated: run_tiles<EmulatedTiles>(xb, T, in, w, g0, g1, y, ldy); return;
+    case Bf16Tiles::Amx:
+#if defined(__x86_64__)
+      run_tiles<AmxTiles>(xb, T, in, w, g0, g1, y, ldy);
+      return;
+#endif
+    case Bf16Tiles::None: break;
+  }
+  throw Error(std::string("gemm_bf16_tiles: no tile unit (") + bf16_tiles_name(unit) + ") on this build");
+}
+
+TileKernelCheck check_bf16_tiles(Bf16Tiles unit) {
+  constexpr int64_t T = 37, in = 96, out = 48, groups = out / kInterleaveRows;
+  std::mt19937 rng(29);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<uint16_t> xb(size_t(T * in)), rows(size_t(out * in));
+  for (auto& v : xb) v = f32_to_bf16(dist(rng));
+  for (auto& v : rows) v = f32_to_bf16(dist(rng));
+  std::vector<std::byte> w(rows.size() * sizeof(uint16_t));
+  const uint64_t group_bytes = uint64_t(kInterleaveRows) * uint64_t(in) * sizeof(uint16_t);
+  for (int64_t g = 0; g < groups; ++g)
+    interleave_group(DType::BF16, reinterpret_cast<const std::byte*>(rows.data()) + g * group_bytes, in,
+                     w.data() + g * group_bytes);
+  std::vector<float> all(size_t(T * out), NAN), one(size_t(out), NAN), some(size_t(5 * out), NAN);
+  TileKernelCheck c;
+  c.run = true;
+  const bool ran = run_catching_sigill([&] {
+    gemm_bf16_tiles(unit, xb.data(), T, in, w.data(), 0, out, all.data(), out);
+    gemm_bf16_tiles(unit, xb.data() + 20 * in, 1, in, w.data(), 0, out, one.data(), out);
+    gemm_bf16_tiles(unit, xb.data() + 30 * in, 5, in, w.data(), 0, out, some.data(), out);
+  });
+  if (!ran) {
+    c.detail = std::string("SIGILL in the ") + bf16_tiles_name(unit) + " kernel";
+    return c;
+  }
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t o = 0; o < out; ++o) {
+      double sum = 0, magnitude = 0;
+      for (int64_t i = 0; i < in; ++i) {
+        const double p = double(bf16_to_f32(xb[size_t(t * in + i)])) * double(bf16_to_f32(rows[size_t(o * in + i)]));
+        sum += p;
+        magnitude += std::fabs(p);
+      }
+      const double got = all[size_t(t * out + o)], bound = double(in) * 0x1p-24 * magnitude;
+      if (!(std::fabs(got - sum) <= bound)) {
+        c.detail = "token " + std::to_string(t) + ", row " + std::to_string(o) + ": " + std::to_string(got) +
+                   ", the scalar sum " + std::to_string(sum) + " (allowed " + std::to_string(bound) + ")";
+        return c;
+      }
+    }
+  if (std::memcmp(one.data(), all.data() + 20 * out, one.size() * sizeof(float)) ||
+      std::memcmp(some.data(), all.data() + 30 * out, some.size() * sizeof(float))) {
+    c.detail = "tokens alone or 5 at a time differ from the same tokens in a batch of 37";
+    return c;
+  }
+  c.passed = true;
+  c.detail = std::string(bf16_tiles_name(unit)) +
+             " kernel: 37 tokens x 96 columns x 48 rows within 96 f32 roundings of the scalar sum, tokens alone and "
+             "in a smaller batch bit-identical to the batch";
+  return c;
+}
+
+const TileKernelCheck& amx_bf16_kernel_check() {
+  static const TileKernelCheck check = [] {
+    if (!host_cpu().amx_bf16_usable()) {
+      TileKernelCheck c;
+      c.detail = "the probe and tile self-test did not confirm AMX-BF16 on this CPU";
+      return c;
+    }
+    return check_bf16_tiles(Bf16Tiles::Amx);
+  }();
+  return check;
+}
+
+bool amx_bf16_kernel_usable() { return amx_bf16_kernel_check().passed; }
+
+}  // namespace g4::ops
