@@ -25,10 +25,7 @@ namespace {
 
 constexpr int64_t kStepColumns = 32;                          // bf16 values in one 64-byte tile row
 constexpr uint64_t kStepGroupBytes = kTileRows * kTileRowBytes;  // one step of a 16-row group: one B tile
-constexpr int kPanelTokens = 2 * kTileRows;                   // two token tiles per step
-// Prefill: each pair of groups meets a block of 64 tokens (two panels) while its weights sit in
-// L2 (2 x 16 rows x in bf16: 96 KiB at in = 1536, 384 KiB at 6144), as the VDPBF16PS kernel does.
-constexpr int64_t kTokenBlock = 2 * kPanelTokens;
+constexpr int kTilePanelTokens = 2 * kTileRows;                   // two token tiles per step
 
 // The tile registers' roles: tmm 2·i + j sums token tile i x row group j, tmm 4 + i holds token
 // tile i, tmm 6 + j row group j.
@@ -192,10 +189,11 @@ G4_TILES_TARGET void panel(Unit& u, int& loaded, const uint16_t* xb, int64_t in,
 }
 
 // Groups [g_begin, g_end) x all T tokens: decode takes the groups in pairs; prefill walks blocks
-// of 64 tokens, each pair of groups over the block's panels of 32.
+// of token_block tokens, each pair of groups over the block's panels of 32.
 template <class Unit>
 G4_TILES_TARGET __attribute__((noinline)) void run_tiles(const uint16_t* xb, int64_t T, int64_t in, const std::byte* w,
-                                                         int64_t g_begin, int64_t g_end, float* y, int64_t ldy) {
+                                                         int64_t g_begin, int64_t g_end, float* y, int64_t ldy,
+                                                         int64_t token_block) {
   asm volatile("" ::: "memory");  // the tile loads' asm does not name the activations it reads
   Unit u;
   int loaded = -1;
@@ -204,7 +202,7 @@ G4_TILES_TARGET __attribute__((noinline)) void run_tiles(const uint16_t* xb, int
       T, g_begin, g_end, 2,
       [&](int n, int64_t g) { panel(u, loaded, xb, in, w, group_bytes, n == 2, g, 0, 1, y, ldy); },
       [&](bool pair, int64_t g, int64_t t, int count) { panel(u, loaded, xb, in, w, group_bytes, pair, g, t, count, y, ldy); },
-      kPanelTokens, kTokenBlock);
+      kTilePanelTokens, token_block);
   u.release();
 }
 
@@ -221,18 +219,26 @@ const char* bf16_tiles_name(Bf16Tiles t) {
 
 bool bf16_tiles_fit(int64_t in) { return in > 0 && in % kStepColumns == 0; }
 
+int64_t bf16_tiles_token_block(int64_t in, uint64_t budget_bytes) {
+  const uint64_t row = uint64_t(std::max<int64_t>(in, 1)) * sizeof(uint16_t), pair = 2 * kInterleaveRows * row;
+  const uint64_t panels = budget_bytes > pair ? (budget_bytes - pair) / (row * kTilePanelTokens) : 0;
+  return int64_t(std::clamp<uint64_t>(panels, 1, 16)) * kTilePanelTokens;
+}
+
 void gemm_bf16_tiles(Bf16Tiles unit, const uint16_t* xb, int64_t T, int64_t in, const std::byte* w, int64_t o_begin,
-                     int64_t o_end, float* y, int64_t ldy) {
-  if (!bf16_tiles_fit(in) || o_begin % kInterleaveRows || o_end % kInterleaveRows || o_begin > o_end || T < 1)
-    throw Error("gemm_bf16_tiles: BF16_R16 tiles need a width in whole steps of 32 and rows in whole groups of 16, got " +
-                std::to_string(T) + " tokens, width " + std::to_string(in) + ", rows [" + std::to_string(o_begin) + ", " +
-                std::to_string(o_end) + ")");
+                     int64_t o_end, float* y, int64_t ldy, int64_t token_block) {
+  if (!bf16_tiles_fit(in) || o_begin % kInterleaveRows || o_end % kInterleaveRows || o_begin > o_end || T < 1 ||
+      token_block < kTilePanelTokens || token_block % kTilePanelTokens)
+    throw Error("gemm_bf16_tiles: BF16_R16 tiles need a width in whole steps of 32, rows in whole groups of 16 and "
+                "token blocks of whole 32-token panels, got " + std::to_string(T) + " tokens, width " + std::to_string(in) +
+                ", rows [" + std::to_string(o_begin) + ", " + std::to_string(o_end) + "), token block " +
+                std::to_string(token_block));
   const int64_t g0 = o_begin / kInterleaveRows, g1 = o_end / kInterleaveRows;
   switch (unit) {
-    case Bf16Tiles::Emulated: run_tiles<EmulatedTiles>(xb, T, in, w, g0, g1, y, ldy); return;
+    case Bf16Tiles::Emulated: run_tiles<EmulatedTiles>(xb, T, in, w, g0, g1, y, ldy, token_block); return;
     case Bf16Tiles::Amx:
 #if defined(__x86_64__)
-      run_tiles<AmxTiles>(xb, T, in, w, g0, g1, y, ldy);
+      run_tiles<AmxTiles>(xb, T, in, w, g0, g1, y, ldy, token_block);
       return;
 #endif
     case Bf16Tiles::None: break;

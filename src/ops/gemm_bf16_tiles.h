@@ -38,11 +38,19 @@ const char* bf16_tiles_name(Bf16Tiles t);  // "none", "AMX-BF16", "software mode
 // the VDPBF16PS kernel for every token count, which keeps their batching exact too.
 bool bf16_tiles_fit(int64_t in);
 
+// Prefill walks the tokens in blocks: each pair of row groups meets a whole block (its weights
+// read from memory once per block, then from cache) while the block's activation rows stay in
+// L2. The block is as many 32-token panels as fit `budget_bytes` beside the pair's weights
+// (in x 2 bytes per token, 64 x in for the pair), at least 1 and at most 16 panels. It changes
+// which bytes are re-read, never a result bit.
+int64_t bf16_tiles_token_block(int64_t in, uint64_t budget_bytes);
+
 // y[t * ldy + o] for o in [o_begin, o_end), t in [0, T): Σ_i xb[t, i] · w[o, i], w BF16_R16
-// [out, in] (o_begin, o_end multiples of 16; in a multiple of 32; else g4::Error). unit Amx
-// requires amx_bf16_kernel_usable(); Emulated runs anywhere.
+// [out, in] (o_begin, o_end multiples of 16; in a multiple of 32; token_block a positive
+// multiple of 32; else g4::Error). unit Amx requires amx_bf16_kernel_usable(); Emulated runs
+// anywhere.
 void gemm_bf16_tiles(Bf16Tiles unit, const uint16_t* xb, int64_t T, int64_t in, const std::byte* w, int64_t o_begin,
-                     int64_t o_end, float* y, int64_t ldy);
+                     int64_t o_end, float* y, int64_t ldy, int64_t token_block = 64);
 
 // The one-time check of this kernel on this CPU's AMX-BF16 (item 7 of the fast-path issue: an
 // optional unit is used only after the probe confirms it and a self-test passes). Runs once per

@@ -104,6 +104,7 @@ MatmulContext make_matmul_context(ThreadPool* pool, const DeviceInfo& device, in
   // The tiles where `device` has AMX-BF16 and so does the CPU this process runs on, whose kernel
   // check passed (a preset device describing AMX never turns the tiles on elsewhere).
   if (bf16_compute && device.amx_bf16_usable() && amx_bf16_kernel_usable()) c.bf16_tiles = Bf16Tiles::Amx;
+  c.tile_block_budget = cpu_l2_limit(device).bytes / 2;
   return c;
 }
 
@@ -221,7 +222,8 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
                 ? "AMX-BF16 tiles (TDPBF16PS; probe, tile self-test and kernel check passed)"
                 : "a software model of AMX-BF16 tiles (tests only)") +
            ", 32 tokens x 32 rows per step, each sum over the columns in order, every token count on the tiles; "
-           "matrices whose width is not a multiple of 32 on VDPBF16PS";
+           "prefill token blocks sized to half the L2 beside a pair of row groups; matrices whose width is not a "
+           "multiple of 32 on VDPBF16PS";
   if (dtype == DType::BF16_R16 && uses_bf16_kernel(ctx)) {
     std::string s = "BF16 weights, 16 rows interleaved, x bf16-rounded activations on VDPBF16PS (AVX512_BF16), 16 rows per "
                     "instruction, one f32 lane per row summed over the value pairs in order; decode: " +
@@ -427,7 +429,8 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
       const TensorView& w = *products[i].w;
       const int64_t out = w.shape[0], r0 = (b - first[i]) * group[i], r1 = std::min(out, (e - first[i]) * group[i]);
       if (kernel == FastKernel::Bf16 && group[i] == int(kInterleaveRows) && uses_bf16_tiles(ctx, in))
-        gemm_bf16_tiles(ctx.bf16_tiles, xbp, T, in, w.data, r0, r1, products[i].y, out);
+        gemm_bf16_tiles(ctx.bf16_tiles, xbp, T, in, w.data, r0, r1, products[i].y, out,
+                        ctx.tile_block_budget ? bf16_tiles_token_block(in, ctx.tile_block_budget) : 64);
       else if (kernel == FastKernel::Bf16 && group[i] == int(kInterleaveRows))
         gemm_bf16_interleaved_rows(xbp, T, in, w.data, r0, r1, products[i].y, out, kBf16DecodeGroups);
       else if (kernel == FastKernel::Bf16)

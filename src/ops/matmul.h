@@ -39,6 +39,9 @@ struct MatmulContext {
   // Amx where make_matmul_context finds AMX-BF16 confirmed and its kernel check passed;
   // Emulated only in tests (a software model of the tiles, slow).
   Bf16Tiles bf16_tiles = Bf16Tiles::None;
+  // What the tiles' token blocks may hold (bf16_tiles_token_block): half the L2 per core, from
+  // make_matmul_context; 0 takes 2 panels (64 tokens).
+  uint64_t tile_block_budget = 0;
 };
 
 // How decode's weight stream is read on this CPU (streams per thread, software prefetch), and why.

@@ -258,6 +258,20 @@ TEST(Bf16Tiles, TokenResultsDoNotDependOnBatchOrRows) {
   ops::gemm_bf16_tiles(unit, &xb[size_t(7 * in)], 21, in, w.view.data, 48, out, part.data(), out);
   ops::gemm_bf16_tiles(unit, &xb[size_t(7 * in)], 21, in, w.view.data, 0, 48, part.data(), out);
   EXPECT_EQ(0, std::memcmp(part.data(), &all[size_t(7 * out)], part.size() * 4)) << "tokens 7..27, rows in two ranges";
+  for (int64_t block : {32, 96, 512}) {  // the token block re-orders the walk, not a sum
+    std::vector<float> blocked(all.size(), NAN);
+    ops::gemm_bf16_tiles(unit, xb.data(), T, in, w.view.data, 0, out, blocked.data(), out, block);
+    EXPECT_EQ(0, std::memcmp(blocked.data(), all.data(), all.size() * 4)) << "token block " << block;
+  }
+}
+
+// Token blocks: as many 32-token panels as fit the budget beside a pair of row groups, 1 to 16.
+TEST(Bf16Tiles, TokenBlocksFitTheirBudget) {
+  // in = 1536: a token row is 3 KiB, the pair of groups 96 KiB; 512 KiB holds 4 panels beside it.
+  EXPECT_EQ(ops::bf16_tiles_token_block(1536, 512u << 10), 128);
+  EXPECT_EQ(ops::bf16_tiles_token_block(6144, 512u << 10), 32);  // the pair alone is 384 KiB: 1 panel
+  EXPECT_EQ(ops::bf16_tiles_token_block(256, 1u << 30), 512);    // at most 16 panels
+  EXPECT_EQ(ops::bf16_tiles_token_block(1536, 0), 32);
 }
 
 TEST(Bf16Tiles, RefuseShapesTheTilesDoNotTake) {
@@ -270,6 +284,8 @@ TEST(Bf16Tiles, RefuseShapesTheTilesDoNotTake) {
   EXPECT_THROW(ops::gemm_bf16_tiles(ops::Bf16Tiles::Emulated, xb.data(), 2, 48, w.view.data, 0, 16, y.data(), 32), Error);
   EXPECT_THROW(ops::gemm_bf16_tiles(ops::Bf16Tiles::Emulated, xb.data(), 2, 64, w.view.data, 0, 24, y.data(), 32), Error);
   EXPECT_THROW(ops::gemm_bf16_tiles(ops::Bf16Tiles::None, xb.data(), 2, 64, w.view.data, 0, 16, y.data(), 32), Error);
+  EXPECT_THROW(ops::gemm_bf16_tiles(ops::Bf16Tiles::Emulated, xb.data(), 2, 64, w.view.data, 0, 16, y.data(), 32, 48),
+               Error);
 }
 
 // The one-time kernel check: it passes on the software model (the same check the CPU's tiles
