@@ -16,6 +16,7 @@
 #include "model/presets.h"
 #include "model/synth.h"
 #include "ops/gemm_bf16.h"
+#include "platform/device.h"
 #include "test_util.h"
 
 namespace g4 {
@@ -43,6 +44,8 @@ TEST(BenchReport, RangesAndRunByRunRatiosAreThoseOfTheListedRuns) {
   std::string out;
   const nlohmann::json j = bench_tiny_e("--depth 40 --repeat 3", &out);
   ASSERT_FALSE(j.is_null()) << out;
+  // The AMX-BF16 tile kernel's check on this CPU, as g4 device reports it.
+  EXPECT_EQ(j.at("amx_bf16_kernel_check").at("passed").get<bool>(), host_cpu().amx_bf16_usable()) << j.dump();
   const auto d0 = j.at("decode_runs_depth0").get<std::vector<double>>();
   const auto dd = j.at("decode_runs_depth").get<std::vector<double>>();
   const auto ratios = j.at("decode_depth_percent_run_by_run").get<std::vector<double>>();
