@@ -14,6 +14,7 @@
 
 #include "ops/matmul.h"
 #include "ops/reference_ops.h"
+#include "platform/device_presets.h"
 #include "platform/dtype.h"
 #include "platform/row_interleave.h"
 #include "platform/tensor_view.h"
@@ -302,9 +303,19 @@ TEST(Bf16Tiles, KernelCheckPassesOnTheModelAndSaysWhyTheCpuTilesAreNotUsed) {
     EXPECT_FALSE(cpu.run);
     EXPECT_FALSE(ops::amx_bf16_kernel_usable());
     EXPECT_NE(cpu.detail.find("did not confirm AMX-BF16"), std::string::npos) << cpu.detail;
-    // A context made for this CPU never asks for tiles it does not have.
+    // A context made for this CPU never asks for tiles it does not have, nor one made for a
+    // preset that describes AMX-BF16 (Sapphire Rapids), since this CPU runs it.
     EXPECT_EQ(ops::make_matmul_context(nullptr, host_cpu(), 1536, true, false).bf16_tiles, ops::Bf16Tiles::None);
+    EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids(), 1536, true, false).bf16_tiles,
+              ops::Bf16Tiles::None);
   }
+  // Never without bf16 compute, nor on a device whose AMX the OS refused or whose self-test failed.
+  EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids(), 1536, false, false).bf16_tiles,
+            ops::Bf16Tiles::None);
+  EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids_amx_refused(), 1536, true, false).bf16_tiles,
+            ops::Bf16Tiles::None);
+  EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids_amx_selftest_failed(), 1536, true, false).bf16_tiles,
+            ops::Bf16Tiles::None);
 }
 
 // Through ops::matmul (activations rounded by the AVX512_BF16 kernel, rows split over threads):
