@@ -4,6 +4,7 @@
 // keeps up. For comparison against `g4 bench`'s measured read bandwidth.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -104,8 +105,48 @@ void run(benchmark::State& state, DType t) {
     for (const TensorView& v : w.views) ops::matmul(x.data(), T, v, y.data(), ctx);
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(w.bytes));
   state.counters["tok/s"] = benchmark::Counter(double(state.iterations() * T), benchmark::Counter::kIsRate);
+  double macs = 0;  // per pass: T tokens through every matrix
+  for (const TensorView& v : w.views) macs += double(v.shape[0]) * double(v.shape[1]) * double(T);
+  state.counters["GOP/s"] = benchmark::Counter(2e-9 * macs * double(state.iterations()), benchmark::Counter::kIsRate);
   state.SetLabel(ops::describe_matmul(ctx, t).substr(0, 40));
 }
+
+// The AMX-BF16 tile kernel alone, one thread, T = 512 over the decoder layers' matrices (set 2)
+// or the one in L2 (set 3), activations already in tile panels: range(0) the token block (0: the
+// one the engine picks from the L2), range(1) the shape set. GOP/s against the TDPBF16PS peak.
+void BM_TilesBF16(benchmark::State& state) {
+  if (!ops::amx_bf16_kernel_usable()) {
+    state.SkipWithError("AMX-BF16 tiles not confirmed on this CPU");
+    return;
+  }
+  const Weights& w = weights(DType::BF16_R16, int(state.range(1)));
+  const int64_t T = 512;
+  std::vector<std::vector<uint16_t>> panels;  // per distinct width, in the order first met
+  std::vector<int64_t> widths;
+  for (const TensorView& v : w.views)
+    if (std::find(widths.begin(), widths.end(), v.shape[1]) == widths.end()) {
+      widths.push_back(v.shape[1]);
+      std::vector<float> x(size_t(T * v.shape[1]));
+      std::mt19937 rng(3);
+      std::normal_distribution<float> g(0.0f, 1.0f);
+      for (auto& e : x) e = g(rng);
+      panels.emplace_back(size_t(ops::bf16_tile_panel_elements(T, v.shape[1])));
+      ops::round_to_bf16_tile_panels(x.data(), 0, T, v.shape[1], panels.back().data());
+    }
+  std::vector<float> y(size_t(T * 12288));
+  const uint64_t budget = ops::make_matmul_context(nullptr, host_cpu(), 12288, true, false).tile_block_budget;
+  double macs = 0;
+  for (const TensorView& v : w.views) macs += double(v.shape[0]) * double(v.shape[1]) * double(T);
+  for (auto _ : state)
+    for (const TensorView& v : w.views) {
+      const size_t k = size_t(std::find(widths.begin(), widths.end(), v.shape[1]) - widths.begin());
+      const int64_t block = state.range(0) ? state.range(0) : ops::bf16_tiles_token_block(v.shape[1], budget);
+      ops::gemm_bf16_tiles(ops::Bf16Tiles::Amx, panels[k].data(), T, v.shape[1], v.data, 0, v.shape[0], y.data(),
+                           v.shape[0], block);
+    }
+  state.counters["GOP/s"] = benchmark::Counter(2e-9 * macs * double(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_TilesBF16)->ArgsProduct({{0, 32, 64, 128, 512}, {2, 3}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_MatmulBF16(benchmark::State& s) { run(s, DType::BF16); }
 // BF16_R16: range(0) 0 the reference loops (reading rows out of their groups), 1 the interleaved VDPBF16PS kernel.
@@ -135,6 +176,12 @@ BENCHMARK(BM_MatmulQ4_0_R16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ4_K_R16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ5_K_R16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ6_K_R16)->G4_MATMUL_ARGS;
+// A 512-token prefill step's products on the fast kernels (the AMX-BF16 tiles where they are
+// confirmed), on the decoder layers' matrices and in L2: GOP/s against `g4 device --fma`'s peaks.
+BENCHMARK(BM_MatmulBF16_R16)->Name("BM_Prefill512_BF16_R16")->ArgsProduct({{1}, {1, 2}, {512}, {2, 3}})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_MatmulQ8_0_R16)->Name("BM_Prefill512_Q8_0_R16")->ArgsProduct({{1}, {1, 2}, {512}, {2, 3}})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace g4

@@ -45,8 +45,9 @@ const char* kUsage =
     "stream, eight streams and prefetching streams per thread, measured before, after and before\n"
     "each depth-0 decode run; the best of all of them is the ceiling); decode as a fraction of the\n"
     "roofline (bandwidth / bytes per token), also run by run against the bandwidth measured just\n"
-    "before each run; where a decoded token's time goes (weight products, attention and the rest,\n"
-    "timed on the calling thread, the pool's waits included); the FMA throughput of 1 thread\n"
+    "before each run; where a decoded token's and a warm prefill's time goes (weight products,\n"
+    "attention and the rest, timed on the calling thread, the pool's waits included; the products\n"
+    "alone against the peak below); the FMA throughput of 1 thread\n"
     "and of --threads together (whether the threads add compute or share one core's units, which\n"
     "bounds prefill); and the warm prefill's weight products as a fraction of the peak of the\n"
     "instruction they issue (VDPBF16PS, VPDPBUSD or f32 FMA), measured on --threads in the same run.\n"
@@ -191,23 +192,27 @@ int run(const std::vector<std::string>& argv) {
   std::vector<int> prompt(static_cast<size_t>(prompt_len));
   for (int64_t i = 0; i < prompt_len; ++i) prompt[size_t(i)] = int(4 + (i * 7919) % (c.vocab_size - 4));
 
-  auto prefill = [&](double* ttft) {
-    const int seq = kv.add_sequence();
-    auto t = Clock::now();
-    std::vector<BatchRow> rows;
-    for (int64_t p = 0; p < prompt_len; ++p) rows.push_back({seq, p, prompt[size_t(p)], p + 1 == prompt_len});
-    auto logits = forward_cached(*model, rows, kv, ex);
-    (void)ops::argmax(logits.data(), int64_t(logits.size()));  // the first token is chosen here
-    const double s = since(t);
-    if (ttft) *ttft = s;
-    kv.free_sequence(seq);
-    return s;
-  };
-  // Where a decoded token's time goes, one run: ms per token in total, in the weight products, in
-  // attention, and the rest (norms, RoPE, activations, cache writes, sampling).
+  // Where a decoded token's (or a whole prefill's) time goes, one run: ms in total, in the weight
+  // products, in attention, and the rest (norms, RoPE, activations, cache writes, sampling).
   struct TokenTimes {
     double total_ms, weight_products_ms, attention_ms;
     double rest_ms() const { return total_ms - weight_products_ms - attention_ms; }
+  };
+  auto prefill = [&](double* ttft, std::vector<TokenTimes>* times) {
+    const int seq = kv.add_sequence();
+    blocks::StepTimes st;
+    blocks::Exec timed = ex;
+    timed.times = &st;
+    auto t = Clock::now();
+    std::vector<BatchRow> rows;
+    for (int64_t p = 0; p < prompt_len; ++p) rows.push_back({seq, p, prompt[size_t(p)], p + 1 == prompt_len});
+    auto logits = forward_cached(*model, rows, kv, timed);
+    (void)ops::argmax(logits.data(), int64_t(logits.size()));  // the first token is chosen here
+    const double s = since(t);
+    if (ttft) *ttft = s;
+    if (times) times->push_back({s * 1e3, st.weight_products_s * 1e3, st.attention_s * 1e3});
+    kv.free_sequence(seq);
+    return s;
   };
   // Decode `gen` tokens with the cache already `start_depth` long; returns tok/s.
   auto decode = [&](int64_t start_depth, std::vector<TokenTimes>& times) {
@@ -235,12 +240,13 @@ int run(const std::vector<std::string>& argv) {
   // The engine's resident size, sampled where the bench holds no buffer of its own: after the
   // load, after each prefill and after each decode run.
   uint64_t engine_rss = rss_now_bytes();
-  const double cold_prefill_s = prefill(&ttft_cold);
+  const double cold_prefill_s = prefill(&ttft_cold, nullptr);
   engine_rss = std::max(engine_rss, rss_now_bytes());
   std::vector<double> warm, ttfts;
+  std::vector<TokenTimes> prefill_times;
   for (int64_t r = 0; r < repeat; ++r) {
     double tt = 0;
-    warm.push_back(prefill(&tt));
+    warm.push_back(prefill(&tt, &prefill_times));
     engine_rss = std::max(engine_rss, rss_now_bytes());
     ttfts.push_back(tt);
     std::fprintf(stderr, "[bench] warm prefill %lld/%lld: %.1f tok/s\n", (long long)r + 1, (long long)repeat,
@@ -305,6 +311,20 @@ int run(const std::vector<std::string>& argv) {
               "on %d threads measured in this run, %.0f GOP/s; attention and the rest not counted)\n",
               "prefill products / compute peak", 100.0 * prefill_gops / peak.gops, prefill_gops, mac_unit_name(unit), threads,
               peak.gops);
+  // The run whose total is the median (the lower of the middle two for an even count), so that its
+  // parts add up to the figure printed.
+  auto median_run = [](std::vector<TokenTimes> ts) {
+    std::sort(ts.begin(), ts.end(), [](const TokenTimes& x, const TokenTimes& y) { return x.total_ms < y.total_ms; });
+    return ts[(ts.size() - 1) / 2];
+  };
+  const TokenTimes prefill_median = median_run(prefill_times);
+  // The products alone, timed on the calling thread from hand-off to result: what the kernels
+  // reach, apart from attention and the row-wise steps between them.
+  const double products_alone_gops = 2 * prefill_macs * double(prompt_len) / (prefill_median.weight_products_ms * 1e6);
+  std::printf("  %-34s %10.1f ms  (the median run: weight products %.1f (alone %.0f GOP/s, %.1f%% of the peak), "
+              "attention %.1f, the rest %.1f)\n",
+              "prefill time, warm", prefill_median.total_ms, prefill_median.weight_products_ms, products_alone_gops,
+              100.0 * products_alone_gops / peak.gops, prefill_median.attention_ms, prefill_median.rest_ms());
   std::printf("  %-34s %10.3f s cold, %.3f s warm\n", "time to first token", ttft_cold, median(ttfts));
   std::printf("  %-34s %10.2f tok/s  (%lld tokens, median of %lld; runs %s)\n", "decode, depth 0", d0, (long long)gen,
               (long long)repeat, run_range(dec0, 2).c_str());
@@ -312,12 +332,8 @@ int run(const std::vector<std::string>& argv) {
     std::printf("  %-34s %10.2f tok/s  (%.1f%% of depth 0; runs %s; run by run %s%%, median %.1f%%)\n",
                 ("decode, depth " + std::to_string(depth)).c_str(), dd, 100.0 * dd / d0, run_range(decd, 2).c_str(),
                 run_range(depth_ratios, 1).c_str(), median(depth_ratios));
-  // The run whose total is the median (the lower of the middle two for an even count), so that its
-  // parts add up to the figure printed.
   auto print_times = [&](const std::string& label, const std::vector<TokenTimes>& ts) {
-    std::vector<TokenTimes> sorted = ts;
-    std::sort(sorted.begin(), sorted.end(), [](const TokenTimes& x, const TokenTimes& y) { return x.total_ms < y.total_ms; });
-    const TokenTimes& m = sorted[(sorted.size() - 1) / 2];
+    const TokenTimes m = median_run(ts);
     std::printf("  %-34s %10.2f ms  (the median run: weight products %.2f, attention %.2f, the rest %.2f)\n", label.c_str(),
                 m.total_ms, m.weight_products_ms, m.attention_ms, m.rest_ms());
   };
@@ -380,6 +396,7 @@ int run(const std::vector<std::string>& argv) {
         {"decode_ms_per_token_depth0", times_json(times0)},
         {"decode_ms_per_token_depth", times_json(timesd)},
         {"prefill_warm_runs_tok_s", warm_runs},
+        {"prefill_ms_warm", times_json(prefill_times)},
         {"weight_bytes_per_token", bytes_tok},
         {"bandwidth_gb_s", bw.best_gb_per_s},
         {"roofline_tok_s", roofline},
@@ -390,6 +407,7 @@ int run(const std::vector<std::string>& argv) {
         {"rss_high_water_bytes", rss_high_water_bytes()},
         {"prefill_compute", {{"gops", prefill_gops}, {"unit", mac_unit_name(unit)}, {"peak_gops", peak.gops},
                              {"fraction_of_peak", prefill_gops / peak.gops},
+                             {"products_alone_gops", products_alone_gops},
                              {"macs_per_token", prefill_macs}}},
         {"fma_scaling", {{"threads", fma.threads}, {"one_thread_gflops", fma.one_thread_gflops},
                          {"all_threads_gflops", fma.all_threads_gflops}, {"cores_worth", fma_cores_worth(fma)},

@@ -4,8 +4,11 @@
 // A 16-row BF16_R16 group is already what TDPBF16PS takes as its B operand: the group's 64-byte
 // vectors 16s..16s+15 hold, for each of its 16 rows, the value pairs of columns 32s..32s+31, so
 // they are one B tile (16 tile rows x 16 output rows x one bf16 pair) read with a 64-byte
-// stride, no repacking. The A operand is 16 tokens' bf16 activations, 32 columns each, read from
-// the rounded rows with their own stride. Each step (32 columns) multiplies up to 2 x 16 tokens
+// stride, no repacking. The A operand is 16 tokens' bf16 activations, 32 columns each, which the
+// rounding of the activations lays out as tiles (round_to_bf16_tile_panels): each tile 1 KiB in
+// a row, so the tiles load as a sequential stream rather than 16 rows one activation row apart
+// (for widths that are multiples of 2048 that stride maps all 16 rows to one L1 set). Each step
+// (32 columns) multiplies up to 2 x 16 tokens
 // by 2 x 16 weight rows into 4 tiles of f32 sums (tmm0..3 sums, tmm4..5 tokens, tmm6..7 rows).
 //
 // Numerics: every sum y[t, o] starts at 0 and takes the steps in column order, and a tile
@@ -45,11 +48,22 @@ bool bf16_tiles_fit(int64_t in);
 // which bytes are re-read, never a result bit.
 int64_t bf16_tiles_token_block(int64_t in, uint64_t budget_bytes);
 
-// y[t * ldy + o] for o in [o_begin, o_end), t in [0, T): Σ_i xb[t, i] · w[o, i], w BF16_R16
-// [out, in] (o_begin, o_end multiples of 16; in a multiple of 32; token_block a positive
-// multiple of 32; else g4::Error). unit Amx requires amx_bf16_kernel_usable(); Emulated runs
-// anywhere.
-void gemm_bf16_tiles(Bf16Tiles unit, const uint16_t* xb, int64_t T, int64_t in, const std::byte* w, int64_t o_begin,
+// The activations as the tiles read them, "tile panels": tokens in panels of 32, and within a
+// panel, step by step (32 columns), the 32 tokens' 64-byte rows one after another:
+// [ceil(T / 32)][in / 32][32 tokens][32 columns] bf16. Token tile i of step s in panel p is the
+// 1 KiB at ((p · in / 32 + s) · 32 + 16 · i) · 32. A last partial panel's missing tokens are
+// neither written nor read.
+int64_t bf16_tile_panel_elements(int64_t T, int64_t in);
+// Rounds tokens [t0, t1) of x [T, in] (x points at token 0; in a multiple of 32) to bf16, round to
+// nearest even, into their places in `panels` (bf16_tile_panel_elements(T, in) values). Disjoint
+// token ranges may be rounded by different threads.
+void round_to_bf16_tile_panels(const float* x, int64_t t0, int64_t t1, int64_t in, uint16_t* panels);
+
+// y[t * ldy + o] for o in [o_begin, o_end), t in [0, T): Σ_i x[t, i] · w[o, i], x in tile panels
+// (above), w BF16_R16 [out, in] (o_begin, o_end multiples of 16; in a multiple of 32; token_block
+// a positive multiple of 32; else g4::Error). unit Amx requires amx_bf16_kernel_usable();
+// Emulated runs anywhere.
+void gemm_bf16_tiles(Bf16Tiles unit, const uint16_t* panels, int64_t T, int64_t in, const std::byte* w, int64_t o_begin,
                      int64_t o_end, float* y, int64_t ldy, int64_t token_block = 64);
 
 // The one-time check of this kernel on this CPU's AMX-BF16 (item 7 of the fast-path issue: an

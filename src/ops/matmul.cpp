@@ -401,10 +401,19 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
   // Converting a prefill step's activations is ~5% of its products' work: split over the pool
   // by tokens when there is enough of it to pay for the hand-off.
   const bool split = ctx.pool && ctx.pool->size() > 1 && T > 1 && T * in >= kMinParallelConvert;
+  // BF16_R16 products on the tiles read the activations laid out as tiles (gemm_bf16_tiles.h);
+  // every product of this call must be one, as the rounded activations take one layout.
+  const bool tiles = kernel == FastKernel::Bf16 && uses_bf16_tiles(ctx, in) &&
+                     std::all_of(group.begin(), group.end(), [](int g) { return g == int(kInterleaveRows); });
   if (kernel == FastKernel::Bf16) {
-    xb.resize(size_t(T * in));
+    xb.resize(size_t(tiles ? bf16_tile_panel_elements(T, in) : T * in));
     uint16_t* const rounded = xb.data();
-    auto convert = [&](int64_t t0, int64_t t1) { round_rows_to_bf16(x + t0 * in, (t1 - t0) * in, rounded + t0 * in); };
+    auto convert = [&](int64_t t0, int64_t t1) {
+      if (tiles)
+        round_to_bf16_tile_panels(x, t0, t1, in, rounded);
+      else
+        round_rows_to_bf16(x + t0 * in, (t1 - t0) * in, rounded + t0 * in);
+    };
     if (split)
       ctx.pool->parallel_for(T, [&](int64_t b, int64_t e, int) { convert(b, e); });
     else
@@ -428,7 +437,7 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
       if (b >= e) continue;
       const TensorView& w = *products[i].w;
       const int64_t out = w.shape[0], r0 = (b - first[i]) * group[i], r1 = std::min(out, (e - first[i]) * group[i]);
-      if (kernel == FastKernel::Bf16 && group[i] == int(kInterleaveRows) && uses_bf16_tiles(ctx, in))
+      if (tiles)
         gemm_bf16_tiles(ctx.bf16_tiles, xbp, T, in, w.data, r0, r1, products[i].y, out,
                         ctx.tile_block_budget ? bf16_tiles_token_block(in, ctx.tile_block_budget) : 64);
       else if (kernel == FastKernel::Bf16 && group[i] == int(kInterleaveRows))

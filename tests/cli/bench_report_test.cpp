@@ -95,6 +95,29 @@ TEST(BenchReport, RangesAndRunByRunRatiosAreThoseOfTheListedRuns) {
     std::sort(by_total.begin(), by_total.end());
     EXPECT_NE(out.find(by_total[1].second), std::string::npos) << key << "\n" << out;
   }
+  // A warm prefill's time, per run: its total is that run's prompt / tok/s; the products' own
+  // rate is the multiply-adds over the median run's product time.
+  const auto& pf = j.at("prefill_ms_warm");
+  ASSERT_EQ(pf.size(), 3u);
+  std::vector<std::pair<double, double>> prefill_by_total;  // total, products
+  for (size_t r = 0; r < 3; ++r) {
+    const double total = pf[r].at("total"), products = pf[r].at("weight_products"), attention = pf[r].at("attention"),
+                 rest = pf[r].at("rest");
+    EXPECT_NEAR(total, 1000.0 * 4 / warm[r], 1e-9 * total) << "prefill run " << r;
+    EXPECT_GT(products, 0.0);
+    EXPECT_GT(attention, 0.0);
+    EXPECT_GE(rest, 0.0);
+    EXPECT_NEAR(products + attention + rest, total, 1e-9 * total);
+    prefill_by_total.emplace_back(total, products);
+  }
+  std::sort(prefill_by_total.begin(), prefill_by_total.end());
+  const nlohmann::json& pc = j.at("prefill_compute");
+  const double alone = 2 * pc.at("macs_per_token").get<double>() * 4 / (prefill_by_total[1].second * 1e6);
+  EXPECT_NEAR(pc.at("products_alone_gops").get<double>(), alone, 1e-9 * alone) << pc.dump();
+  char prefill_line[96];
+  std::snprintf(prefill_line, sizeof prefill_line, "%.1f ms  (the median run: weight products %.1f (alone %.0f GOP/s",
+                prefill_by_total[1].first, prefill_by_total[1].second, alone);
+  EXPECT_NE(out.find(prefill_line), std::string::npos) << out;
   // The medians the table prints are the middle runs.
   std::vector<double> sorted = d0;
   std::sort(sorted.begin(), sorted.end());

@@ -183,6 +183,16 @@ std::vector<uint16_t> bf16_activations(int64_t T, int64_t in, unsigned seed) {
   return xb;
 }
 
+// Tokens [t0, t0 + n) of row-major bf16 activations [*, in] as a batch of their own, in the
+// tiles' panel layout (bf16 widens to f32 exactly and rounds back to itself).
+std::vector<uint16_t> panels(const std::vector<uint16_t>& xb, int64_t t0, int64_t n, int64_t in) {
+  std::vector<float> x(size_t(n * in));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = bf16_to_f32(xb[size_t(t0 * in) + i]);
+  std::vector<uint16_t> p(size_t(ops::bf16_tile_panel_elements(n, in)));
+  ops::round_to_bf16_tile_panels(x.data(), 0, n, in, p.data());
+  return p;
+}
+
 // The tile unit under test: the CPU's when its kernel check passed, else the software model.
 ops::Bf16Tiles tile_unit() { return ops::amx_bf16_kernel_usable() ? ops::Bf16Tiles::Amx : ops::Bf16Tiles::Emulated; }
 
@@ -196,7 +206,7 @@ TEST(Bf16Tiles, MatchTheScalarSumForEveryTileShape) {
       const std::vector<uint16_t> xb = bf16_activations(T, in, unsigned(T * 3 + in));
       const int64_t o_begin = out > 16 ? 16 : 0;  // rows from the second group on, when there is one
       std::vector<float> y(size_t(T * out), NAN);
-      ops::gemm_bf16_tiles(tile_unit(), xb.data(), T, in, w.view.data, o_begin, out, y.data(), out);
+      ops::gemm_bf16_tiles(tile_unit(), panels(xb, 0, T, in).data(), T, in, w.view.data, o_begin, out, y.data(), out);
       for (int64_t t = 0; t < T; ++t)
         for (int64_t o = 0; o < out; ++o) {
           const float got = y[size_t(t * out + o)];
@@ -231,7 +241,7 @@ TEST(Bf16Tiles, ExactOnSmallIntegers) {
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < in; ++i) xb[size_t(t * in + i)] = f32_to_bf16(float((t * 3 + i * 7) % 9 - 4));
   std::vector<float> y(size_t(T * out), NAN);
-  ops::gemm_bf16_tiles(tile_unit(), xb.data(), T, in, w.view.data, 0, out, y.data(), out);
+  ops::gemm_bf16_tiles(tile_unit(), panels(xb, 0, T, in).data(), T, in, w.view.data, 0, out, y.data(), out);
   for (int64_t t = 0; t < T; ++t)
     for (int64_t o = 0; o < out; ++o) {
       int64_t want = 0;
@@ -249,21 +259,47 @@ TEST(Bf16Tiles, TokenResultsDoNotDependOnBatchOrRows) {
   const std::vector<uint16_t> xb = bf16_activations(T, in, 12);
   const ops::Bf16Tiles unit = tile_unit();
   std::vector<float> all(size_t(T * out), NAN);
-  ops::gemm_bf16_tiles(unit, xb.data(), T, in, w.view.data, 0, out, all.data(), out);
+  ops::gemm_bf16_tiles(unit, panels(xb, 0, T, in).data(), T, in, w.view.data, 0, out, all.data(), out);
   for (int64_t t : {0, 1, 15, 16, 31, 32, 63, 64, 69}) {
     std::vector<float> one(size_t(out), NAN);
-    ops::gemm_bf16_tiles(unit, &xb[size_t(t * in)], 1, in, w.view.data, 0, out, one.data(), out);
+    ops::gemm_bf16_tiles(unit, panels(xb, t, 1, in).data(), 1, in, w.view.data, 0, out, one.data(), out);
     EXPECT_EQ(0, std::memcmp(one.data(), &all[size_t(t * out)], one.size() * 4)) << "token " << t << " alone";
   }
   std::vector<float> part(size_t(21 * out), NAN);
-  ops::gemm_bf16_tiles(unit, &xb[size_t(7 * in)], 21, in, w.view.data, 48, out, part.data(), out);
-  ops::gemm_bf16_tiles(unit, &xb[size_t(7 * in)], 21, in, w.view.data, 0, 48, part.data(), out);
+  ops::gemm_bf16_tiles(unit, panels(xb, 7, 21, in).data(), 21, in, w.view.data, 48, out, part.data(), out);
+  ops::gemm_bf16_tiles(unit, panels(xb, 7, 21, in).data(), 21, in, w.view.data, 0, 48, part.data(), out);
   EXPECT_EQ(0, std::memcmp(part.data(), &all[size_t(7 * out)], part.size() * 4)) << "tokens 7..27, rows in two ranges";
   for (int64_t block : {32, 96, 512}) {  // the token block re-orders the walk, not a sum
     std::vector<float> blocked(all.size(), NAN);
-    ops::gemm_bf16_tiles(unit, xb.data(), T, in, w.view.data, 0, out, blocked.data(), out, block);
+    ops::gemm_bf16_tiles(unit, panels(xb, 0, T, in).data(), T, in, w.view.data, 0, out, blocked.data(), out, block);
     EXPECT_EQ(0, std::memcmp(blocked.data(), all.data(), all.size() * 4)) << "token block " << block;
   }
+}
+
+// The tile panel layout, element by element from its stated formula: token t, column i at
+// ((t / 32 · in / 32 + i / 32) · 32 + t % 32) · 32 + i % 32, each the value rounded to nearest
+// even; token ranges rounded apart land where one call puts them; a last panel's missing tokens
+// are left alone; widths that are not whole steps are refused.
+TEST(Bf16Tiles, PanelsHoldEachRoundedValueWhereTheLayoutSays) {
+  const int64_t T = 37, in = 96;
+  const std::vector<float> x = test::random_activations(T * in, 77);
+  const int64_t n = ops::bf16_tile_panel_elements(T, in);
+  ASSERT_EQ(n, 64 * in);
+  std::vector<uint16_t> p(size_t(n), 0xFFFF);
+  ops::round_to_bf16_tile_panels(x.data(), 0, 20, in, p.data());
+  ops::round_to_bf16_tile_panels(x.data(), 20, T, in, p.data());
+  std::vector<bool> written(size_t(n), false);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < in; ++i) {
+      const size_t at = size_t(((t / 32 * (in / 32) + i / 32) * 32 + t % 32) * 32 + i % 32);
+      ASSERT_EQ(p[at], f32_to_bf16(x[size_t(t * in + i)])) << "token " << t << " column " << i;
+      written[at] = true;
+    }
+  for (int64_t k = 0; k < n; ++k)
+    if (!written[size_t(k)]) {
+      ASSERT_EQ(p[size_t(k)], 0xFFFF) << "element " << k << " belongs to no token";
+    }
+  EXPECT_THROW(ops::round_to_bf16_tile_panels(x.data(), 0, 1, 48, p.data()), Error);
 }
 
 // Token blocks: as many 32-token panels as fit the budget beside a pair of row groups, 1 to 16.
