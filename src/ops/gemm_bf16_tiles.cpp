@@ -257,20 +257,39 @@ int64_t bf16_tile_panel_elements(int64_t T, int64_t in) {
   return (T + kTilePanelTokens - 1) / kTilePanelTokens * kTilePanelTokens * in;
 }
 
+namespace {
+
+void require_panel_width(int64_t in, const char* who) {
+  if (!bf16_tiles_fit(in)) throw Error(std::string(who) + ": width " + std::to_string(in) + " is not whole steps of 32");
+}
+
+// Token t's bf16 row [in] into its 64-byte slots of the panel layout.
+void place_token(const uint16_t* row, int64_t t, int64_t in, uint16_t* panels) {
+  uint16_t* dst = panels + (t / kTilePanelTokens) * kTilePanelTokens * in + (t % kTilePanelTokens) * kStepColumns;
+  for (int64_t s = 0; s < in / kStepColumns; ++s)
+    std::memcpy(dst + s * kTilePanelTokens * kStepColumns, row + s * kStepColumns, kTileRowBytes);
+}
+
+}  // namespace
+
 void round_to_bf16_tile_panels(const float* x, int64_t t0, int64_t t1, int64_t in, uint16_t* panels) {
-  if (!bf16_tiles_fit(in)) throw Error("round_to_bf16_tile_panels: width " + std::to_string(in) + " is not whole steps of 32");
+  require_panel_width(in, "round_to_bf16_tile_panels");
   thread_local std::vector<uint16_t> row;
   row.resize(size_t(in));
   for (int64_t t = t0; t < t1; ++t) {
     const float* xt = x + t * in;
     if (gemm_bf16_available())
       round_rows_to_bf16(xt, in, row.data());
-    else  // the same rounding (nearest even), for the software model on CPUs without AVX512_BF16
+    else  // nearest even too, for the software model on CPUs without AVX512_BF16 (denormals may
+          // differ from VCVTNEPS2BF16's; the tiles read denormal bf16 as zero either way)
       for (int64_t i = 0; i < in; ++i) row[size_t(i)] = f32_to_bf16(xt[i]);
-    uint16_t* dst = panels + (t / kTilePanelTokens) * kTilePanelTokens * in + (t % kTilePanelTokens) * kStepColumns;
-    for (int64_t s = 0; s < in / kStepColumns; ++s)
-      std::memcpy(dst + s * kTilePanelTokens * kStepColumns, row.data() + s * kStepColumns, kTileRowBytes);
+    place_token(row.data(), t, in, panels);
   }
+}
+
+void pack_bf16_tile_panels(const uint16_t* xb, int64_t T, int64_t in, uint16_t* panels) {
+  require_panel_width(in, "pack_bf16_tile_panels");
+  for (int64_t t = 0; t < T; ++t) place_token(xb + t * in, t, in, panels);
 }
 
 void gemm_bf16_tiles(Bf16Tiles unit, const uint16_t* panels, int64_t T, int64_t in, const std::byte* w, int64_t o_begin,
@@ -306,13 +325,10 @@ TileKernelCheck check_bf16_tiles(Bf16Tiles unit) {
   for (int64_t g = 0; g < groups; ++g)
     interleave_group(DType::BF16, reinterpret_cast<const std::byte*>(rows.data()) + g * group_bytes, in,
                      w.data() + g * group_bytes);
-  // Tokens [t0, t0 + n) as a batch of their own, in tile panels (bf16 values widen to f32 exactly
-  // and round back to themselves).
+  // Tokens [t0, t0 + n) as a batch of their own, in tile panels.
   auto panels_of = [&](int64_t t0, int64_t n) {
-    std::vector<float> x(size_t(n * in));
-    for (size_t i = 0; i < x.size(); ++i) x[i] = bf16_to_f32(xb[size_t(t0 * in) + i]);
     std::vector<uint16_t> p(size_t(bf16_tile_panel_elements(n, in)));
-    round_to_bf16_tile_panels(x.data(), 0, n, in, p.data());
+    pack_bf16_tile_panels(xb.data() + t0 * in, n, in, p.data());
     return p;
   };
   const std::vector<uint16_t> p_all = panels_of(0, T), p_one = panels_of(20, 1), p_some = panels_of(30, 5);

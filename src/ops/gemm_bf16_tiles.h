@@ -58,6 +58,9 @@ int64_t bf16_tile_panel_elements(int64_t T, int64_t in);
 // nearest even, into their places in `panels` (bf16_tile_panel_elements(T, in) values). Disjoint
 // token ranges may be rounded by different threads.
 void round_to_bf16_tile_panels(const float* x, int64_t t0, int64_t t1, int64_t in, uint16_t* panels);
+// The same layout from values already bf16: xb [T, in] row-major into `panels` (for the kernel
+// check and tests).
+void pack_bf16_tile_panels(const uint16_t* xb, int64_t T, int64_t in, uint16_t* panels);
 
 // y[t * ldy + o] for o in [o_begin, o_end), t in [0, T): Σ_i x[t, i] · w[o, i], x in tile panels
 // (above), w BF16_R16 [out, in] (o_begin, o_end multiples of 16; in a multiple of 32; token_block

@@ -184,12 +184,10 @@ std::vector<uint16_t> bf16_activations(int64_t T, int64_t in, unsigned seed) {
 }
 
 // Tokens [t0, t0 + n) of row-major bf16 activations [*, in] as a batch of their own, in the
-// tiles' panel layout (bf16 widens to f32 exactly and rounds back to itself).
+// tiles' panel layout.
 std::vector<uint16_t> panels(const std::vector<uint16_t>& xb, int64_t t0, int64_t n, int64_t in) {
-  std::vector<float> x(size_t(n * in));
-  for (size_t i = 0; i < x.size(); ++i) x[i] = bf16_to_f32(xb[size_t(t0 * in) + i]);
   std::vector<uint16_t> p(size_t(ops::bf16_tile_panel_elements(n, in)));
-  ops::round_to_bf16_tile_panels(x.data(), 0, n, in, p.data());
+  ops::pack_bf16_tile_panels(&xb[size_t(t0 * in)], n, in, p.data());
   return p;
 }
 
@@ -300,6 +298,12 @@ TEST(Bf16Tiles, PanelsHoldEachRoundedValueWhereTheLayoutSays) {
       ASSERT_EQ(p[size_t(k)], 0xFFFF) << "element " << k << " belongs to no token";
     }
   EXPECT_THROW(ops::round_to_bf16_tile_panels(x.data(), 0, 1, 48, p.data()), Error);
+  // Values already bf16 land in the same places.
+  std::vector<uint16_t> xb(x.size()), packed(size_t(n), 0xFFFF);
+  for (size_t i = 0; i < x.size(); ++i) xb[i] = f32_to_bf16(x[i]);
+  ops::pack_bf16_tile_panels(xb.data(), T, in, packed.data());
+  EXPECT_EQ(packed, p);
+  EXPECT_THROW(ops::pack_bf16_tile_panels(xb.data(), 1, 48, packed.data()), Error);
 }
 
 // Token blocks: as many 32-token panels as fit the budget beside a pair of row groups, 1 to 16.
