@@ -98,14 +98,18 @@ double macs_of(const Weights& w, int64_t T) {
   return macs;
 }
 
-// state.range(0): 0 f32/widened kernels, 1 the fast kernel (bf16 or int8); range(1): threads; range(2): T;
-// range(3): shape set (0 gate-like, 1 down-like, 2 decoder layers, 3 in L2).
+// state.range(0): 0 f32/widened kernels, 1 the fast kernel (bf16 or int8; AMX tiles where confirmed),
+// 2 the fast kernel without AMX tiles (VDPBF16PS / VPDPBUSD: the same run compares the two);
+// range(1): threads; range(2): T; range(3): shape set (0 gate-like, 1 down-like, 2 decoder layers, 3 in L2).
 void run(benchmark::State& state, DType t) {
   const Weights& w = weights(t, int(state.range(3)));
   ThreadPool pool(int(state.range(1)));
   // Planned as the engine plans for E2B (widest input 12288): panels and decode streaming.
-  const ops::MatmulContext ctx =
-      ops::make_matmul_context(&pool, host_cpu(), 12288, state.range(0) == 1, state.range(0) == 1);
+  ops::MatmulContext ctx = ops::make_matmul_context(&pool, host_cpu(), 12288, state.range(0) >= 1, state.range(0) >= 1);
+  if (state.range(0) == 2) {
+    ctx.bf16_tiles = ops::Bf16Tiles::None;
+    ctx.int8_tiles = ops::Int8Tiles::None;
+  }
   const int64_t T = state.range(2);
   std::vector<float> x(size_t(T * 12288), 0.25f), y(size_t(T * 12288));
   for (auto _ : state)
@@ -179,11 +183,14 @@ BENCHMARK(BM_MatmulQ4_0_R16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ4_K_R16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ5_K_R16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ6_K_R16)->G4_MATMUL_ARGS;
-// A 512-token prefill step's products on the fast kernels (the AMX-BF16 tiles where they are
-// confirmed), on the decoder layers' matrices and in L2: GOP/s against `g4 device --fma`'s peaks.
-BENCHMARK(BM_MatmulBF16_R16)->Name("BM_Prefill512_BF16_R16")->ArgsProduct({{1}, {1, 2}, {512}, {2, 3}})
+// A 512-token prefill step's products on the fast kernels, with the AMX tiles where they are
+// confirmed (1) and without (2), on the decoder layers' matrices and in L2: GOP/s against
+// `g4 device --fma`'s peaks.
+BENCHMARK(BM_MatmulBF16_R16)->Name("BM_Prefill512_BF16_R16")->ArgsProduct({{1, 2}, {1, 2}, {512}, {2, 3}})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_MatmulQ8_0_R16)->Name("BM_Prefill512_Q8_0_R16")->ArgsProduct({{1}, {1, 2}, {512}, {2, 3}})
+BENCHMARK(BM_MatmulQ8_0_R16)->Name("BM_Prefill512_Q8_0_R16")->ArgsProduct({{1, 2}, {1, 2}, {512}, {2, 3}})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_MatmulQ4_0_R16)->Name("BM_Prefill512_Q4_0_R16")->ArgsProduct({{1, 2}, {1, 2}, {512}, {2, 3}})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

@@ -50,7 +50,7 @@ const char* kUsage =
     "alone against the peak below); the FMA throughput of 1 thread\n"
     "and of --threads together (whether the threads add compute or share one core's units, which\n"
     "bounds prefill); and the warm prefill's weight products as a fraction of the peak of the\n"
-    "instruction they issue (VDPBF16PS, VPDPBUSD or f32 FMA), measured on --threads in the same run.\n"
+    "instruction they issue (TDPBF16PS, TDPBSUD, VDPBF16PS, VPDPBUSD or f32 FMA), measured on --threads in the same run.\n"
     "Progress on stderr, a table on stdout.\n"
     "--weights q8|q4 re-encodes the weight matrices in memory at load (time reported).\n"
     "--weight-memory: where the streamed matrices live (default auto: copied into 2 MiB huge pages\n"
@@ -372,6 +372,9 @@ int run(const std::vector<std::string>& argv) {
         {"amx_bf16_kernel_check",
          {{"run", ops::amx_bf16_kernel_check().run}, {"passed", ops::amx_bf16_kernel_check().passed},
           {"detail", ops::amx_bf16_kernel_check().detail}}},
+        {"amx_int8_kernel_check",
+         {{"run", ops::amx_int8_kernel_check().run}, {"passed", ops::amx_int8_kernel_check().passed},
+          {"detail", ops::amx_int8_kernel_check().detail}}},
         {"attention", attention},
         {"prompt_len", prompt_len},
         {"gen", gen},

@@ -22,8 +22,8 @@ const char* kUsage =
     "usage: g4 device [--bandwidth] [--fma] [--threads N,M] [--checkpoint FMT] [--compute FMT] [--kv FMT]\n"
     "                 [--weights FMT] [--json]\n\n"
     "Probes this CPU (model, cores, caches, ISA features, OS state, AMX permission), runs the one-time\n"
-    "self-tests of optional units (AMX, AVX512_BF16, AVX512_VNNI) and, where AMX-BF16 passed, the check of\n"
-    "the AMX-BF16 tile kernel, says how decode streams the weights on this CPU (row streams per thread,\n"
+    "self-tests of optional units (AMX, AVX512_BF16, AVX512_VNNI) and, where AMX passed, the checks of\n"
+    "the AMX-BF16 and AMX-INT8 tile kernels, says how decode streams the weights on this CPU (row streams per thread,\n"
     "software prefetch, the next product read ahead, and why) and prints the dtype policy g4 resolves\n"
     "for f32, bf16, q8 and q4 checkpoints (or --checkpoint FMT), with the reason for each decision.\n\n"
     "  --bandwidth     also measure memory-read bandwidth (under a second per thread count; the best\n"
@@ -31,7 +31,7 @@ const char* kUsage =
     "  --fma           also measure multiply-add throughput on 1 thread and on every usable core at once\n"
     "                  (under a second): whether the cores add compute or share one core's FMA units; and\n"
     "                  the peak of each dot-product instruction the CPU confirmed (VDPBF16PS, VPDPBUSD,\n"
-    "                  TDPBF16PS)\n"
+    "                  TDPBF16PS, TDPBSUD)\n"
     "  --threads N,M   thread counts for --bandwidth (default: 1 and every usable core)\n"
     "  --checkpoint F  show the policy for this checkpoint format only (f32, f16, bf16, fp8, q8, q4)\n"
     "  --compute F, --kv F, --weights F   resolve the policy with these forced, as a load would\n"
@@ -68,6 +68,7 @@ int run(const std::vector<std::string>& argv) {
     if (device.avx512_bf16_usable()) dot_peaks.push_back(measure_mac_peak(MacUnit::Bf16Dot, device.logical_cores));
     if (device.avx512_vnni_usable()) dot_peaks.push_back(measure_mac_peak(MacUnit::Int8Dot, device.logical_cores));
     if (device.amx_bf16_usable()) dot_peaks.push_back(measure_mac_peak(MacUnit::Bf16Tile, device.logical_cores));
+    if (device.amx_int8_usable()) dot_peaks.push_back(measure_mac_peak(MacUnit::Int8Tile, device.logical_cores));
   }
 
   if (a.has("--json")) {
@@ -97,6 +98,8 @@ int run(const std::vector<std::string>& argv) {
     out["decode_streaming"] = ops::decode_plan_to_json(ops::plan_decode_streaming(device));
     const ops::TileKernelCheck& tiles = ops::amx_bf16_kernel_check();
     out["amx_bf16_kernel_check"] = {{"run", tiles.run}, {"passed", tiles.passed}, {"detail", tiles.detail}};
+    const ops::TileKernelCheck& int8_tiles = ops::amx_int8_kernel_check();
+    out["amx_int8_kernel_check"] = {{"run", int8_tiles.run}, {"passed", int8_tiles.passed}, {"detail", int8_tiles.detail}};
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
@@ -105,6 +108,10 @@ int run(const std::vector<std::string>& argv) {
   const ops::TileKernelCheck& tiles = ops::amx_bf16_kernel_check();
   std::printf("  kernel check amx-bf16 tiles: %s (%s) -> %s\n", !tiles.run ? "not run" : tiles.passed ? "passed" : "failed",
               tiles.detail.c_str(), tiles.passed ? "BF16 weight products on tiles" : "not used");
+  const ops::TileKernelCheck& int8_tiles = ops::amx_int8_kernel_check();
+  std::printf("  kernel check amx-int8 tiles: %s (%s) -> %s\n",
+              !int8_tiles.run ? "not run" : int8_tiles.passed ? "passed" : "failed", int8_tiles.detail.c_str(),
+              int8_tiles.passed ? "Q8_0/Q4_0 prefill products on tiles" : "not used");
   for (const auto& r : bandwidth)
     std::printf("  memory read: %.1f GB/s with %d thread%s (best of %d passes over %s, %.2f s)\n", r.best_gb_per_s,
                 r.threads, r.threads == 1 ? "" : "s", r.repetitions, format_bytes(r.buffer_bytes).c_str(),

@@ -99,12 +99,14 @@ int run(const std::vector<std::string>& argv) {
   const bool interleaves = placement.placement == "huge" &&
                            interleaved_for(streamed, {ops::uses_int8_kernel(mm), ops::uses_bf16_kernel(mm)});
   const ops::TileKernelCheck& tiles = ops::amx_bf16_kernel_check();
+  const ops::TileKernelCheck& int8_tiles = ops::amx_int8_kernel_check();
   std::printf("executed   weight products (%s, as layer 0's q_proj): %s;\n"
               "           KV dtype per command (--kv; default the policy's kv above, f32 for the reference\n"
-              "           loops); AMX-BF16 tile kernel check: %s (%s)\n",
+              "           loops); AMX-BF16 tile kernel check: %s (%s); AMX-INT8 tile kernel check: %s (%s)\n",
               std::string(dtype_name(streamed)).c_str(),
               ops::describe_matmul(mm, interleaves ? interleaved_dtype(streamed) : streamed).c_str(),
-              !tiles.run ? "not run" : tiles.passed ? "passed" : "failed", tiles.detail.c_str());
+              !tiles.run ? "not run" : tiles.passed ? "passed" : "failed", tiles.detail.c_str(),
+              !int8_tiles.run ? "not run" : int8_tiles.passed ? "passed" : "failed", int8_tiles.detail.c_str());
   {
     const blocks::Exec ex{&mm};
     std::printf("executed   attention over a bf16 cache: %s;\n"

@@ -8,6 +8,7 @@
 
 #include "ops/gemm_bf16.h"  // round_rows_to_bf16
 #include "ops/gemm_q8.h"    // walk_interleaved_groups
+#include "ops/tile_model.h"
 #include "platform/amx_tile_config.h"
 #include "platform/device.h"
 #include "platform/dtype.h"
@@ -43,74 +44,10 @@ TileConfig panel_config(int tokens0, int tokens1) {
   return c;
 }
 
-// A software model of the eight tile registers, following the SDM: loads fill the configured
-// rows and bytes and zero the rest; TDPBF16PS adds, per element in order of the pairs, the even
-// then the odd product (bf16 products are exact in f32, so each add is one fused multiply-add,
-// round to nearest even), denormal inputs read as zero and denormal results flushed to zero.
-// Using a tile the configuration leaves empty, or shapes that do not chain, throws: the
-// hardware faults there.
-class EmulatedTiles {
- public:
-  void configure(const TileConfig& c) {
-    config_ = c;
-    std::memset(tiles_, 0, sizeof tiles_);
-  }
-  void load(int t, const void* p, size_t stride) {
-    require(t, "load");
-    std::memset(tiles_[t], 0, sizeof tiles_[t]);
-    for (int r = 0; r < rows(t); ++r)
-      std::memcpy(tiles_[t] + r * kTileRowBytes, static_cast<const std::byte*>(p) + r * stride, size_t(bytes(t)));
-  }
-  void zero(int t) {
-    require(t, "zero");
-    std::memset(tiles_[t], 0, sizeof tiles_[t]);
-  }
-  void store(int t, void* p, size_t stride) const {
-    require(t, "store");
-    for (int r = 0; r < rows(t); ++r)
-      std::memcpy(static_cast<std::byte*>(p) + r * stride, tiles_[t] + r * kTileRowBytes, size_t(bytes(t)));
-  }
-  void dot(int token_tile, int row_tile) {
-    const int c = 2 * token_tile + row_tile, a = 4 + token_tile, b = 6 + row_tile;
-    for (int t : {c, a, b}) require(t, "TDPBF16PS");
-    if (rows(c) != rows(a) || bytes(a) != 4 * rows(b) || bytes(c) != bytes(b))
-      throw Error("software AMX-BF16: TDPBF16PS on tiles that do not chain (sums " + shape(c) + ", tokens " + shape(a) +
-                  ", rows " + shape(b) + ")");
-    for (int m = 0; m < rows(c); ++m)
-      for (int k = 0; k < bytes(a) / 4; ++k)
-        for (int n = 0; n < bytes(c) / 4; ++n) {
-          float s = f32_at(c, m, n);
-          s = flush(std::fma(bf16_in(a, m, 2 * k), bf16_in(b, k, 2 * n), s));
-          s = flush(std::fma(bf16_in(a, m, 2 * k + 1), bf16_in(b, k, 2 * n + 1), s));
-          std::memcpy(tiles_[c] + m * kTileRowBytes + 4 * n, &s, 4);
-        }
-  }
+// The software model (tile_model.h) in the same roles.
+struct EmulatedTiles : TileRegisterModel {
+  void dot(int token_tile, int row_tile) { dpbf16ps(2 * token_tile + row_tile, 4 + token_tile, 6 + row_tile); }
   void release() {}
-
- private:
-  int rows(int t) const { return config_.rows[t]; }
-  int bytes(int t) const { return config_.bytes_per_row[t]; }
-  std::string shape(int t) const { return std::to_string(rows(t)) + " x " + std::to_string(bytes(t)) + " B"; }
-  void require(int t, const char* op) const {
-    if (!rows(t) || !bytes(t))
-      throw Error(std::string("software AMX-BF16: ") + op + " on tmm" + std::to_string(t) +
-                  ", which the tile configuration leaves empty");
-  }
-  float f32_at(int t, int m, int n) const {
-    float v;
-    std::memcpy(&v, tiles_[t] + m * kTileRowBytes + 4 * n, 4);
-    return v;
-  }
-  float bf16_in(int t, int m, int i) const {
-    uint16_t h;
-    std::memcpy(&h, tiles_[t] + m * kTileRowBytes + 2 * i, 2);
-    if ((h & 0x7F80) == 0) h &= 0x8000;  // denormal (or zero) in: zero, sign kept
-    return bf16_to_f32(h);
-  }
-  static float flush(float v) { return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.0f, v) : v; }
-
-  TileConfig config_;
-  alignas(64) std::byte tiles_[8][kTileRows * kTileRowBytes] = {};
 };
 
 #if defined(__x86_64__)

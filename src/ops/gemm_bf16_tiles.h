@@ -21,11 +21,11 @@
 //
 // The tiles run on the CPU's AMX-BF16 only after the probe (cpuid, the OS's grant of tile
 // state), the one-instruction self-test and amx_bf16_kernel_check (this kernel, on this CPU,
-// against the scalar sum) have all passed. Bf16Tiles::Emulated runs the same kernel on a
-// software model of the tile registers (the SDM's TDPBF16PS: per element, the even then the odd
-// product of each pair added with round-to-nearest-even; denormal inputs read as zero and
-// denormal sums flushed to zero), so its tiling is tested on CPUs without AMX. The model is slow:
-// for tests only.
+// against the scalar sum) have all passed. Bf16Tiles::Emulated runs the same kernel on the
+// software model of the tile registers (tile_model.h: the SDM's TDPBF16PS, per element the even
+// then the odd product of each pair added with round-to-nearest-even; denormal inputs read as
+// zero and denormal sums flushed to zero), so its tiling is tested on CPUs without AMX. The model
+// is slow: for tests only.
 #pragma once
 #include <cstddef>
 #include <cstdint>

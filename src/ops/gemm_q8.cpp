@@ -68,7 +68,7 @@ void size_activations(int64_t T, int64_t in, unsigned layouts, Q8Activations& a)
   const int64_t blocks = in / kQ8Block, pairs = (blocks + 1) / 2;
   a.T = T;
   a.in = in;
-  a.layouts = layouts & (T > 1 ? kQ8RowTiles | kQ8Panels : kQ8RowTiles);  // one token needs no panel
+  a.layouts = layouts & (T > 1 ? kQ8RowTiles | kQ8Panels | kQ8TokenTiles : kQ8RowTiles);  // one token needs no panel
   a.q.resize(size_t(T * in));
   a.scale.resize(size_t(T * blocks));
   a.q8_start.resize(size_t(T * blocks));
@@ -83,6 +83,19 @@ void size_activations(int64_t T, int64_t in, unsigned layouts, Q8Activations& a)
   a.panel_q4_start.resize(cells);
   a.panel_q6_start.resize(2 * cells);
   a.panel_scale.resize(cells);
+  const size_t tile_cells =
+      a.layouts & kQ8TokenTiles ? size_t((T + kTileTokens - 1) / kTileTokens * blocks * kTileTokens) : 0;
+  a.tile_q.resize(tile_cells * kQ8Block);
+  a.tile_q8_start.resize(tile_cells);
+  a.tile_q4_start.resize(tile_cells);
+  a.tile_scale.resize(tile_cells);
+  for (int64_t t = T; tile_cells && t % kTileTokens; ++t)  // the last token tile's cells past T
+    for (int64_t b = 0; b < blocks; ++b) {
+      const size_t cell = a.tile_cell(t, b);
+      std::memset(a.tile_q.data() + cell * kQ8Block, 0, kQ8Block);
+      a.tile_q8_start[cell] = a.tile_q4_start[cell] = 0;
+      a.tile_scale[cell] = 0.0f;
+    }
   if (!cells) return;
   // The last panel's cells past T: zeros, so the tile's unused lanes compute 0 · 0.
   for (int64_t t = T; t < panels * kPanelTokens; ++t)
@@ -138,6 +151,13 @@ void quantize_tokens(const float* x, int64_t t0, int64_t t1, Q8Activations& a) {
           a.panel_q6_start[2 * cell + size_t(half)] = -32 * s16;
         }
         a.panel_scale[cell] = d;
+      }
+      if (a.layouts & kQ8TokenTiles) {
+        const size_t cell = a.tile_cell(t, b);
+        std::memcpy(a.tile_q.data() + cell * kQ8Block, qb, kQ8Block);
+        a.tile_q8_start[cell] = a.q8_start[k];
+        a.tile_q4_start[cell] = a.q4_start[k];
+        a.tile_scale[cell] = d;
       }
     }
   }

@@ -26,12 +26,16 @@ inline constexpr int64_t kPanelTokens = 6;
 // Optional layouts of quantized activations, each read by one kernel family.
 inline constexpr unsigned kQ8RowTiles = 1;  // pair_scale, q4_bias: row-major Q8_0 / Q4_0 weights
 inline constexpr unsigned kQ8Panels = 2;    // panel_*: interleaved weights, T > 1
+inline constexpr unsigned kQ8TokenTiles = 4;  // tile_*: Q8_0_R16 / Q4_0_R16 on AMX-INT8 tiles, T > 1
+
+// Tokens per AMX tile of activations (gemm_q8_tiles.h): a tile register's 16 rows.
+inline constexpr int64_t kTileTokens = 16;
 
 // Quantized activations for T tokens of `in` values (in a multiple of 32).
 struct Q8Activations {
   int64_t T = 0;
   int64_t in = 0;
-  unsigned layouts = 0;          // kQ8RowTiles | kQ8Panels: which optional layouts below are filled
+  unsigned layouts = 0;          // kQ8RowTiles | kQ8Panels | kQ8TokenTiles: which optional layouts below are filled
   std::vector<int8_t> q;         // [T, in]
   std::vector<float> scale;      // [T, in/32]: value = q · scale
   std::vector<float> pair_scale;  // [T, pairs, 16]: lanes 0-7 block 2p's scale, lanes 8-15 block 2p+1's (0 if absent)
@@ -45,10 +49,21 @@ struct Q8Activations {
   std::vector<int32_t> panel_q4_start;  // [ceil(T/P), in/32, P]: q4_start
   std::vector<int32_t> panel_q6_start;  // [ceil(T/P), in/32, P, 2]: −32·Σq of values 0-15, 16-31 (Q6_K's offset)
   std::vector<float> panel_scale;       // [ceil(T/P), in/32, P]: scale
+  // AMX-INT8 tiles (T > 1) read 16 tokens' block b as one 512-byte A tile, and the epilogue
+  // reads those tokens' starts and scales of block b from one 64-byte line: token tile i, block
+  // b at [i][b] below (cells past T: zeros).
+  std::vector<int8_t> tile_q;          // [ceil(T/16), in/32, 16, 32]
+  std::vector<int32_t> tile_q8_start;  // [ceil(T/16), in/32, 16]: q8_start
+  std::vector<int32_t> tile_q4_start;  // [ceil(T/16), in/32, 16]: q4_start
+  std::vector<float> tile_scale;       // [ceil(T/16), in/32, 16]: scale
   int64_t pairs() const { return (in / kQ8Block + 1) / 2; }
   // Index of token t's block b in the panel_* arrays (panel_q: times 32 bytes).
   size_t panel_cell(int64_t t, int64_t b) const {
     return size_t((t / kPanelTokens * (in / kQ8Block) + b) * kPanelTokens + t % kPanelTokens);
+  }
+  // Index of token t's block b in the tile_* arrays (tile_q: times 32 bytes).
+  size_t tile_cell(int64_t t, int64_t b) const {
+    return size_t((t / kTileTokens * (in / kQ8Block) + b) * kTileTokens + t % kTileTokens);
   }
 };
 

@@ -104,6 +104,7 @@ MatmulContext make_matmul_context(ThreadPool* pool, const DeviceInfo& device, in
   // The tiles where `device` has AMX-BF16 and so does the CPU this process runs on, whose kernel
   // check passed (a preset device describing AMX never turns the tiles on elsewhere).
   if (bf16_compute && device.amx_bf16_usable() && amx_bf16_kernel_usable()) c.bf16_tiles = Bf16Tiles::Amx;
+  if (int8_activations && device.amx_int8_usable() && amx_int8_kernel_usable()) c.int8_tiles = Int8Tiles::Amx;
   c.tile_block_budget = cpu_l2_limit(device).bytes / 2;
   return c;
 }
@@ -209,6 +210,9 @@ bool uses_int8_kernel(const MatmulContext& ctx) { return ctx.int8_activations &&
 bool uses_bf16_tiles(const MatmulContext& ctx, int64_t in) {
   return uses_bf16_kernel(ctx) && ctx.bf16_tiles != Bf16Tiles::None && bf16_tiles_fit(in);
 }
+bool uses_int8_tiles(const MatmulContext& ctx, DType dtype) {
+  return uses_int8_kernel(ctx) && ctx.int8_tiles != Int8Tiles::None && int8_tiles_take(dtype);
+}
 
 std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
   const std::string target = dot_kernel_target();
@@ -244,10 +248,18 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
       shown.prefetch_bytes = dtype == DType::Q4_K_R16   ? kQ4KColumnBytes
                              : dtype == DType::Q5_K_R16 ? kQ5KColumnBytes
                                                         : kQ6KColumnBytes;
-    return std::string(dtype_name(interleave_base(dtype))) +
-           " weights, 16 rows interleaved, x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
-           "16 rows per instruction, exact int32 block sums, f32 accumulate" +
-           "; decode: " + describe_decode_streaming(shown);
+    std::string s = std::string(dtype_name(interleave_base(dtype))) +
+                    " weights, 16 rows interleaved, x int8 activations (blocks of 32, f32 scales) on VPDPBUSD "
+                    "(AVX512_VNNI), 16 rows per instruction, exact int32 block sums, f32 accumulate" +
+                    "; decode: " + describe_decode_streaming(shown);
+    if (uses_int8_tiles(ctx, dtype))
+      s += std::string("; prefill on ") +
+           (ctx.int8_tiles == Int8Tiles::Amx ? "AMX-INT8 tiles (TDPBSUD; probe, tile self-test and kernel check passed)"
+                                             : "a software model of AMX-INT8 tiles (tests only)") +
+           ", 16 tokens x 16 rows x one block per product, then the same f32 steps: bit-identical to VPDPBUSD";
+    else if (int8_tiles_take(dtype) && host_cpu().amx_int8_usable() && !amx_int8_kernel_usable())
+      s += "; AMX-INT8 tiles not used: their kernel check failed: " + amx_int8_kernel_check().detail;
+    return s;
   }
   if (dtype_is_interleaved(dtype)) return name + " weights on the reference loops (one row at a time out of its group)";
   std::string s;
@@ -420,7 +432,10 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
       convert(0, T);
   } else {
     unsigned layouts = 0;
-    for (const Product& p : products) layouts |= dtype_is_interleaved(p.w->dtype) ? kQ8Panels : kQ8RowTiles;
+    for (const Product& p : products)
+      layouts |= T > 1 && uses_int8_tiles(ctx, p.w->dtype) ? kQ8TokenTiles
+                 : dtype_is_interleaved(p.w->dtype)        ? kQ8Panels
+                                                           : kQ8RowTiles;
     size_activations(T, in, layouts, xq);
     Q8Activations& xqr = xq;
     if (split)
@@ -444,6 +459,9 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
         gemm_bf16_interleaved_rows(xbp, T, in, w.data, r0, r1, products[i].y, out, kBf16DecodeGroups);
       else if (kernel == FastKernel::Bf16)
         gemm_bf16_rows(xbp, T, in, reinterpret_cast<const uint16_t*>(w.data), r0, r1, products[i].y, out);
+      else if (T > 1 && uses_int8_tiles(ctx, w.dtype))
+        gemm_q8_tiles(ctx.int8_tiles, xa, w.data, w.dtype, r0, r1, products[i].y, out,
+                      ctx.tile_block_budget ? int8_tiles_token_block(in, ctx.tile_block_budget) : 64);
       else
         gemm_q8_rows(xa, w.data, w.dtype, r0, r1, products[i].y, out, ctx.decode);
     }
@@ -463,7 +481,7 @@ MacUnit mac_unit_of(const MatmulContext& ctx, DType dtype) {
   v.shape = {kInterleaveRows, 256};
   switch (fast_kernel_of(v, ctx)) {
     case FastKernel::Bf16: return dtype == DType::BF16_R16 && uses_bf16_tiles(ctx, 256) ? MacUnit::Bf16Tile : MacUnit::Bf16Dot;
-    case FastKernel::Int8: return MacUnit::Int8Dot;
+    case FastKernel::Int8: return uses_int8_tiles(ctx, dtype) ? MacUnit::Int8Tile : MacUnit::Int8Dot;
     case FastKernel::None: break;
   }
   return MacUnit::F32Fma;

@@ -8,6 +8,7 @@
 
 #include "ops/gemm_bf16_tiles.h"
 #include "ops/gemm_q8.h"
+#include "ops/gemm_q8_tiles.h"
 #include "platform/device.h"
 #include "platform/fma_throughput.h"
 #include "platform/tensor_view.h"
@@ -39,9 +40,13 @@ struct MatmulContext {
   // Amx where make_matmul_context finds AMX-BF16 confirmed and its kernel check passed;
   // Emulated only in tests (a software model of the tiles, slow).
   Bf16Tiles bf16_tiles = Bf16Tiles::None;
-  // What the tiles' token blocks may hold (bf16_tiles_token_block): half the L2 per core, from
-  // make_matmul_context; 0 takes 2 panels (64 tokens).
+  // What the tiles' token blocks may hold (bf16_tiles_token_block, int8_tiles_token_block): half
+  // the L2 per core, from make_matmul_context; 0 takes 64 tokens.
   uint64_t tile_block_budget = 0;
+  // Prefill (T > 1) of Q8_0_R16 / Q4_0_R16 products on tiles (gemm_q8_tiles.h) instead of
+  // VPDPBUSD; bit-identical to it, so decode stays on VPDPBUSD. Amx where make_matmul_context
+  // finds AMX-INT8 confirmed and its kernel check passed; Emulated only in tests.
+  Int8Tiles int8_tiles = Int8Tiles::None;
 };
 
 // How decode's weight stream is read on this CPU (streams per thread, software prefetch), and why.
@@ -67,9 +72,12 @@ bool uses_bf16_kernel(const MatmulContext& ctx);
 bool uses_bf16_tiles(const MatmulContext& ctx, int64_t in);
 // True when matmul with this context runs Q8_0/Q4_0 weights on the int8 (VNNI) kernel.
 bool uses_int8_kernel(const MatmulContext& ctx);
+// True when matmul with this context runs a prefill (T > 1) of `dtype` weights on AMX-INT8 tiles.
+bool uses_int8_tiles(const MatmulContext& ctx, DType dtype);
 
 // The multiply-add instruction matmul's inner loop issues for weights of `dtype` with this
-// context (VDPBF16PS, VPDPBUSD, else f32 FMA): the peak `g4 bench` holds prefill against.
+// context in prefill (TDPBF16PS, TDPBSUD, VDPBF16PS, VPDPBUSD, else f32 FMA): the peak `g4 bench`
+// holds prefill against.
 MacUnit mac_unit_of(const MatmulContext& ctx, DType dtype);
 
 // What matmul executes for weights of `dtype` with this context, in words (for g4 info, bench,

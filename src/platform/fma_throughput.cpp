@@ -80,29 +80,43 @@ __attribute__((target("avx512f,avx512bw,avx512bf16,avx512vnni"))) double dot_loo
   return double(iters) * 12 * (kBf16 ? 64 : 128);
 }
 
-// TDPBF16PS: four chains of tile products (16 x 16 sums, 32 bf16 columns: 16384 operations each)
-// on tiles loaded once; tmm4 and tmm5 x tmm6 and tmm7 into tmm0..3, as the kernel's step runs.
-__attribute__((target("amx-tile,amx-bf16"))) double amx_bf16_loop(long iters) {
+// AMX: four chains of tile products on tiles loaded once, tmm4 and tmm5 x tmm6 and tmm7 into
+// tmm0..3, as the kernels' steps run. TDPBF16PS (kInt8 false): 16 x 16 sums of 32 bf16 products,
+// on bf16 in [2^-8, 2^-7) with varying mantissas; TDPBSUD (kInt8): the Q8_0/Q4_0 tile kernel's
+// shape (gemm_q8_tiles.h: one block of 32 bytes; A 16 x 32 B, B 8 x 64 B), on nonzero bytes. A
+// unit may run faster on zeros. Each instantiation runs only where its unit was confirmed.
+template <bool kInt8>
+__attribute__((target("amx-tile,amx-bf16,amx-int8"))) double amx_loop(long iters) {
   TileConfig config;
-  for (int t = 0; t < 8; ++t) config.set(t, kTileRows, kTileRowBytes);
-  // Nonzero operands (bf16 in [2^-8, 2^-7), mantissas varying): a unit may run faster on zeros.
+  for (int t = 0; t < 4; ++t) config.set(t, kTileRows, kTileRowBytes);
+  for (int t = 4; t < 6; ++t) config.set(t, kTileRows, kInt8 ? 32 : kTileRowBytes);
+  for (int t = 6; t < 8; ++t) config.set(t, kInt8 ? 8 : kTileRows, kTileRowBytes);
   alignas(64) uint16_t operand[kTileRows * kTileRowBytes / 2];
-  for (int i = 0; i < kTileRows * kTileRowBytes / 2; ++i) operand[i] = uint16_t(0x3B80 + (i * 37) % 128);
+  for (int i = 0; i < kTileRows * kTileRowBytes / 2; ++i)
+    operand[i] = kInt8 ? uint16_t(0x0101 + (i * 37) % 100) : uint16_t(0x3B80 + (i * 37) % 128);
+  const long a_stride = kInt8 ? 32 : kTileRowBytes;
   asm volatile("" ::: "memory");
   _tile_loadconfig(&config);
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
-  _tile_loadd(4, operand, kTileRowBytes);
-  _tile_loadd(5, operand, kTileRowBytes);
+  _tile_loadd(4, operand, a_stride);
+  _tile_loadd(5, operand, a_stride);
   _tile_loadd(6, operand, kTileRowBytes);
   _tile_loadd(7, operand, kTileRowBytes);
   for (long n = 0; n < iters; ++n) {
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
+    if constexpr (kInt8) {
+      _tile_dpbsud(0, 4, 6);
+      _tile_dpbsud(1, 4, 7);
+      _tile_dpbsud(2, 5, 6);
+      _tile_dpbsud(3, 5, 7);
+    } else {
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
   }
   alignas(64) float out[kTileRows * kTileRows];
   _tile_stored(0, out, kTileRowBytes);
@@ -195,6 +209,7 @@ const char* mac_unit_name(MacUnit u) {
     case MacUnit::Bf16Dot: return "VDPBF16PS";
     case MacUnit::Int8Dot: return "VPDPBUSD";
     case MacUnit::Bf16Tile: return "TDPBF16PS";
+    case MacUnit::Int8Tile: return "TDPBSUD";
   }
   return "?";
 }
@@ -205,6 +220,7 @@ int mac_unit_operations(MacUnit u) {
     case MacUnit::Bf16Dot: return 64;
     case MacUnit::Int8Dot: return 128;
     case MacUnit::Bf16Tile: return kTileRows * kTileRows * 32 * 2;
+    case MacUnit::Int8Tile: return kTileRows * kTileRows * 32 * 2;
   }
   return 0;
 }
@@ -217,12 +233,16 @@ MacPeak measure_mac_peak(MacUnit unit, int threads, double pass_seconds) {
     const DeviceInfo& d = host_cpu();
     const bool confirmed = unit == MacUnit::Bf16Dot   ? d.avx512_bf16_usable()
                            : unit == MacUnit::Bf16Tile ? d.amx_bf16_usable()
+                           : unit == MacUnit::Int8Tile ? d.amx_int8_usable()
                                                        : d.avx512_vnni_usable();
     if (!confirmed)
       throw Error(std::string("multiply-add peak: this CPU has no confirmed ") + mac_unit_name(unit) +
                   " (probe and self-test: g4 device)");
 #if defined(__x86_64__)
-    loop = unit == MacUnit::Bf16Dot ? dot_loop<true> : unit == MacUnit::Bf16Tile ? amx_bf16_loop : dot_loop<false>;
+    loop = unit == MacUnit::Bf16Dot    ? dot_loop<true>
+           : unit == MacUnit::Bf16Tile ? amx_loop<false>
+           : unit == MacUnit::Int8Tile ? amx_loop<true>
+                                       : dot_loop<false>;
 #endif
   }
   MacPeak r;

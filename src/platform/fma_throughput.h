@@ -32,12 +32,13 @@ std::string describe_fma_scaling(const FmaScaling& s);
 
 // The multiply-add instruction a product's inner loop issues, whose peak bounds prefill: f32 FMA
 // (the loop measure_fma_scaling runs), VDPBF16PS (16 lanes x 2 bf16 products: 64 operations per
-// instruction), VPDPBUSD (16 lanes x 4 u8·s8 products: 128) or AMX's TDPBF16PS (16 x 16 sums of
-// 32 bf16 products: 16384). An operation is a multiply or an add, so a multiply-add counts 2, as
-// GFLOP/s counts an FMA.
-enum class MacUnit { F32Fma, Bf16Dot, Int8Dot, Bf16Tile };
-const char* mac_unit_name(MacUnit u);  // "f32 FMA", "VDPBF16PS", "VPDPBUSD", "TDPBF16PS"
-int mac_unit_operations(MacUnit u);   // per instruction: 32 (AVX-512 FMA: 16 lanes x 2), 64, 128, 16384
+// instruction), VPDPBUSD (16 lanes x 4 u8·s8 products: 128), AMX's TDPBF16PS (16 x 16 sums of
+// 32 bf16 products: 16384) or AMX's TDPBSUD as the Q8_0/Q4_0 tile kernel issues it (16 x 16 sums
+// of one block's 32 s8·u8 products: 16384). An operation is a multiply or an add, so a
+// multiply-add counts 2, as GFLOP/s counts an FMA.
+enum class MacUnit { F32Fma, Bf16Dot, Int8Dot, Bf16Tile, Int8Tile };
+const char* mac_unit_name(MacUnit u);  // "f32 FMA", "VDPBF16PS", "VPDPBUSD", "TDPBF16PS", "TDPBSUD"
+int mac_unit_operations(MacUnit u);   // per instruction: 32 (AVX-512 FMA: 16 lanes x 2), 64, 128, 16384, 16384
 
 struct MacPeak {
   MacUnit unit = MacUnit::F32Fma;
@@ -46,9 +47,9 @@ struct MacPeak {
 };
 
 // Times twelve independent chains of `unit` (pass_seconds per pass) on `threads` threads
-// together (TDPBF16PS: four chains of tile products). Throws g4::Error when threads < 1,
+// together (TDPBF16PS, TDPBSUD: four chains of tile products). Throws g4::Error when threads < 1,
 // pass_seconds is not in (0, 10], or the CPU has not confirmed the instruction (probe and
-// self-test: AVX512_BF16, AVX512_VNNI, AMX-BF16); F32Fma runs the
+// self-test: AVX512_BF16, AVX512_VNNI, AMX-BF16, AMX-INT8); F32Fma runs the
 // widest FMA loop the CPU has.
 MacPeak measure_mac_peak(MacUnit unit, int threads, double pass_seconds = 0.05);
 

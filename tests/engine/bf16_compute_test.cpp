@@ -83,10 +83,12 @@ std::vector<std::vector<float>> batched(const Model& m, const std::vector<std::v
 }
 
 void expect_batching_is_exact(const Model& m, bool bf16, bool int8 = false, KvDType kv_type = KvDType::F32,
-                              ops::Bf16Tiles tiles = ops::Bf16Tiles::None) {
+                              ops::Bf16Tiles tiles = ops::Bf16Tiles::None,
+                              ops::Int8Tiles int8_tiles = ops::Int8Tiles::None) {
   ThreadPool pool(2);
   ops::MatmulContext mm{&pool, 4, bf16, int8};
   mm.bf16_tiles = tiles;
+  mm.int8_tiles = int8_tiles;
   blocks::Exec ex{&mm};
   ex.attention_parallel_min_fmas = 0;  // every layer's attention on the pool, in slices of 8 keys merged
   ex.attention_slice = 8;
@@ -279,6 +281,18 @@ TEST_F(Int8Activations, BatchingAndChunkingAreBitExact) {
         SCOPED_TRACE(std::string(p) + " " + std::string(dtype_name(t)) + (interleave ? " interleaved" : ""));
         expect_batching_is_exact(*quantized(p, t, interleave), false, true);
       }
+}
+
+// On AMX-INT8 tiles (here the software model of them, where the CPU has none): prefill steps of
+// 5 tokens run the Q8_0_R16 / Q4_0_R16 products on the tiles, one-token steps on VPDPBUSD, and
+// the logits of each sequence batched and alone are still the same bits.
+TEST_F(Int8Activations, BatchingAndChunkingAreBitExactOnTheTiles) {
+  for (DType t : {DType::Q8_0, DType::Q4_0})
+    for (const char* p : {"tiny-e", "tiny-moe"}) {
+      SCOPED_TRACE(std::string(p) + " " + std::string(dtype_name(t)));
+      expect_batching_is_exact(*quantized(p, t, true), false, true, KvDType::F32, ops::Bf16Tiles::None,
+                               ops::Int8Tiles::Emulated);
+    }
 }
 
 // With an int8 KV cache the attention runs on the int8 kernel too (ops/attention_int8.h), and the

@@ -1,9 +1,12 @@
 // The int8 weight product (VPDPBUSD on Q8_0/Q4_0 blocks, row-major and interleaved, and on the
-// K-quant super-blocks of gemm_kquant.h) against three independent truths:
+// K-quant super-blocks of gemm_kquant.h; AMX-INT8 tiles for interleaved prefill, on the CPU's
+// tiles where its kernel check passed, else on the software tile model) against three
+// independent truths:
 // ref::matmul on the dequantized int8 activations (the kernel's own arithmetic, so the error is
 // f32 rounding only), ref::matmul on the original f32 activations (bounded by the activation
 // rounding the quantizer allows), and itself one token at a time (bit for bit).
 #include "ops/gemm_q8.h"
+#include "ops/gemm_q8_tiles.h"
 
 #include <gtest/gtest.h>
 
@@ -63,6 +66,23 @@ BlockWeights make_weights(DType t, int64_t out, int64_t in, unsigned seed) {
 // Row counts: as asked for the row-major formats, rounded up to whole groups of 16 for the
 // interleaved ones (g4 interleaves only matrices whose rows fill their groups).
 int64_t rows_for(DType t, int64_t n) { return dtype_is_interleaved(t) ? (n + 15) / 16 * 16 : n; }
+
+// The kernel's arithmetic, done by the reference loop: dequantized weights × dequantized int8
+// activations in f32. Only f32 summation order differs, so the error is a few ulps of Σ|w·x|.
+void expect_near_dequantized(const ops::Q8Activations& a, const BlockWeights& w, int64_t out, const std::vector<float>& got) {
+  const int64_t T = a.T, in = a.in;
+  std::vector<float> xd(size_t(T * in));
+  for (size_t i = 0; i < xd.size(); ++i) xd[i] = float(a.q[i]) * a.scale[i / 32];
+  std::vector<float> want(size_t(T * out));
+  ref::matmul(xd.data(), T, test::matrix_view(DType::F32, out, in, w.values.data()), want.data());
+  for (int64_t tt = 0; tt < T; ++tt)
+    for (int64_t o = 0; o < out; ++o) {
+      double mag = 0;
+      for (int64_t i = 0; i < in; ++i) mag += std::fabs(double(w.values[size_t(o * in + i)]) * xd[size_t(tt * in + i)]);
+      const size_t k = size_t(tt * out + o);
+      ASSERT_NEAR(got[k], want[k], 1e-5 * mag + 1e-6) << "token " << tt << " row " << o;
+    }
+}
 
 TEST(Q8Activations, QuantizerRoundTripsWithinHalfAStep) {
   const int64_t T = 3, in = 96;
@@ -161,8 +181,7 @@ class GemmQ8 : public ::testing::TestWithParam<DType> {
   }
 };
 
-// The kernel's arithmetic, done by the reference loop: dequantized weights × dequantized int8
-// activations in f32. Only f32 summation order differs, so the error is a few ulps of Σ|w·x|.
+// The kernel's arithmetic, done by the reference loop (expect_near_dequantized).
 TEST_P(GemmQ8, MatchesReferenceOnTheQuantizedActivations) {
   const DType t = GetParam();
   for (int64_t in : {32, 96, 256, 1536}) {
@@ -174,18 +193,9 @@ TEST_P(GemmQ8, MatchesReferenceOnTheQuantizedActivations) {
       std::vector<float> x = test::random_activations(T * in, unsigned(7 * in + T));
       ops::Q8Activations a;
       ops::quantize_activations(x.data(), T, in, a);
-      std::vector<float> xd(x.size());
-      for (size_t i = 0; i < xd.size(); ++i) xd[i] = float(a.q[i]) * a.scale[i / 32];
-      std::vector<float> want(size_t(T * out)), got(size_t(T * out), -1.0f);
-      ref::matmul(xd.data(), T, test::matrix_view(DType::F32, out, in, w.values.data()), want.data());
+      std::vector<float> got(size_t(T * out), -1.0f);
       ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, got.data(), out);
-      for (int64_t tt = 0; tt < T; ++tt)
-        for (int64_t o = 0; o < out; ++o) {
-          double mag = 0;
-          for (int64_t i = 0; i < in; ++i) mag += std::fabs(double(w.values[size_t(o * in + i)]) * xd[size_t(tt * in + i)]);
-          const size_t k = size_t(tt * out + o);
-          EXPECT_NEAR(got[k], want[k], 1e-5 * mag + 1e-6) << "token " << tt << " row " << o;
-        }
+      expect_near_dequantized(a, w, out, got);
     }
   }
 }
@@ -433,6 +443,163 @@ TEST(GemmQ8Dispatch, InterleavedWeightsWithoutTheKernelUseTheReferenceLoops) {
     ops::matmul(x.data(), T, w.view, got.data(), ctx);
     ref::matmul(x.data(), T, test::matrix_view(DType::F32, out, in, w.values.data()), want.data());
     for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-4f) << dtype_name(t) << " " << k;
+  }
+}
+
+
+// --- AMX-INT8 tiles (gemm_q8_tiles.h) --------------------------------------------------------
+
+// The CPU's tiles where the probe, self-test and kernel check confirmed them; else the model.
+ops::Int8Tiles int8_tile_unit() { return ops::amx_int8_kernel_usable() ? ops::Int8Tiles::Amx : ops::Int8Tiles::Emulated; }
+
+class Int8Tiles : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (the tiles' epilogue)";
+  }
+};
+
+// Every output bit-identical to the VPDPBUSD kernel (the decode kernel, and an implementation
+// of the same formula that shares no code with the tiles) for full and partial token tiles, odd
+// and even block counts, every token block, and each token alone through VPDPBUSD.
+TEST_P(Int8Tiles, BitIdenticalToTheVpdpbusdKernel) {
+  const DType t = GetParam();
+  const ops::Int8Tiles unit = int8_tile_unit();
+  for (int64_t in : {32, 96, 256}) {
+    for (int64_t T : {2, 16, 17, 37, 70}) {
+      SCOPED_TRACE("in " + std::to_string(in) + " T " + std::to_string(T));
+      const int64_t out = 48;
+      BlockWeights w = make_weights(t, out, in, unsigned(3 * in + T));
+      std::vector<float> x = test::random_activations(T * in, unsigned(5 * in + T));
+      ops::Q8Activations a;
+      ops::quantize_activations(x.data(), T, in, a, ops::kQ8Panels | ops::kQ8TokenTiles);
+      std::vector<float> want(size_t(T * out), -1.0f);
+      ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, want.data(), out);
+      for (int64_t block : {16, 32, 64}) {
+        std::vector<float> got(size_t(T * out), NAN);
+        ops::gemm_q8_tiles(unit, a, w.bytes.data(), t, 0, out, got.data(), out, block);
+        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4)) << "token block " << block;
+      }
+      std::vector<float> split(size_t(T * out), NAN);  // row ranges of whole groups, as the pool cuts them
+      ops::gemm_q8_tiles(unit, a, w.bytes.data(), t, 0, 16, split.data(), out);
+      ops::gemm_q8_tiles(unit, a, w.bytes.data(), t, 16, out, split.data(), out);
+      ASSERT_EQ(0, std::memcmp(split.data(), want.data(), split.size() * 4));
+      for (int64_t tt : {int64_t(0), T - 1}) {
+        ops::Q8Activations one;
+        ops::quantize_activations(&x[size_t(tt * in)], 1, in, one);
+        std::vector<float> alone(static_cast<size_t>(out));
+        ops::gemm_q8_rows(one, w.bytes.data(), t, 0, out, alone.data(), out);
+        ASSERT_EQ(0, std::memcmp(alone.data(), &want[size_t(tt * out)], size_t(out) * 4)) << "token " << tt;
+      }
+    }
+  }
+}
+
+// Against the reference loop on the dequantized weights and activations: f32 rounding only.
+TEST_P(Int8Tiles, MatchTheReferenceOnTheQuantizedActivations) {
+  const DType t = GetParam();
+  const int64_t T = 33, in = 1536, out = 32;
+  BlockWeights w = make_weights(t, out, in, 61);
+  std::vector<float> x = test::random_activations(T * in, 62);
+  ops::Q8Activations a;
+  ops::quantize_activations(x.data(), T, in, a, ops::kQ8TokenTiles);
+  std::vector<float> got(size_t(T * out), NAN);
+  ops::gemm_q8_tiles(int8_tile_unit(), a, w.bytes.data(), t, 0, out, got.data(), out);
+  expect_near_dequantized(a, w, out, got);
+}
+
+// Through ops::matmul on the pool: prefill on the tiles, decode on VPDPBUSD, the same bits; the
+// context says which unit runs and the bench's peak is the tile instruction's.
+TEST_P(Int8Tiles, MatmulPrefillOnTilesEqualsEachTokenAlone) {
+  const DType t = GetParam();
+  const int64_t T = 40, in = 256, out = 64;
+  BlockWeights w = make_weights(t, out, in, 71);
+  std::vector<float> x = test::random_activations(T * in, 72);
+  ThreadPool pool(2);
+  ops::MatmulContext ctx;
+  ctx.pool = &pool;
+  ctx.int8_activations = true;
+  ctx.int8_tiles = ops::Int8Tiles::Emulated;
+  ASSERT_TRUE(ops::uses_int8_tiles(ctx, t));
+  EXPECT_EQ(ops::mac_unit_of(ctx, t), MacUnit::Int8Tile);
+  EXPECT_NE(ops::describe_matmul(ctx, t).find("software model of AMX-INT8"), std::string::npos) << ops::describe_matmul(ctx, t);
+  std::vector<float> batched(size_t(T * out), NAN);
+  ops::matmul(x.data(), T, w.view, batched.data(), ctx);
+  for (int64_t tt = 0; tt < T; ++tt) {
+    std::vector<float> alone(size_t(out), NAN);
+    ops::matmul(&x[size_t(tt * in)], 1, w.view, alone.data(), ctx);  // one token: VPDPBUSD
+    ASSERT_EQ(0, std::memcmp(alone.data(), &batched[size_t(tt * out)], size_t(out) * 4)) << "token " << tt;
+  }
+  ctx.int8_tiles = ops::Int8Tiles::None;
+  std::vector<float> vnni(size_t(T * out), NAN);
+  ops::matmul(x.data(), T, w.view, vnni.data(), ctx);
+  EXPECT_EQ(0, std::memcmp(vnni.data(), batched.data(), batched.size() * 4));
+  EXPECT_EQ(ops::mac_unit_of(ctx, t), MacUnit::Int8Dot);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, Int8Tiles, ::testing::Values(DType::Q8_0_R16, DType::Q4_0_R16),
+                         [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
+
+TEST(Int8TilesDispatch, RefuseWhatTheTilesDoNotTake) {
+  if (!ops::gemm_q8_available()) GTEST_SKIP() << "no confirmed AVX512_VNNI";
+  BlockWeights w = make_weights(DType::Q8_0_R16, 32, 64, 81), rows = make_weights(DType::Q8_0, 32, 64, 82);
+  std::vector<float> x = test::random_activations(3 * 64, 83), y(3 * 32);
+  ops::Q8Activations a;
+  ops::quantize_activations(x.data(), 3, 64, a, ops::kQ8TokenTiles);
+  const auto em = ops::Int8Tiles::Emulated;
+  EXPECT_NO_THROW(ops::gemm_q8_tiles(em, a, w.bytes.data(), DType::Q8_0_R16, 0, 32, y.data(), 32));
+  EXPECT_THROW(ops::gemm_q8_tiles(em, a, rows.bytes.data(), DType::Q8_0, 0, 32, y.data(), 32), Error);  // row-major
+  EXPECT_THROW(ops::gemm_q8_tiles(em, a, w.bytes.data(), DType::Q8_0_R16, 0, 24, y.data(), 32), Error);  // splits a group
+  EXPECT_THROW(ops::gemm_q8_tiles(em, a, w.bytes.data(), DType::Q8_0_R16, 0, 32, y.data(), 32, 24), Error);  // token block
+  EXPECT_THROW(ops::gemm_q8_tiles(ops::Int8Tiles::None, a, w.bytes.data(), DType::Q8_0_R16, 0, 32, y.data(), 32), Error);
+  try {
+    ops::quantize_activations(x.data(), 3, 64, a, ops::kQ8Panels);  // no token tiles: refused, not read past the end
+    ops::gemm_q8_tiles(em, a, w.bytes.data(), DType::Q8_0_R16, 0, 32, y.data(), 32);
+    ADD_FAILURE() << "activations without the token-tile layout were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("token-tile layout"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(ops::int8_tiles_take(DType::Q4_K_R16));
+}
+
+TEST(Int8TilesDispatch, KernelCheckPassesOnTheModelAndSaysWhyTheCpuTilesAreNotUsed) {
+  if (!ops::gemm_q8_available()) GTEST_SKIP() << "no confirmed AVX512_VNNI";
+  const ops::TileKernelCheck model = ops::check_q8_tiles(ops::Int8Tiles::Emulated);
+  EXPECT_TRUE(model.run);
+  EXPECT_TRUE(model.passed) << model.detail;
+  EXPECT_NE(model.detail.find("bit-identical"), std::string::npos) << model.detail;
+  const ops::TileKernelCheck& cpu = ops::amx_int8_kernel_check();
+  if (!host_cpu().amx_int8_usable()) {
+    EXPECT_FALSE(cpu.run);
+    EXPECT_FALSE(cpu.passed);
+    EXPECT_NE(cpu.detail.find("did not confirm AMX-INT8"), std::string::npos) << cpu.detail;
+    EXPECT_EQ(ops::make_matmul_context(nullptr, host_cpu(), 1536, false, true).int8_tiles, ops::Int8Tiles::None);
+    // A preset that describes AMX does not turn on tiles this CPU lacks.
+    EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids(), 1536, false, true).int8_tiles,
+              ops::Int8Tiles::None);
+  } else {
+    EXPECT_TRUE(cpu.passed) << cpu.detail;
+    EXPECT_EQ(ops::make_matmul_context(nullptr, host_cpu(), 1536, false, true).int8_tiles, ops::Int8Tiles::Amx);
+  }
+  // Never without int8 activations, nor on a device whose AMX the OS refused or whose self-test failed.
+  EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids(), 1536, true, false).int8_tiles,
+            ops::Int8Tiles::None);
+  EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids_amx_refused(), 1536, false, true).int8_tiles,
+            ops::Int8Tiles::None);
+  EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids_amx_selftest_failed(), 1536, false, true).int8_tiles,
+            ops::Int8Tiles::None);
+}
+
+TEST(Int8TilesDispatch, TokenBlocksFitTheirBudget) {
+  EXPECT_EQ(ops::int8_tiles_token_block(1536, 0), 16);             // at least one tile
+  EXPECT_EQ(ops::int8_tiles_token_block(1536, 1u << 30), 32 * 16);  // at most 32
+  const uint64_t budget = 512 * 1024;
+  for (int64_t in : {256, 1536, 6144, 12288}) {
+    const int64_t tokens = ops::int8_tiles_token_block(in, budget);
+    EXPECT_EQ(tokens % 16, 0);
+    if (tokens > 16) {
+      EXPECT_LE(uint64_t(tokens * in + 32 * in), budget) << in;
+    }
   }
 }
 

@@ -79,7 +79,18 @@ TEST(MacPeak, RefusesBadArgumentsAndUnconfirmedInstructions) {
   if (!host_cpu().avx512_vnni_usable()) {
     EXPECT_THROW(measure_mac_peak(MacUnit::Int8Dot, 1, 0.01), Error);
   }
+  for (MacUnit tile : {MacUnit::Bf16Tile, MacUnit::Int8Tile}) {
+    const bool confirmed = tile == MacUnit::Bf16Tile ? host_cpu().amx_bf16_usable() : host_cpu().amx_int8_usable();
+    if (!confirmed) {
+      EXPECT_THROW(measure_mac_peak(tile, 1, 0.01), Error) << mac_unit_name(tile);
+    }
+  }
   EXPECT_STREQ(mac_unit_name(MacUnit::Bf16Dot), "VDPBF16PS");
+  EXPECT_STREQ(mac_unit_name(MacUnit::Int8Tile), "TDPBSUD");
+  // Tile products in the kernels' shapes: 16 x 16 sums of 32 products (bf16 pairs x 16, or one
+  // int8 block of 32), each a multiply and an add.
+  EXPECT_EQ(mac_unit_operations(MacUnit::Bf16Tile), 16 * 16 * 32 * 2);
+  EXPECT_EQ(mac_unit_operations(MacUnit::Int8Tile), 16 * 16 * 32 * 2);
 }
 
 // Each instruction counted at its operations: VDPBF16PS does 64 (twice an AVX-512 FMA's 32),
@@ -94,6 +105,13 @@ TEST(MacPeak, CountsEachInstructionsOperations) {
   }
   if (host_cpu().avx512_vnni_usable()) {
     EXPECT_GT(measure_mac_peak(MacUnit::Int8Dot, 1, 0.02).gops, 1.0 * fma);
+  }
+  // A tile product is 16 x 16 x 32 multiply-adds: far above the FMA peak wherever AMX runs.
+  if (host_cpu().amx_bf16_usable()) {
+    EXPECT_GT(measure_mac_peak(MacUnit::Bf16Tile, 1, 0.02).gops, 1.0 * fma);
+  }
+  if (host_cpu().amx_int8_usable()) {
+    EXPECT_GT(measure_mac_peak(MacUnit::Int8Tile, 1, 0.02).gops, 1.0 * fma);
   }
 }
 
