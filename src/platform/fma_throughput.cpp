@@ -59,25 +59,31 @@ __attribute__((target("avx2,fma"))) double fma_loop_avx2(long iters) {
   return double(iters) * 12 * 8 * 2;
 }
 
-// VDPBF16PS (kBf16) or VPDPBUSD: twelve chains of the instruction on constant operands. One
-// target for both: each instantiation runs only where its instruction was confirmed.
+// VDPBF16PS (kBf16) or VPDPBUSD: kDotChains independent chains of the instruction on constant
+// operands. One target for both: each instantiation runs only where its instruction was confirmed.
+// Why 16 (it was 12): a loop holds the unit busy only while chains / latency >= issue rate, and
+// VDPBF16PS's latency is longer than an FMA's. On the Zen 5 VM, alternated 3 rounds of `g4 device
+// --fma`, 2 threads: 12 chains 739-746 GOP/s (VDPBF16PS) and 1458-1522 (VPDPBUSD), 16 chains
+// 775-806 and 1579-1593, while the bf16 prefill products alone (16 accumulators) had read 770,
+// above the 12-chain "peak". 24 chains read half (not looked into: 16 is register-only and enough).
+constexpr int kDotChains = 16;
 template <bool kBf16>
 __attribute__((target("avx512f,avx512bw,avx512bf16,avx512vnni"))) double dot_loop(long iters) {
-  __m512i acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_epi32(i);
+  __m512i acc[kDotChains];
+  for (int i = 0; i < kDotChains; ++i) acc[i] = _mm512_set1_epi32(i);
   const __m512i a = _mm512_set1_epi32(0x3f803f80), b = _mm512_set1_epi32(0x3c003c00);  // bf16 1.0 and 2^-7 pairs
   for (long n = 0; n < iters; ++n) {
-    #pragma GCC unroll 12
-    for (int i = 0; i < 12; ++i)
+    #pragma GCC unroll 16
+    for (int i = 0; i < kDotChains; ++i)
       if constexpr (kBf16) acc[i] = (__m512i)_mm512_dpbf16_ps((__m512)acc[i], (__m512bh)a, (__m512bh)b);
       else acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
   }
   __m512i s = acc[0];
-  for (int i = 1; i < 12; ++i) s = _mm512_xor_si512(s, acc[i]);
+  for (int i = 1; i < kDotChains; ++i) s = _mm512_xor_si512(s, acc[i]);
   alignas(64) int32_t out[16];
   _mm512_store_si512(out, s);
   g_fma_sink.fetch_add(uint64_t(out[0] != 0), std::memory_order_relaxed);
-  return double(iters) * 12 * (kBf16 ? 64 : 128);
+  return double(iters) * kDotChains * (kBf16 ? 64 : 128);
 }
 
 // AMX: four chains of tile products on tiles loaded once, tmm4 and tmm5 x tmm6 and tmm7 into

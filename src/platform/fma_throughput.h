@@ -46,8 +46,9 @@ struct MacPeak {
   double gops = 0;  // 1e9 operations/s on `threads` threads together, best of 3 passes
 };
 
-// Times twelve independent chains of `unit` (pass_seconds per pass) on `threads` threads
-// together (TDPBF16PS, TDPBSUD: four chains of tile products). Throws g4::Error when threads < 1,
+// Times independent chains of `unit` (pass_seconds per pass) on `threads` threads together:
+// sixteen for VDPBF16PS and VPDPBUSD, twelve for FMA, four chains of tile products for TDPBF16PS
+// and TDPBSUD. Throws g4::Error when threads < 1,
 // pass_seconds is not in (0, 10], or the CPU has not confirmed the instruction (probe and
 // self-test: AVX512_BF16, AVX512_VNNI, AMX-BF16, AMX-INT8); F32Fma runs the
 // widest FMA loop the CPU has.
