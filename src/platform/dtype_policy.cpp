@@ -314,6 +314,9 @@ void resolve_activations(const DeviceInfo& d, const UserRequest& r, DevicePolicy
                            " weights multiply activations quantized to int8 per 32 values on AVX512_VNNI "
                            "(self-test passed): exact int32 block sums, plus at most half a step (absmax/254) "
                            "of rounding per activation; --compute f32 keeps them f32";
+    if (d.amx_int8_usable())
+      p.activations_reason += "; prefill on AMX-INT8 tiles (self-test passed; used once the tile kernel's own "
+                              "check passes on this CPU), bit-identical to VPDPBUSD";
     return;
   }
   p.activations = NumFormat::F32;

@@ -161,6 +161,7 @@ TEST(DtypePolicy, ActivationsForQuantizedWeights) {
   vnni_failed.avx512_vnni_selftest = {SelfTestOutcome::Failed, "VPDPBUSD: C[0][3] differs"};
   const std::vector<Row> rows = {
       {"spr q8 checkpoint", presets::sapphire_rapids(), F::Q8, {}, F::Q8, "AVX512_VNNI"},
+      {"spr q8: prefill on int8 tiles", presets::sapphire_rapids(), F::Q8, {}, F::Q8, "prefill on AMX-INT8 tiles"},
       {"spr q4 checkpoint", presets::sapphire_rapids(), F::Q4, {}, F::Q8, "absmax/254"},
       {"spr bf16 quantized at load", presets::sapphire_rapids(), F::BF16, {{}, {}, F::Q4}, F::Q8, "q4 weights"},
       {"spr q8 forced f32", presets::sapphire_rapids(), F::Q8, {F::F32, {}, {}}, F::F32, "--compute f32"},
@@ -177,6 +178,9 @@ TEST(DtypePolicy, ActivationsForQuantizedWeights) {
     EXPECT_NE(describe_policy(p).find(p.activations_reason), std::string::npos);
     EXPECT_EQ(policy_to_json(p)["activations"], std::string(num_format_name(p.activations)));
   }
+  // Only where AMX-INT8 is confirmed: not where the OS refused the tile state.
+  const DevicePolicy refused = resolve_policy(presets::sapphire_rapids_amx_refused(), F::Q8);
+  EXPECT_EQ(refused.activations_reason.find("AMX-INT8"), std::string::npos) << refused.activations_reason;
 }
 
 TEST(DtypePolicy, ResolvesOnThisMachine) {
