@@ -167,28 +167,23 @@ G4_INT8_TILES_TARGET __attribute__((noinline)) void run_tiles(const Q8Activation
   u.release();
 }
 
-// The scalar formula on row-major Q8_0 / Q4_0 rows (the check's truth): per block, the exact
-// integer sum of the signed values, then acc = fma(float(s), d_w · d_x, acc), blocks in order.
-float scalar_formula(const Q8Activations& a, int64_t t, const std::byte* row, bool q4) {
+// The scalar formula on a row-major Q8_0 / Q4_0 row (the check's truth): per block, the exact
+// integer sum of the weight values (read back through the format's own dequantize_row: value / d
+// is the integer exactly, an 8-bit integer times an f16 scale being exact in f32) times the
+// activation bytes, then acc = fma(float(s), d_w · d_x, acc), blocks in order. d_w must be nonzero.
+float scalar_formula(const Q8Activations& a, int64_t t, const std::byte* row, DType base) {
   const int64_t blocks = a.in / kQ8Block;
-  const uint64_t block_bytes = q4 ? 18 : 34;
+  float values[kQ8Block];
   float acc = 0.0f;
   for (int64_t b = 0; b < blocks; ++b) {
-    const std::byte* blk = row + uint64_t(b) * block_bytes;
+    const std::byte* blk = row + uint64_t(b) * dtype_block_bytes(base);
     uint16_t dh;
     std::memcpy(&dh, blk, 2);
+    const float d = f16_to_f32(dh);
+    dequantize_row(base, blk, values, kQ8Block);
     int32_t s = 0;
-    for (int i = 0; i < int(kQ8Block); ++i) {
-      int w;
-      if (q4) {
-        const uint8_t packed = uint8_t(blk[2 + (i % 16)]);
-        w = int(i < 16 ? packed & 15 : packed >> 4) - 8;
-      } else {
-        w = int(int8_t(blk[2 + i]));
-      }
-      s += w * int(a.q[size_t(t * a.in + b * kQ8Block + i)]);
-    }
-    acc = std::fma(float(s), f16_to_f32(dh) * a.scale[size_t(t * blocks + b)], acc);
+    for (int i = 0; i < int(kQ8Block); ++i) s += int32_t(std::lrint(values[i] / d)) * a.q[size_t(t * a.in + b * kQ8Block + i)];
+    acc = std::fma(float(s), d * a.scale[size_t(t * blocks + b)], acc);
   }
   return acc;
 }
@@ -261,10 +256,10 @@ TileKernelCheck check_q8_tiles(Int8Tiles unit) {
     std::vector<std::byte> rows(size_t(out) * rb), w(rows.size());
     for (int64_t o = 0; o < out; ++o)
       for (int64_t b = 0; b < blocks; ++b) {
-        std::byte* blk = rows.data() + o * rb + b * (q4 ? 18 : 34);
+        std::byte* blk = rows.data() + o * rb + b * dtype_block_bytes(base);
         const uint16_t d = f32_to_f16(0.01f + 0.001f * float(rng() % 64));
         std::memcpy(blk, &d, 2);
-        for (int i = 0; i < (q4 ? 16 : 32); ++i) blk[2 + i] = std::byte(rng() & 0xFF);
+        for (size_t i = 2; i < dtype_block_bytes(base); ++i) blk[i] = std::byte(rng() & 0xFF);  // after the f16 d
       }
     for (int64_t g = 0; g < out / kInterleaveRows; ++g)
       interleave_group(base, rows.data() + g * kInterleaveRows * rb, in, w.data() + g * kInterleaveRows * rb);
@@ -275,7 +270,7 @@ TileKernelCheck check_q8_tiles(Int8Tiles unit) {
     }
     for (int64_t t = 0; t < T; ++t)
       for (int64_t o = 0; o < out; ++o) {
-        const float want = scalar_formula(a, t, rows.data() + o * rb, q4), got = y[size_t(t * out + o)];
+        const float want = scalar_formula(a, t, rows.data() + o * rb, base), got = y[size_t(t * out + o)];
         if (std::memcmp(&want, &got, sizeof got)) {
           c.detail = std::string(dtype_name(base)) + " token " + std::to_string(t) + ", row " + std::to_string(o) + ": " +
                      std::to_string(got) + ", the scalar formula " + std::to_string(want) + " (must match bit for bit)";

@@ -452,12 +452,8 @@ TEST(GemmQ8Dispatch, InterleavedWeightsWithoutTheKernelUseTheReferenceLoops) {
 // The CPU's tiles where the probe, self-test and kernel check confirmed them; else the model.
 ops::Int8Tiles int8_tile_unit() { return ops::amx_int8_kernel_usable() ? ops::Int8Tiles::Amx : ops::Int8Tiles::Emulated; }
 
-class Int8Tiles : public ::testing::TestWithParam<DType> {
- protected:
-  void SetUp() override {
-    if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (the tiles' epilogue)";
-  }
-};
+// The tiles' epilogue needs what the VPDPBUSD kernel needs (GemmQ8's skip).
+class Int8Tiles : public GemmQ8 {};
 
 // Every output bit-identical to the VPDPBUSD kernel (the decode kernel, and an implementation
 // of the same formula that shares no code with the tiles) for full and partial token tiles, odd
