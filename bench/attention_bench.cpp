@@ -1,6 +1,7 @@
 // Decode attention on one thread: one query row of G = 8 heads sharing one kv head (E2B's GQA
 // group) against n cached positions in the cache's element type (f32, bf16, int8; the f32 kernel
-// and the bf16 / int8 kernels where the CPU has them), for the head dims of E2B's
+// and the bf16 / int8 kernels where the CPU has them, the bf16 kernel on AMX-BF16 tiles where
+// its check passed), for the head dims of E2B's
 // sliding (256) and full (512) layers. `caches` distinct caches are visited in turn, so with
 // several the keys and values come from memory rather than from a warm cache, as in a decode
 // step that walks 35 layers. Reported as key positions per second, multiply-adds per second
@@ -16,6 +17,7 @@
 #include "model/decoder_blocks.h"
 #include "model/presets.h"
 #include "ops/attention_bf16.h"
+#include "ops/attention_bf16_tiles.h"
 #include "ops/attention_int8.h"
 #include "ops/attention_kernels.h"
 #include "platform/dtype.h"
@@ -28,7 +30,15 @@ namespace {
 
 // state.range(0): positions; range(1): the cache and kernel (Kind); range(2): head dim;
 // range(3): caches.
-enum Kind { kF32 = 0, kBf16 = 1, kBf16Kernel = 2, kInt8 = 3, kInt8Kernel = 4 };
+enum Kind { kF32 = 0, kBf16 = 1, kBf16Kernel = 2, kInt8 = 3, kInt8Kernel = 4, kBf16Tiles = 5 };
+
+// Attention tiles are measured on the CPU's own only (the software model is a test device).
+bool skip_without_attention_tiles(benchmark::State& state) {
+  if (ops::amx_attention_kernel_usable()) return false;
+  state.SkipWithError(("no AMX-BF16 attention tiles: " + ops::amx_attention_kernel_check().detail).c_str());
+  return true;
+}
+
 void BM_AttendDecode(benchmark::State& state) {
   const int64_t n = state.range(0), G = 8, hd = state.range(2), caches = state.range(3);
   const auto kind = Kind(state.range(1));
@@ -40,7 +50,8 @@ void BM_AttendDecode(benchmark::State& state) {
     state.SkipWithError("no confirmed AVX512_VNNI on this CPU");
     return;
   }
-  const bool bf16 = kind == kBf16 || kind == kBf16Kernel, int8 = kind == kInt8 || kind == kInt8Kernel;
+  if (kind == kBf16Tiles && skip_without_attention_tiles(state)) return;
+  const bool bf16 = kind == kBf16 || kind == kBf16Kernel || kind == kBf16Tiles, int8 = kind == kInt8 || kind == kInt8Kernel;
   const uint64_t elem_bytes = bf16 ? 2 : int8 ? 1 : 4;
   std::mt19937 rng(3);
   std::normal_distribution<float> g(0.0f, 1.0f);
@@ -76,6 +87,8 @@ void BM_AttendDecode(benchmark::State& state) {
     const ops::KvSpans ks{&spans[size_t(c)], 1, 1, hd};
     if (kind == kBf16Kernel)
       ops::attend_partial_bf16(q.data(), G, ks, 0, 0, n, o.data(), m.data(), l.data());
+    else if (kind == kBf16Tiles)
+      ops::attend_partial_bf16_tiles(ops::Bf16Tiles::Amx, q.data(), G, ks, 0, 0, n, o.data(), m.data(), l.data());
     else if (kind == kInt8Kernel)
       ops::attend_partial_int8(q.data(), G, ks, 0, 0, n, o.data(), m.data(), l.data());
     else
@@ -91,7 +104,7 @@ void BM_AttendDecode(benchmark::State& state) {
 }
 // Warm (one cache) and from memory (16 caches: 64-256 MiB) at a sliding layer's window and at depth 4096.
 BENCHMARK(BM_AttendDecode)
-    ->ArgsProduct({{512, 4096}, {kF32, kBf16, kBf16Kernel, kInt8, kInt8Kernel}, {256, 512}, {1, 16}})
+    ->ArgsProduct({{512, 4096}, {kF32, kBf16, kBf16Kernel, kInt8, kInt8Kernel, kBf16Tiles}, {256, 512}, {1, 16}})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
@@ -107,12 +120,14 @@ namespace {
 // sequences' caches of E2B's owning layers of that type are visited in turn (full: 18 caches,
 // 72-144 MiB; sliding: 72 rings, 18-36 MiB), so the keys come from memory or L3.
 // state.range(0): the cache and kernel (Cache: the f32 kernel over a bf16 or f16 cache, the int8
-// kernel, the bf16 kernel); range(1): threads; range(2): 0 a full layer (4096 keys), 1 a sliding
+// kernel, the bf16 kernel, the bf16 kernel on AMX-BF16 tiles); range(1): threads; range(2): 0 a full layer (4096 keys), 1 a sliding
 // one (the last 512).
-enum Cache { kBf16Cache = 0, kInt8Cache = 1, kF16Cache = 2, kBf16CacheKernel = 3 };
+enum Cache { kBf16Cache = 0, kInt8Cache = 1, kF16Cache = 2, kBf16CacheKernel = 3, kBf16CacheTiles = 4 };
 void BM_AttendLayerFromCache(benchmark::State& state) {
   const auto cache = Cache(state.range(0));
-  const bool int8 = cache == kInt8Cache, bf16_kernel = cache == kBf16CacheKernel, sliding = state.range(2) == 1;
+  const bool int8 = cache == kInt8Cache, bf16_kernel = cache == kBf16CacheKernel, tiles = cache == kBf16CacheTiles,
+             sliding = state.range(2) == 1;
+  if (tiles && skip_without_attention_tiles(state)) return;
   const int threads = int(state.range(1));
   if (int8 && !ops::attention_int8_available()) {
     state.SkipWithError("no confirmed AVX512_VNNI on this CPU");
@@ -163,6 +178,8 @@ void BM_AttendLayerFromCache(benchmark::State& state) {
           ops::attend_partial_int8(q.data(), G, ks, 0, b, e, o, o + G * hd, o + G * hd + G);
         else if (bf16_kernel)
           ops::attend_partial_bf16(q.data(), G, ks, 0, b, e, o, o + G * hd, o + G * hd + G);
+        else if (tiles)
+          ops::attend_partial_bf16_tiles(ops::Bf16Tiles::Amx, q.data(), G, ks, 0, b, e, o, o + G * hd, o + G * hd + G);
         else
           ops::attend_partial(q.data(), G, ks, 0, b, e, o, o + G * hd, o + G * hd + G);
       }
@@ -173,7 +190,7 @@ void BM_AttendLayerFromCache(benchmark::State& state) {
   state.counters["positions/s"] = benchmark::Counter(double(state.iterations()) * double(n), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_AttendLayerFromCache)
-    ->ArgsProduct({{kBf16Cache, kInt8Cache, kF16Cache, kBf16CacheKernel}, {1, 2}, {0, 1}})
+    ->ArgsProduct({{kBf16Cache, kInt8Cache, kF16Cache, kBf16CacheKernel, kBf16CacheTiles}, {1, 2}, {0, 1}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

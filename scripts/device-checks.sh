@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The checks to run where a CPU has units this machine lacks (AMX above all), from a kit packed by
 # scripts/pack-device-kit.sh: the probe with the dot-product peaks, the tile kernels' tests on the
-# CPU's own tiles, the tile microbenchmarks (tiles on and off in one run), and g4 bench for bf16,
-# q8 and q4 on 2 threads. Output under $OUT (default /tmp/out). Budget: ~6-8 minutes on 16 vCPUs.
+# CPU's own tiles, the tile microbenchmarks (tiles on and off in one run; attention on VDPBF16PS and
+# on tiles), and g4 bench for bf16, q8 and q4 on 2 threads. Output under $OUT (default /tmp/out).
+# Budget: ~6-8 minutes on 16 vCPUs.
 set -uo pipefail
 K=$(cd "$(dirname "$0")/../.devkit" && pwd)
 G="$K/g"
@@ -13,13 +14,17 @@ step() { echo "=== $(date +%T) $*"; }
   step cpu; grep -m1 "model name" /proc/cpuinfo; nproc
   grep -m1 flags /proc/cpuinfo | tr ' ' '\n' | grep -E 'amx|avx512_bf16|avx512_vnni|avx512_fp16' | tr '\n' ' '; echo
   step device; timeout 60 "$G" "$K/g4" device --fma --threads 2
-  step tests-ops; timeout 120 "$G" "$K/g4_tests_ops" --gtest_brief=1 --gtest_filter='Bf16Tiles.*:GemmBf16.*:*Int8Tiles*:TileRegisterModel.*:*GemmQ8*'
+  step tests-ops; timeout 120 "$G" "$K/g4_tests_ops" --gtest_brief=1 --gtest_filter='Bf16Tiles.*:GemmBf16.*:*Int8Tiles*:TileRegisterModel.*:*GemmQ8*:AttentionBf16*'
   step tests-platform; timeout 60 "$G" "$K/g4_tests_platform" --gtest_brief=1
   step tests-engine; timeout 120 "$G" "$K/g4_tests_engine" --gtest_brief=1 --gtest_filter='Bf16Compute.*:Int8Activations.*'
 } 2>&1 | tee "$O/checks.txt"
 {
   step micro; timeout 90 "$G" "$K/g4_microbench" --benchmark_filter='Prefill512_(BF16|Q8_0|Q4_0)_R16/./2/512/2' \
     --benchmark_min_time=0.3
+  # Attention: the VDPBF16PS kernel (2, 3) against the tiles (5, 4), one row at depth 4096 from
+  # memory and one E2B full / sliding layer from the cache on 2 threads.
+  step micro-attention; timeout 90 "$G" "$K/g4_microbench" \
+    --benchmark_filter='AttendDecode/4096/[25]/(256|512)/16|AttendLayerFromCache/[34]/2/' --benchmark_min_time=0.3
   step synth; timeout 120 "$G" "$K/g4" synth --preset e2b --out /tmp/e2b --dtype bf16 >/dev/null
   for w in bf16 q8 q4; do
     step "bench-$w"

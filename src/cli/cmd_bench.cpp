@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "model/requantize.h"
 #include "model/weight_placement.h"
+#include "ops/attention_bf16_tiles.h"
 #include "ops/dot_kernels.h"
 #include "ops/matmul.h"
 #include "ops/row_reductions.h"
@@ -384,6 +385,9 @@ int run(const std::vector<std::string>& argv) {
         {"amx_int8_kernel_check",
          {{"run", ops::amx_int8_kernel_check().run}, {"passed", ops::amx_int8_kernel_check().passed},
           {"detail", ops::amx_int8_kernel_check().detail}}},
+        {"amx_attention_kernel_check",
+         {{"run", ops::amx_attention_kernel_check().run}, {"passed", ops::amx_attention_kernel_check().passed},
+          {"detail", ops::amx_attention_kernel_check().detail}}},
         {"attention", attention},
         {"prompt_len", prompt_len},
         {"gen", gen},

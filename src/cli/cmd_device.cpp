@@ -9,6 +9,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "ops/attention_bf16_tiles.h"
 #include "ops/matmul.h"
 #include "platform/bandwidth.h"
 #include "platform/device.h"
@@ -23,8 +24,9 @@ const char* kUsage =
     "                 [--weights FMT] [--json]\n\n"
     "Probes this CPU (model, cores, caches, ISA features, OS state, AMX permission), runs the one-time\n"
     "self-tests of optional units (AMX, AVX512_BF16, AVX512_VNNI) and, where AMX passed, the checks of\n"
-    "the AMX-BF16 and AMX-INT8 tile kernels, says how decode streams the weights on this CPU (row streams per thread,\n"
-    "software prefetch, the next product read ahead, and why) and prints the dtype policy g4 resolves\n"
+    "the AMX-BF16 and AMX-INT8 tile kernels and of the AMX-BF16 attention kernel, says how decode\n"
+    "streams the weights on this CPU (row streams per thread, software prefetch, the next product read\n"
+    "ahead, and why) and prints the dtype policy g4 resolves\n"
     "for f32, bf16, q8 and q4 checkpoints (or --checkpoint FMT), with the reason for each decision.\n\n"
     "  --bandwidth     also measure memory-read bandwidth (under a second per thread count; the best\n"
     "                  of one stream, eight streams and prefetching streams per thread)\n"
@@ -100,6 +102,9 @@ int run(const std::vector<std::string>& argv) {
     out["amx_bf16_kernel_check"] = {{"run", tiles.run}, {"passed", tiles.passed}, {"detail", tiles.detail}};
     const ops::TileKernelCheck& int8_tiles = ops::amx_int8_kernel_check();
     out["amx_int8_kernel_check"] = {{"run", int8_tiles.run}, {"passed", int8_tiles.passed}, {"detail", int8_tiles.detail}};
+    const ops::TileKernelCheck& attention_tiles = ops::amx_attention_kernel_check();
+    out["amx_attention_kernel_check"] = {
+        {"run", attention_tiles.run}, {"passed", attention_tiles.passed}, {"detail", attention_tiles.detail}};
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
@@ -112,6 +117,10 @@ int run(const std::vector<std::string>& argv) {
   std::printf("  kernel check amx-int8 tiles: %s (%s) -> %s\n",
               !int8_tiles.run ? "not run" : int8_tiles.passed ? "passed" : "failed", int8_tiles.detail.c_str(),
               int8_tiles.passed ? "Q8_0/Q4_0 prefill products on tiles" : "not used");
+  const ops::TileKernelCheck& attention_tiles = ops::amx_attention_kernel_check();
+  std::printf("  kernel check amx-bf16 attention: %s (%s) -> %s\n",
+              !attention_tiles.run ? "not run" : attention_tiles.passed ? "passed" : "failed",
+              attention_tiles.detail.c_str(), attention_tiles.passed ? "attention over a bf16 cache on tiles" : "not used");
   for (const auto& r : bandwidth)
     std::printf("  memory read: %.1f GB/s with %d thread%s (best of %d passes over %s, %.2f s)\n", r.best_gb_per_s,
                 r.threads, r.threads == 1 ? "" : "s", r.repetitions, format_bytes(r.buffer_bytes).c_str(),

@@ -7,6 +7,7 @@
 #include "engine/kv_cache.h"
 #include "model/forward_cached.h"
 #include "model/model.h"
+#include "ops/attention_bf16_tiles.h"
 #include "ops/dot_kernels.h"
 #include "ops/matmul.h"
 #include "platform/device.h"
@@ -113,6 +114,10 @@ int run(const std::vector<std::string>& argv) {
                 "           over an int8 cache: %s;\n"
                 "           over an f32 or f16 cache: the stored K/V widened to f32, FMA\n",
                 describe_attention(ops::KvElem::BF16, ex).c_str(), describe_attention(ops::KvElem::I8, ex).c_str());
+    const ops::TileKernelCheck& attention_tiles = ops::amx_attention_kernel_check();
+    std::printf("           AMX-BF16 attention kernel check: %s (%s)\n",
+                !attention_tiles.run ? "not run" : attention_tiles.passed ? "passed" : "failed",
+                attention_tiles.detail.c_str());
   }
   std::printf("executed   decode weight streams: %s\n", ops::describe_decode_plan(ops::plan_decode_streaming(dev)).c_str());
   std::printf("weights    %s: %d streamed matrices, %.0f MiB (%s); generate/bench/serve --weight-memory\n",

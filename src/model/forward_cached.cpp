@@ -8,6 +8,7 @@
 #include "model/decoder_blocks.h"
 #include "ops/reference_ops.h"
 #include "ops/attention_bf16.h"
+#include "ops/attention_bf16_tiles.h"
 #include "ops/attention_int8.h"
 #include "ops/attention_kernels.h"
 #include "platform/dtype.h"
@@ -84,6 +85,13 @@ bool bf16_attention_for(std::optional<ops::KvElem> elem, const blocks::Exec& ex)
 }
 
 // The int8 attention kernel runs under activations = q8 over a store whose views hold int8.
+// The bf16 kernel's rows run on tiles (every row of the layer) where the context has them and the
+// layer's shape fits them.
+ops::Bf16Tiles attention_tiles_for(std::optional<ops::KvElem> elem, const blocks::Exec& ex, int64_t group, int64_t hd) {
+  return bf16_attention_for(elem, ex) && ops::attention_tiles_fit(group, hd) ? ex.matmul->attention_tiles
+                                                                             : ops::Bf16Tiles::None;
+}
+
 bool int8_attention_for(std::optional<ops::KvElem> elem, const blocks::Exec& ex) {
   return ex.matmul && ex.matmul->int8_activations && elem == ops::KvElem::I8 && ops::attention_int8_available();
 }
@@ -163,6 +171,7 @@ void attend_layer_simd(const KvStore& kv, int src, bool sliding, int64_t W, int6
                        const blocks::Vec& sk, const blocks::Vec& sv, blocks::Vec& a, const blocks::Exec& ex) {
   const int64_t row_w = kvh * hd, G = nH / kvh;
   const bool bf16 = uses_bf16_attention(kv, ex), int8 = uses_int8_attention(kv, ex);
+  const ops::Bf16Tiles tiles = attention_tiles_for(kv.view_element(), ex, G, hd);
   const StepRows step = round_step_rows(kv.view_element(), sk, sv, hd);
   // Spans per group: the cached positions, then the step's rows of that group.
   std::vector<ops::KvSpan> spans;
@@ -237,7 +246,9 @@ void attend_layer_simd(const KvStore& kv, int src, bool sliding, int64_t W, int6
     float* o = states + i * state;
     float *m = o + G * hd, *l = m + G;
     const float* qr = &q[it.row * size_t(nH * hd) + size_t(it.kh * G * hd)];
-    if (bf16)
+    if (tiles != ops::Bf16Tiles::None)
+      ops::attend_partial_bf16_tiles(tiles, qr, G, ks, it.kh, it.begin, it.end, o, m, l);
+    else if (bf16)
       ops::attend_partial_bf16(qr, G, ks, it.kh, it.begin, it.end, o, m, l);
     else if (int8)
       ops::attend_partial_int8(qr, G, ks, it.kh, it.begin, it.end, o, m, l);
@@ -276,6 +287,12 @@ bool uses_int8_attention(const KvStore& kv, const blocks::Exec& ex) { return int
 
 std::string describe_attention(std::optional<ops::KvElem> elem, const blocks::Exec& ex) {
   if (!ex.matmul) return "reference loops (f32 K/V gathered from the cache)";
+  if (bf16_attention_for(elem, ex) && ex.matmul->attention_tiles != ops::Bf16Tiles::None)
+    return std::string("bf16 K/V x bf16-rounded queries and softmax weights on ") +
+           ops::bf16_tiles_name(ex.matmul->attention_tiles) +
+           " tiles (TDPBF16PS; attention kernel check passed), f32 accumulate and softmax, the heads of one kv head as "
+           "one tile's rows, every row of a layer (decode and prefill); layers with more than 16 heads per kv head or "
+           "a head dim not in steps of 32 on VDPBF16PS";
   if (bf16_attention_for(elem, ex))
     return "bf16 K/V x bf16-rounded queries and softmax weights on VDPBF16PS (AVX512_BF16), f32 accumulate and "
            "softmax";

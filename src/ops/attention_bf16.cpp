@@ -19,6 +19,19 @@
 
 namespace g4::ops {
 
+void find_bf16_rows(const KvSpans& kv, int64_t kv_head, int64_t begin, int64_t end, const uint16_t** krow,
+                    const uint16_t** vrow) {
+  size_t si = 0;     // span holding position p
+  int64_t base = 0;  // its first position
+  for (int64_t p = begin; p < end; ++p) {
+    while (base + kv.spans[si].n <= p) base += kv.spans[si++].n;
+    const KvSpan& sp = kv.spans[si];
+    const int64_t off = ((p - base) * kv.kvh + kv_head) * kv.hd;
+    krow[p - begin] = static_cast<const uint16_t*>(sp.k) + off;
+    vrow[p - begin] = static_cast<const uint16_t*>(sp.v) + off;
+  }
+}
+
 #if defined(__x86_64__)
 namespace {
 
@@ -207,15 +220,7 @@ G4_BF16_TARGET void attend_bf16(const float* q, int64_t G, const KvSpans& kv, in
   const int64_t count = end - begin;
   s.krow.resize(size_t(count + kPadRows + kAheadRows));
   s.vrow.resize(size_t(count + kPadRows + kAheadRows));
-  size_t si = 0;     // span holding position p
-  int64_t base = 0;  // its first position
-  for (int64_t p = begin; p < end; ++p) {
-    while (base + kv.spans[si].n <= p) base += kv.spans[si++].n;
-    const KvSpan& sp = kv.spans[si];
-    const int64_t off = ((p - base) * kv.kvh + kv_head) * hd;
-    s.krow[size_t(p - begin)] = static_cast<const uint16_t*>(sp.k) + off;
-    s.vrow[size_t(p - begin)] = static_cast<const uint16_t*>(sp.v) + off;
-  }
+  find_bf16_rows(kv, kv_head, begin, end, s.krow.data(), s.vrow.data());
   for (size_t j = size_t(count); j < s.krow.size(); ++j) s.krow[j] = s.vrow[j] = s.zero.data();
   for (int64_t t0 = begin; t0 < end; t0 += kTile) {
     const int64_t n = std::min(end, t0 + kTile) - t0;

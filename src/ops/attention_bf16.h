@@ -24,6 +24,12 @@ namespace g4::ops {
 // True when this build has the kernel and the CPU confirmed AVX512_BF16 (probe + self-test).
 bool attention_bf16_available();
 
+// krow[j], vrow[j] = kv head kv_head's bf16 key and value rows of position begin + j, for j in
+// [0, end - begin): each position found through the spans one by one (the bf16 kernels' shared
+// way of reading a cache, so neither depends on how it was cut). Arguments already checked.
+void find_bf16_rows(const KvSpans& kv, int64_t kv_head, int64_t begin, int64_t end, const uint16_t** krow,
+                    const uint16_t** vrow);
+
 // As attend_partial, for spans whose elements are all KvElem::BF16. Throws g4::Error on other
 // element types, bad arguments, or when attention_bf16_available() is false.
 void attend_partial_bf16(const float* q, int64_t group, const KvSpans& kv, int64_t kv_head, int64_t begin, int64_t end,

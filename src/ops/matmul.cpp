@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ops/attention_bf16_tiles.h"
 #include "ops/dot_kernels.h"
 #include "ops/gemm_bf16.h"
 #include "ops/gemm_kquant.h"
@@ -105,6 +106,7 @@ MatmulContext make_matmul_context(ThreadPool* pool, const DeviceInfo& device, in
   // check passed (a preset device describing AMX never turns the tiles on elsewhere).
   if (bf16_compute && device.amx_bf16_usable() && amx_bf16_kernel_usable()) c.bf16_tiles = Bf16Tiles::Amx;
   if (int8_activations && device.amx_int8_usable() && amx_int8_kernel_usable()) c.int8_tiles = Int8Tiles::Amx;
+  if (bf16_compute && device.amx_bf16_usable() && amx_attention_kernel_usable()) c.attention_tiles = Bf16Tiles::Amx;
   c.tile_block_budget = cpu_l2_limit(device).bytes / 2;
   return c;
 }

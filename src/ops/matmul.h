@@ -47,6 +47,11 @@ struct MatmulContext {
   // VPDPBUSD; bit-identical to it, so decode stays on VPDPBUSD. Amx where make_matmul_context
   // finds AMX-INT8 confirmed and its kernel check passed; Emulated only in tests.
   Int8Tiles int8_tiles = Int8Tiles::None;
+  // Attention over a bf16 cache on AMX-BF16 tiles (attention_bf16_tiles.h) instead of
+  // VDPBF16PS, for every row (decode and prefill alike) of a layer whose shape fits: Amx where
+  // make_matmul_context finds compute = bf16, AMX-BF16 confirmed and the attention kernel's check
+  // passed; Emulated only in tests.
+  Bf16Tiles attention_tiles = Bf16Tiles::None;
 };
 
 // How decode's weight stream is read on this CPU (streams per thread, software prefetch), and why.

@@ -39,8 +39,11 @@ class Bf16Compute : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new test::TempDir();
-    for (const char* p : {"tiny-e", "tiny-moe"}) {
-      ModelConfig c = preset_config(p);
+    for (const char* p : {"tiny-e", "tiny-moe", "tiny-e32"}) {
+      // tiny-e32: tiny-e with head dims of 32 and 64, so every layer's attention fits the tiles
+      // (tiny-moe's sliding layers, head dim 16, do not: a model with both kernels).
+      ModelConfig c = preset_config(std::string(p) == "tiny-e32" ? "tiny-e" : p);
+      if (std::string(p) == "tiny-e32") c.head_dim = 32, c.global_head_dim = 64;
       c.sliding_window = 4;
       c.finalize();
       SynthOptions o;
@@ -84,11 +87,13 @@ std::vector<std::vector<float>> batched(const Model& m, const std::vector<std::v
 
 void expect_batching_is_exact(const Model& m, bool bf16, bool int8 = false, KvDType kv_type = KvDType::F32,
                               ops::Bf16Tiles tiles = ops::Bf16Tiles::None,
-                              ops::Int8Tiles int8_tiles = ops::Int8Tiles::None) {
+                              ops::Int8Tiles int8_tiles = ops::Int8Tiles::None,
+                              ops::Bf16Tiles attention_tiles = ops::Bf16Tiles::None) {
   ThreadPool pool(2);
   ops::MatmulContext mm{&pool, 4, bf16, int8};
   mm.bf16_tiles = tiles;
   mm.int8_tiles = int8_tiles;
+  mm.attention_tiles = attention_tiles;
   blocks::Exec ex{&mm};
   ex.attention_parallel_min_fmas = 0;  // every layer's attention on the pool, in slices of 8 keys merged
   ex.attention_slice = 8;
@@ -157,6 +162,16 @@ TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheBf16AttentionKernel) {
   for (const char* p : {"tiny-e", "tiny-moe"}) expect_batching_is_exact(*model(p), true, false, KvDType::BF16);
 }
 
+// Attention on AMX-BF16 tiles (here the software model of them, where the CPU has none) for every
+// row of the layers that fit, decode and prefill alike: prefilling 5 rows at once and decoding one
+// at a time still give the same bits, tiny-moe with its sliding layers on VDPBF16PS beside.
+TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheAttentionTiles) {
+  if (!ops::attention_bf16_available()) GTEST_SKIP() << "no confirmed AVX512_BF16 on this CPU";
+  for (const char* p : {"tiny-e32", "tiny-moe"})
+    expect_batching_is_exact(*model(p), true, false, KvDType::BF16, ops::Bf16Tiles::None, ops::Int8Tiles::None,
+                             ops::Bf16Tiles::Emulated);
+}
+
 TEST_F(Bf16Compute, AttentionKernelFollowsPolicyAndCacheType) {
   auto m = model("tiny-e");
   ThreadPool pool(2);
@@ -171,6 +186,11 @@ TEST_F(Bf16Compute, AttentionKernelFollowsPolicyAndCacheType) {
   EXPECT_FALSE(uses_bf16_attention(kv_bf, reference));
   if (ops::attention_bf16_available()) {
     EXPECT_NE(describe_attention(ops::KvElem::BF16, on_bf).find("VDPBF16PS"), std::string::npos);
+    ops::MatmulContext tiled = bf;
+    tiled.attention_tiles = ops::Bf16Tiles::Emulated;
+    const blocks::Exec on_tiles{&tiled};
+    EXPECT_NE(describe_attention(ops::KvElem::BF16, on_tiles).find("software model of AMX-BF16 tiles"), std::string::npos);
+    EXPECT_EQ(describe_attention(ops::KvElem::I8, on_tiles), describe_attention(ops::KvElem::I8, on_bf));
   }
   EXPECT_NE(describe_attention(ops::KvElem::I8, on_bf).find("int8 K/V widened"), std::string::npos);
   // The int8 kernel: activations = q8 and an int8 cache, nothing else.
@@ -234,20 +254,31 @@ TEST_F(Bf16Compute, Bf16AttentionErrsAboutAsMuchAsItsParts) {
     for (size_t i = 0; i < a.size(); ++i) s += std::fabs(a[i] - b[i]);
     return s / double(a.size());
   };
-  for (const char* p : {"tiny-e", "tiny-moe"}) {
-    auto m = model(p);
+  // "tiles": the attention on the software model of AMX-BF16 tiles (the weight products on
+  // VDPBF16PS, as measured by `compute`). On tiny-e32 it must differ from the VDPBF16PS kernel's
+  // bits (it ran); tiny-moe's full layers (K = V) put all weight on one key at these lengths, where
+  // both kernels return that value row exactly.
+  for (const std::string p : {"tiny-e", "tiny-moe", "tiny-e32", "tiny-e32 tiles", "tiny-moe tiles"}) {
+    const std::string name = p.substr(0, p.find(' '));
+    auto m = model(name);
     const auto tokens = random_tokens(40, m->config.vocab_size, 9);
     const auto whole = forward_reference(*m, tokens);
+    mm.attention_tiles = ops::Bf16Tiles::None;
     const double compute = mean_abs_diff(alone(*m, tokens, ex, KvDType::F32), whole);
     const double cache = mean_abs_diff(alone(*m, tokens, reference, KvDType::BF16), whole);
+    const auto vdpbf16ps = alone(*m, tokens, ex, KvDType::BF16);
+    mm.attention_tiles = p.ends_with("tiles") ? ops::Bf16Tiles::Emulated : ops::Bf16Tiles::None;
     const auto got = alone(*m, tokens, ex, KvDType::BF16);
     const double both = mean_abs_diff(got, whole);
     std::printf("[ bf16 kv ] %s: mean |delta logit| bf16 compute %.5f + bf16 cache %.5f -> bf16 attention %.5f (max %.4f)\n",
-                p, compute, cache, both, double(test::max_abs_diff(got.data(), whole.data(), got.size())));
+                p.c_str(), compute, cache, both, double(test::max_abs_diff(got.data(), whole.data(), got.size())));
     EXPECT_GT(both, 0.0);
     EXPECT_LE(both, 1.5 * (compute + cache)) << p;
-    if (std::string(p) == "tiny-e") {
+    if (!name.starts_with("tiny-moe")) {
       EXPECT_LT(test::max_abs_diff(got.data(), whole.data(), got.size()), 0.5f);
+    }
+    if (p == "tiny-e32 tiles") {
+      EXPECT_NE(0, std::memcmp(got.data(), vdpbf16ps.data(), got.size() * sizeof(float))) << p << ": tiles did not run";
     }
   }
 }
