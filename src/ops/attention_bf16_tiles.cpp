@@ -65,6 +65,9 @@ struct AmxTiles {
     _tile_loadconfig(&c);
   }
   G4_AMX_TARGET void load(int t, const void* p, size_t stride) {
+    // TILELOADD's asm names no memory as read, and this kernel writes what the tiles load (staged
+    // keys, paired values, weights, the rescaled output) between loads: every store before it first.
+    asm volatile("" ::: "memory");
     const long s = long(stride);
     switch (t) {
       case 2: _tile_loadd(2, p, s); break;
@@ -221,7 +224,6 @@ G4_AMX_TARGET __attribute__((noinline)) void attend_tiles(const float* q, int64_
   s.krow.assign(size_t(count + kTile + kStep), s.zero.data());
   s.vrow.assign(size_t(count + kTile + kStep), s.zero.data());
   find_bf16_rows(kv, kv_head, begin, end, s.krow.data(), s.vrow.data());
-  asm volatile("" ::: "memory");  // the tile loads' asm does not name what they read
   Unit u;
   u.configure(attention_config(int(G)));
   const size_t q_stride = size_t(4 * G);
