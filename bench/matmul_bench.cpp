@@ -120,9 +120,11 @@ void run(benchmark::State& state, DType t) {
   state.SetLabel(ops::describe_matmul(ctx, t).substr(0, 40));
 }
 
-// The AMX-BF16 tile kernel alone, one thread, T = 512 over the decoder layers' matrices (set 2)
-// or the one in L2 (set 3), activations already in tile panels: range(0) the token block (0: the
-// one the engine picks from the L2), range(1) the shape set. GOP/s against the TDPBF16PS peak.
+// The AMX-BF16 tile kernel alone, one thread, T = 512 over the decoder layers' matrices (set 2),
+// the down-like ones (set 1) or the one in L2 (set 3), activations already in tile panels:
+// range(0) the token block (0: the one the engine picks from the L2), range(1) the shape set,
+// range(2) the column chunk (0: the engine's, -1: all columns, as before chunks; else columns).
+// GOP/s against the TDPBF16PS peak.
 void BM_TilesBF16(benchmark::State& state) {
   if (!ops::amx_bf16_kernel_usable()) {
     state.SkipWithError("AMX-BF16 tiles not confirmed on this CPU");
@@ -147,13 +149,18 @@ void BM_TilesBF16(benchmark::State& state) {
   for (auto _ : state)
     for (const TensorView& v : w.views) {
       const size_t k = size_t(std::find(widths.begin(), widths.end(), v.shape[1]) - widths.begin());
-      const int64_t block = state.range(0) ? state.range(0) : ops::bf16_tiles_token_block(v.shape[1], budget);
+      ops::Bf16TileBlocking b = ops::bf16_tiles_blocking(v.shape[1], budget);
+      if (state.range(0)) b.token_block = state.range(0);
+      if (state.range(2)) b.k_chunk = state.range(2) < 0 ? v.shape[1] : state.range(2);
       ops::gemm_bf16_tiles(ops::Bf16Tiles::Amx, panels[k].data(), T, v.shape[1], v.data, 0, v.shape[0], y.data(),
-                           v.shape[0], block);
+                           v.shape[0], b);
     }
   state.counters["GOP/s"] = benchmark::Counter(2e-9 * macs_of(w, T) * double(state.iterations()), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_TilesBF16)->ArgsProduct({{0, 32, 64, 128, 512}, {2, 3}})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_TilesBF16)
+    ->ArgsProduct({{0, 32, 64, 128, 512}, {1, 2, 3}, {0, -1, 1024, 4096}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_MatmulBF16(benchmark::State& s) { run(s, DType::BF16); }
 // BF16_R16: range(0) 0 the reference loops (reading rows out of their groups), 1 the interleaved VDPBF16PS kernel.

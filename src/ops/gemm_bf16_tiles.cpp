@@ -60,6 +60,10 @@ struct AmxTiles {
   G4_AMX_TARGET void load(int t, const void* p, size_t stride) {
     const long s = long(stride);
     switch (t) {
+      case 0: _tile_loadd(0, p, s); break;  // sums carried over from the previous column chunk
+      case 1: _tile_loadd(1, p, s); break;
+      case 2: _tile_loadd(2, p, s); break;
+      case 3: _tile_loadd(3, p, s); break;
       case 4: _tile_loadd(4, p, s); break;
       case 5: _tile_loadd(5, p, s); break;
       case 6: _tile_loadd(6, p, s); break;
@@ -100,20 +104,30 @@ struct AmxTiles {
 
 // One panel: `count` tokens (up to 32) from token t x one or two 16-row groups from g, over all
 // steps. `loaded` is the token count the unit's configuration was made for (-1: none yet).
+// Columns [s0, s1) steps of 32: the sums start at 0 for the first step (s0 = 0) and are loaded
+// back from y otherwise (a column chunk after the first: f32 stored and loaded exactly, so each sum
+// still takes the steps in column order, as one pass over all columns would).
 template <class Unit>
 G4_TILES_TARGET void panel(Unit& u, int& loaded, const uint16_t* panels, int64_t in, const std::byte* w, uint64_t group_bytes,
-                           bool pair, int64_t g, int64_t t, int count, float* y, int64_t ldy) {
+                           bool pair, int64_t g, int64_t t, int count, float* y, int64_t ldy, int64_t s0, int64_t s1) {
   const int tokens0 = std::min(count, kTileRows), tokens1 = count - tokens0;
   if (count != loaded) {
     u.configure(panel_config(tokens0, tokens1));
     loaded = count;
   }
   const int groups = pair ? 2 : 1;
+  float* const sums = y + t * ldy + kInterleaveRows * g;  // token tile i x group j at sums + 16 i ldy + 16 j
   for (int i = 0; i < (tokens1 ? 2 : 1); ++i)
-    for (int j = 0; j < groups; ++j) u.zero(2 * i + j);
-  const std::byte* b = w + uint64_t(g) * group_bytes;
-  const uint16_t* a = panels + t * in;  // t is a panel's first token: the panel starts at 32 · in · (t / 32)
-  const int64_t steps = in / kStepColumns, a_step = kTilePanelTokens * kStepColumns;
+    for (int j = 0; j < groups; ++j) {
+      if (s0 == 0)
+        u.zero(2 * i + j);
+      else
+        u.load(2 * i + j, sums + kTileRows * i * ldy + kInterleaveRows * j, size_t(ldy) * sizeof(float));
+    }
+  // t is a panel's first token: the panel starts at 32 · in · (t / 32); step s0 of it and of the groups.
+  const uint16_t* a = panels + t * in + s0 * kTilePanelTokens * kStepColumns;
+  const std::byte* b = w + uint64_t(g) * group_bytes + uint64_t(s0) * kStepGroupBytes;
+  const int64_t steps = s1 - s0, a_step = kTilePanelTokens * kStepColumns;
   if (tokens1 && pair) {
     // Two token tiles x two row groups, software-pipelined: each load follows the product before
     // it and fills a tile whose last reader was issued one product earlier, so a load can run
@@ -148,26 +162,37 @@ G4_TILES_TARGET void panel(Unit& u, int& loaded, const uint16_t* panels, int64_t
   }
   for (int i = 0; i < (tokens1 ? 2 : 1); ++i)
     for (int j = 0; j < groups; ++j)
-      u.store(2 * i + j, y + (t + kTileRows * i) * ldy + kInterleaveRows * (g + j), size_t(ldy) * sizeof(float));
+      u.store(2 * i + j, sums + kTileRows * i * ldy + kInterleaveRows * j, size_t(ldy) * sizeof(float));
 }
 
-// Groups [g_begin, g_end) x all T tokens: decode takes the groups in pairs; prefill walks blocks
-// of token_block tokens, each pair of groups over the block's panels of 32.
+// Groups [g_begin, g_end) x all T tokens: decode takes the groups in pairs over all columns;
+// prefill walks blocks of token_block tokens, within each the columns in chunks of k_chunk, and
+// within a chunk each pair of groups over the block's panels of 32. A chunk of a pair's weights
+// is read from memory once per token block and then from cache; without chunks, a pair too wide
+// for the L2 beside one panel (E2B's down_proj: 768 KiB at 12288 columns) was read again for
+// every 32 tokens.
 template <class Unit>
 G4_TILES_TARGET __attribute__((noinline)) void run_tiles(const uint16_t* panels, int64_t T, int64_t in, const std::byte* w,
                                                          int64_t g_begin, int64_t g_end, float* y, int64_t ldy,
-                                                         int64_t token_block) {
+                                                         Bf16TileBlocking blocking) {
   asm volatile("" ::: "memory");  // the tile loads' asm does not name the activations it reads
   Unit u;
   int loaded = -1;
   const uint64_t group_bytes = uint64_t(kInterleaveRows) * uint64_t(in) * sizeof(uint16_t);
-  walk_interleaved_groups(
-      T, g_begin, g_end, 2,
-      [&](int n, int64_t g) { panel(u, loaded, panels, in, w, group_bytes, n == 2, g, 0, 1, y, ldy); },
-      [&](bool pair, int64_t g, int64_t t, int count) {
-        panel(u, loaded, panels, in, w, group_bytes, pair, g, t, count, y, ldy);
-      },
-      kTilePanelTokens, token_block);
+  const int64_t steps = in / kStepColumns, chunk = blocking.k_chunk / kStepColumns;
+  if (T == 1) {
+    for (int64_t g = g_begin; g < g_end; g += 2)
+      panel(u, loaded, panels, in, w, group_bytes, g + 1 < g_end, g, 0, 1, y, ldy, 0, steps);
+  } else {
+    for (int64_t t0 = 0; t0 < T; t0 += blocking.token_block) {
+      const int64_t t1 = std::min(T, t0 + blocking.token_block);
+      for (int64_t s0 = 0; s0 < steps; s0 += chunk)
+        for (int64_t g = g_begin; g < g_end; g += 2)
+          for (int64_t t = t0; t < t1; t += kTilePanelTokens)
+            panel(u, loaded, panels, in, w, group_bytes, g + 1 < g_end, g, t,
+                  int(std::min<int64_t>(kTilePanelTokens, t1 - t)), y, ldy, s0, std::min(steps, s0 + chunk));
+    }
+  }
   u.release();
 }
 
@@ -184,10 +209,17 @@ const char* bf16_tiles_name(Bf16Tiles t) {
 
 bool bf16_tiles_fit(int64_t in) { return in > 0 && in % kStepColumns == 0; }
 
-int64_t bf16_tiles_token_block(int64_t in, uint64_t budget_bytes) {
-  const uint64_t row = uint64_t(std::max<int64_t>(in, 1)) * sizeof(uint16_t), pair = 2 * kInterleaveRows * row;
-  const uint64_t panels = budget_bytes > pair ? (budget_bytes - pair) / (row * kTilePanelTokens) : 0;
-  return int64_t(std::clamp<uint64_t>(panels, 1, 16)) * kTilePanelTokens;
+Bf16TileBlocking bf16_tiles_blocking(int64_t in, uint64_t budget_bytes) {
+  const int64_t steps = std::max<int64_t>(in, kStepColumns) / kStepColumns;
+  if (budget_bytes == 0) return {kTilePanelTokens, steps * kStepColumns};
+  // A pair of groups holds 64 bytes per column; its chunk may take an eighth of the budget, in
+  // chunks of equal whole steps.
+  const uint64_t pair_step = 2 * kStepGroupBytes, chunk_budget = budget_bytes / 8;
+  const int64_t max_steps = int64_t(std::max<uint64_t>(1, chunk_budget / pair_step));
+  const int64_t chunks = (steps + max_steps - 1) / max_steps, chunk = (steps + chunks - 1) / chunks;
+  const uint64_t pair = uint64_t(chunk) * pair_step, token = uint64_t(chunk) * kStepColumns * sizeof(uint16_t);
+  const uint64_t panels = budget_bytes > pair ? (budget_bytes - pair) / (token * kTilePanelTokens) : 0;
+  return {int64_t(std::clamp<uint64_t>(panels, 1, 16)) * kTilePanelTokens, chunk * kStepColumns};
 }
 
 int64_t bf16_tile_panel_elements(int64_t T, int64_t in) {
@@ -230,19 +262,23 @@ void pack_bf16_tile_panels(const uint16_t* xb, int64_t T, int64_t in, uint16_t* 
 }
 
 void gemm_bf16_tiles(Bf16Tiles unit, const uint16_t* panels, int64_t T, int64_t in, const std::byte* w, int64_t o_begin,
-                     int64_t o_end, float* y, int64_t ldy, int64_t token_block) {
+                     int64_t o_end, float* y, int64_t ldy, Bf16TileBlocking blocking) {
+  if (blocking.k_chunk == 0) blocking.k_chunk = in;
+  const int64_t token_block = blocking.token_block, k_chunk = blocking.k_chunk;
   if (!bf16_tiles_fit(in) || o_begin % kInterleaveRows || o_end % kInterleaveRows || o_begin > o_end || T < 1 ||
-      token_block < kTilePanelTokens || token_block % kTilePanelTokens)
-    throw Error("gemm_bf16_tiles: BF16_R16 tiles need a width in whole steps of 32, rows in whole groups of 16 and "
-                "token blocks of whole 32-token panels, got " + std::to_string(T) + " tokens, width " + std::to_string(in) +
-                ", rows [" + std::to_string(o_begin) + ", " + std::to_string(o_end) + "), token block " +
-                std::to_string(token_block));
+      token_block < kTilePanelTokens || token_block % kTilePanelTokens || k_chunk < kStepColumns ||
+      k_chunk % kStepColumns)
+    throw Error("gemm_bf16_tiles: BF16_R16 tiles need a width in whole steps of 32, rows in whole groups of 16, "
+                "token blocks of whole 32-token panels and column chunks of whole steps, got " + std::to_string(T) +
+                " tokens, width " + std::to_string(in) + ", rows [" + std::to_string(o_begin) + ", " +
+                std::to_string(o_end) + "), token block " + std::to_string(token_block) + ", column chunk " +
+                std::to_string(k_chunk));
   const int64_t g0 = o_begin / kInterleaveRows, g1 = o_end / kInterleaveRows;
   switch (unit) {
-    case Bf16Tiles::Emulated: run_tiles<EmulatedTiles>(panels, T, in, w, g0, g1, y, ldy, token_block); return;
+    case Bf16Tiles::Emulated: run_tiles<EmulatedTiles>(panels, T, in, w, g0, g1, y, ldy, blocking); return;
     case Bf16Tiles::Amx:
 #if defined(__x86_64__)
-      run_tiles<AmxTiles>(panels, T, in, w, g0, g1, y, ldy, token_block);
+      run_tiles<AmxTiles>(panels, T, in, w, g0, g1, y, ldy, blocking);
       return;
 #endif
     case Bf16Tiles::None: break;

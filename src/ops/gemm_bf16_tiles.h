@@ -41,12 +41,19 @@ const char* bf16_tiles_name(Bf16Tiles t);  // "none", "AMX-BF16", "software mode
 // the VDPBF16PS kernel for every token count, which keeps their batching exact too.
 bool bf16_tiles_fit(int64_t in);
 
-// Prefill walks the tokens in blocks: each pair of row groups meets a whole block (its weights
-// read from memory once per block, then from cache) while the block's activation rows stay in
-// L2. The block is as many 32-token panels as fit `budget_bytes` beside the pair's weights
-// (in x 2 bytes per token, 64 x in for the pair), at least 1 and at most 16 panels. It changes
-// which bytes are re-read, never a result bit.
-int64_t bf16_tiles_token_block(int64_t in, uint64_t budget_bytes);
+// Prefill walks the tokens in blocks and, within a block, the columns in chunks: each pair of
+// row groups meets a whole block for one chunk of columns (that chunk of its weights read from
+// memory once per block, then from cache) while the block's activations of the chunk stay in L2.
+// The chunk: equal whole steps of 32 columns, the pair's share of it (64 bytes per column) at
+// most an eighth of `budget_bytes`; the block: as many 32-token panels as fit the rest (chunk x 2
+// bytes per token), at least 1 and at most 16. Budget 0: one panel, all columns. Neither changes
+// a result bit: a chunk after the first loads the sums the one before stored (exact in f32), so
+// every sum still takes the steps in column order.
+struct Bf16TileBlocking {
+  int64_t token_block = 64;  // a positive multiple of 32
+  int64_t k_chunk = 0;       // columns per chunk, a positive multiple of 32; 0: all of them
+};
+Bf16TileBlocking bf16_tiles_blocking(int64_t in, uint64_t budget_bytes);
 
 // The activations as the tiles read them, "tile panels": tokens in panels of 32, and within a
 // panel, step by step (32 columns), the 32 tokens' 64-byte rows one after another:
@@ -63,11 +70,11 @@ void round_to_bf16_tile_panels(const float* x, int64_t t0, int64_t t1, int64_t i
 void pack_bf16_tile_panels(const uint16_t* xb, int64_t T, int64_t in, uint16_t* panels);
 
 // y[t * ldy + o] for o in [o_begin, o_end), t in [0, T): Σ_i x[t, i] · w[o, i], x in tile panels
-// (above), w BF16_R16 [out, in] (o_begin, o_end multiples of 16; in a multiple of 32; token_block
-// a positive multiple of 32; else g4::Error). unit Amx requires amx_bf16_kernel_usable();
-// Emulated runs anywhere.
+// (above), w BF16_R16 [out, in] (o_begin, o_end multiples of 16; in a multiple of 32; blocking as
+// Bf16TileBlocking says; else g4::Error). unit Amx requires amx_bf16_kernel_usable(); Emulated
+// runs anywhere.
 void gemm_bf16_tiles(Bf16Tiles unit, const uint16_t* panels, int64_t T, int64_t in, const std::byte* w, int64_t o_begin,
-                     int64_t o_end, float* y, int64_t ldy, int64_t token_block = 64);
+                     int64_t o_end, float* y, int64_t ldy, Bf16TileBlocking blocking = {});
 
 // The one-time check of this kernel on this CPU's AMX-BF16 (item 7 of the fast-path issue: an
 // optional unit is used only after the probe confirms it and a self-test passes). Runs once per

@@ -228,8 +228,8 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
                 ? "AMX-BF16 tiles (TDPBF16PS; probe, tile self-test and kernel check passed)"
                 : "a software model of AMX-BF16 tiles (tests only)") +
            ", 32 tokens x 32 rows per step, each sum over the columns in order, every token count on the tiles; "
-           "prefill token blocks sized to half the L2 beside a pair of row groups; matrices whose width is not a "
-           "multiple of 32 on VDPBF16PS";
+           "prefill in token blocks x column chunks sized to half the L2 (a pair of row groups' chunk an eighth of "
+           "it), sums carried across chunks; matrices whose width is not a multiple of 32 on VDPBF16PS";
   if (dtype == DType::BF16_R16 && uses_bf16_kernel(ctx)) {
     std::string s = "BF16 weights, 16 rows interleaved, x bf16-rounded activations on VDPBF16PS (AVX512_BF16), 16 rows per "
                     "instruction, one f32 lane per row summed over the value pairs in order; decode: " +
@@ -456,7 +456,7 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
       const int64_t out = w.shape[0], r0 = (b - first[i]) * group[i], r1 = std::min(out, (e - first[i]) * group[i]);
       if (tiles)
         gemm_bf16_tiles(ctx.bf16_tiles, xbp, T, in, w.data, r0, r1, products[i].y, out,
-                        ctx.tile_block_budget ? bf16_tiles_token_block(in, ctx.tile_block_budget) : 64);
+                        ctx.tile_block_budget ? bf16_tiles_blocking(in, ctx.tile_block_budget) : Bf16TileBlocking{});
       else if (kernel == FastKernel::Bf16 && group[i] == int(kInterleaveRows))
         gemm_bf16_interleaved_rows(xbp, T, in, w.data, r0, r1, products[i].y, out, kBf16DecodeGroups);
       else if (kernel == FastKernel::Bf16)

@@ -267,11 +267,15 @@ TEST(Bf16Tiles, TokenResultsDoNotDependOnBatchOrRows) {
   ops::gemm_bf16_tiles(unit, panels(xb, 7, 21, in).data(), 21, in, w.view.data, 48, out, part.data(), out);
   ops::gemm_bf16_tiles(unit, panels(xb, 7, 21, in).data(), 21, in, w.view.data, 0, 48, part.data(), out);
   EXPECT_EQ(0, std::memcmp(part.data(), &all[size_t(7 * out)], part.size() * 4)) << "tokens 7..27, rows in two ranges";
-  for (int64_t block : {32, 96, 512}) {  // the token block re-orders the walk, not a sum
-    std::vector<float> blocked(all.size(), NAN);
-    ops::gemm_bf16_tiles(unit, panels(xb, 0, T, in).data(), T, in, w.view.data, 0, out, blocked.data(), out, block);
-    EXPECT_EQ(0, std::memcmp(blocked.data(), all.data(), all.size() * 4)) << "token block " << block;
-  }
+  // The token block and the column chunks re-order the walk, not a sum: a chunk after the first
+  // carries the sums on through y (chunks of 1, 2 and 3 steps of the 4, one uneven).
+  for (int64_t block : {32, 96, 512})
+    for (int64_t chunk : {0, 32, 64, 96}) {
+      std::vector<float> blocked(all.size(), NAN);
+      ops::gemm_bf16_tiles(unit, panels(xb, 0, T, in).data(), T, in, w.view.data, 0, out, blocked.data(), out,
+                           {block, chunk});
+      EXPECT_EQ(0, std::memcmp(blocked.data(), all.data(), all.size() * 4)) << "token block " << block << ", chunk " << chunk;
+    }
 }
 
 // The tile panel layout, element by element from its stated formula: token t, column i at
@@ -306,13 +310,24 @@ TEST(Bf16Tiles, PanelsHoldEachRoundedValueWhereTheLayoutSays) {
   EXPECT_THROW(ops::pack_bf16_tile_panels(xb.data(), 1, 48, packed.data()), Error);
 }
 
-// Token blocks: as many 32-token panels as fit the budget beside a pair of row groups, 1 to 16.
-TEST(Bf16Tiles, TokenBlocksFitTheirBudget) {
-  // in = 1536: a token row is 3 KiB, the pair of groups 96 KiB; 512 KiB holds 4 panels beside it.
-  EXPECT_EQ(ops::bf16_tiles_token_block(1536, 512u << 10), 128);
-  EXPECT_EQ(ops::bf16_tiles_token_block(6144, 512u << 10), 32);  // the pair alone is 384 KiB: 1 panel
-  EXPECT_EQ(ops::bf16_tiles_token_block(256, 1u << 30), 512);    // at most 16 panels
-  EXPECT_EQ(ops::bf16_tiles_token_block(1536, 0), 32);
+// Blocking: column chunks of equal whole steps whose pair of row groups (64 bytes a column) takes
+// at most an eighth of the budget; token blocks of as many 32-token panels as fit the rest beside
+// the chunk, 1 to 16.
+TEST(Bf16Tiles, BlockingFitsItsBudget) {
+  auto is = [](ops::Bf16TileBlocking b, int64_t tokens, int64_t columns) {
+    return b.token_block == tokens && b.k_chunk == columns;
+  };
+  // 1 MiB (half a 2 MiB L2): in = 1536 whole (the pair 96 KiB), 9 panels of 3 KiB rows beside it.
+  EXPECT_TRUE(is(ops::bf16_tiles_blocking(1536, 1u << 20), 288, 1536));
+  // E2B's down_proj, 12288 wide: 6 chunks of 2048 (the pair's chunk 128 KiB), 7 panels of 4 KiB
+  // rows; whole, the pair alone (768 KiB) left room for 1 panel.
+  EXPECT_TRUE(is(ops::bf16_tiles_blocking(12288, 1u << 20), 224, 2048));
+  // 512 KiB: 1536 in 2 chunks of 768 (48 KiB), 9 panels; 6144 in 6 of 1024 (64 KiB), 7 panels.
+  EXPECT_TRUE(is(ops::bf16_tiles_blocking(1536, 512u << 10), 288, 768));
+  EXPECT_TRUE(is(ops::bf16_tiles_blocking(6144, 512u << 10), 224, 1024));
+  EXPECT_TRUE(is(ops::bf16_tiles_blocking(256, 1u << 30), 512, 256));  // at most 16 panels
+  EXPECT_TRUE(is(ops::bf16_tiles_blocking(1536, 0), 32, 1536));        // no budget: one panel, all columns
+  EXPECT_TRUE(is(ops::bf16_tiles_blocking(96, 8u << 10), 96, 32));  // 8 KiB: chunks of one step (2 KiB), 3 panels
 }
 
 TEST(Bf16Tiles, RefuseShapesTheTilesDoNotTake) {
@@ -325,7 +340,9 @@ TEST(Bf16Tiles, RefuseShapesTheTilesDoNotTake) {
   EXPECT_THROW(ops::gemm_bf16_tiles(ops::Bf16Tiles::Emulated, xb.data(), 2, 48, w.view.data, 0, 16, y.data(), 32), Error);
   EXPECT_THROW(ops::gemm_bf16_tiles(ops::Bf16Tiles::Emulated, xb.data(), 2, 64, w.view.data, 0, 24, y.data(), 32), Error);
   EXPECT_THROW(ops::gemm_bf16_tiles(ops::Bf16Tiles::None, xb.data(), 2, 64, w.view.data, 0, 16, y.data(), 32), Error);
-  EXPECT_THROW(ops::gemm_bf16_tiles(ops::Bf16Tiles::Emulated, xb.data(), 2, 64, w.view.data, 0, 16, y.data(), 32, 48),
+  EXPECT_THROW(ops::gemm_bf16_tiles(ops::Bf16Tiles::Emulated, xb.data(), 2, 64, w.view.data, 0, 16, y.data(), 32, {48, 0}),
+               Error);
+  EXPECT_THROW(ops::gemm_bf16_tiles(ops::Bf16Tiles::Emulated, xb.data(), 2, 64, w.view.data, 0, 16, y.data(), 32, {32, 48}),
                Error);
 }
 
