@@ -21,6 +21,10 @@ step() { echo "=== $(date +%T) $*"; }
 {
   step micro; timeout 90 "$G" "$K/g4_microbench" --benchmark_filter='Prefill512_(BF16|Q8_0|Q4_0)_R16/./2/512/2' \
     --benchmark_min_time=0.3
+  # bf16 tiles: column chunks (0: the engine's) against all columns at once (-1), one thread,
+  # down-like matrices (1) and E2B's decoder layers (2).
+  step micro-chunks; timeout 90 "$G" "$K/g4_microbench" --benchmark_filter='TilesBF16/0/[12]/(0|-1)/' \
+    --benchmark_min_time=0.3
   # Attention: the VDPBF16PS kernel (2, 3) against the tiles (5, 4), one row at depth 4096 from
   # memory and one E2B full / sliding layer from the cache on 2 threads.
   step micro-attention; timeout 90 "$G" "$K/g4_microbench" \
