@@ -309,7 +309,7 @@ TileKernelCheck check_bf16_tiles(Bf16Tiles unit) {
   TileKernelCheck c;
   c.run = true;
   const bool ran = run_catching_sigill([&] {
-    gemm_bf16_tiles(unit, p_all.data(), T, in, w.data(), 0, out, all.data(), out);
+    gemm_bf16_tiles(unit, p_all.data(), T, in, w.data(), 0, out, all.data(), out, {32, 64});  // 2 blocks, 2 chunks
     gemm_bf16_tiles(unit, p_one.data(), 1, in, w.data(), 0, out, one.data(), out);
     gemm_bf16_tiles(unit, p_some.data(), 5, in, w.data(), 0, out, some.data(), out);
   });
@@ -339,8 +339,8 @@ TileKernelCheck check_bf16_tiles(Bf16Tiles unit) {
   }
   c.passed = true;
   c.detail = std::string(bf16_tiles_name(unit)) +
-             " kernel: 37 tokens x 96 columns x 48 rows within 96 f32 roundings of the scalar sum, tokens alone and "
-             "in a smaller batch bit-identical to the batch";
+             " kernel: 37 tokens x 96 columns x 48 rows (token blocks of 32, column chunks of 64) within 96 f32 "
+             "roundings of the scalar sum, tokens alone and in a smaller batch bit-identical to the batch";
   return c;
 }
 

@@ -87,11 +87,12 @@ struct GroupColumns {
   const std::byte* scales(int64_t b) const { return group + interleaved_scales_at(column_bytes, b); }
 };
 
-// Q4_0_R16 block column b (4 vectors: byte 4r + k = packed byte 4j + k of row r) -> 8 B tile rows:
+// Q4_0_R16 block columns [b0, b1) (each 4 vectors: byte 4r + k = packed byte 4j + k of row r) ->
+// 8 B tile rows each, at out + b · kBlockTileBytes:
 // rows j = low nibbles of vector j (values 4j + k), rows 4 + j = high nibbles (values 16 + 4j + k).
-G4_INT8_TILES_TARGET void unpack_q4_group(const std::byte* group, int64_t blocks, std::byte* out) {
+G4_INT8_TILES_TARGET void unpack_q4_group(const std::byte* group, int64_t blocks, int64_t b0, int64_t b1, std::byte* out) {
   const __m512i nibble = _mm512_set1_epi8(0x0F);
-  for (int64_t b = 0; b < blocks; ++b) {
+  for (int64_t b = b0; b < b1; ++b) {
     const std::byte* v = group + interleaved_values_at(kQ4ColumnBytes, blocks, b);
     std::byte* o = out + uint64_t(b) * kBlockTileBytes;
     for (int j = 0; j < 4; ++j) {
@@ -102,25 +103,28 @@ G4_INT8_TILES_TARGET void unpack_q4_group(const std::byte* group, int64_t blocks
   }
 }
 
-// One token tile (`count` <= 16 tokens from token t, a multiple of 16) x one group, all blocks:
-// per block one tile product into int32 sums, stored, then each token's f32 step as the
-// VPDPBUSD kernel takes it. `loaded`: the token count the configuration was made for.
+// One token tile (`count` <= 16 tokens from token t, a multiple of 16) x one group, block
+// columns [b0, b1): per block one tile product into int32 sums, stored, then each token's f32
+// step as the VPDPBUSD kernel takes it. The accumulators start at 0 for b0 = 0 and are loaded
+// back from y otherwise (stored by the chunk before: exact, so the steps still chain in block
+// order). `loaded`: the token count the configuration was made for.
 template <class Unit>
 G4_INT8_TILES_TARGET void token_tile(Unit& u, int& loaded, const Q8Activations& a, bool q4, const GroupColumns& g,
-                                     int64_t t, int count, float* y, int64_t ldy) {
+                                     int64_t t, int count, float* y, int64_t ldy, int64_t b0, int64_t b1) {
   if (count != loaded) {
     u.configure(token_tile_config(count));
     loaded = count;
   }
-  const size_t first = a.tile_cell(t, 0);
+  const size_t first = a.tile_cell(t, b0);
   const int8_t* xq = a.tile_q.data() + first * kQ8Block;
   const int32_t* start = (q4 ? a.tile_q4_start : a.tile_q8_start).data() + first;
   const float* xs = a.tile_scale.data() + first;
   alignas(64) int32_t sums[2][kTileTokens * kTileTokens];
   __m512 acc[kTileTokens];
   #pragma GCC unroll 16
-  for (int m = 0; m < int(kTileTokens); ++m) acc[m] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < g.blocks; ++b, xq += kTileTokens * kQ8Block, start += kTileTokens, xs += kTileTokens) {
+  for (int m = 0; m < int(kTileTokens); ++m)
+    acc[m] = b0 > 0 && m < count ? _mm512_loadu_ps(y + (t + m) * ldy) : _mm512_setzero_ps();
+  for (int64_t b = b0; b < b1; ++b, xq += kTileTokens * kQ8Block, start += kTileTokens, xs += kTileTokens) {
     const int p = int(b & 1);
     u.load(2 + p, xq, kQ8Block);
     u.load(4 + p, g.values(b), kTileRowBytes);
@@ -140,10 +144,12 @@ G4_INT8_TILES_TARGET void token_tile(Unit& u, int& loaded, const Q8Activations& 
     if (m < count) _mm512_storeu_ps(y + (t + m) * ldy, acc[m]);
 }
 
+// Token blocks, within each the block columns in chunks, within a chunk each group over the
+// block's token tiles: a chunk of a group's columns is read from memory once per token block.
 template <class Unit>
 G4_INT8_TILES_TARGET __attribute__((noinline)) void run_tiles(const Q8Activations& a, const std::byte* w, bool q4,
                                                               int64_t g_begin, int64_t g_end, float* y, int64_t ldy,
-                                                              int64_t token_block) {
+                                                              Int8TileBlocking blocking) {
   const int64_t blocks = a.in / kQ8Block;
   const uint64_t column_bytes = q4 ? kQ4ColumnBytes : kQ8ColumnBytes, group_bytes = column_bytes * uint64_t(blocks);
   thread_local std::vector<std::byte> unpacked;
@@ -151,17 +157,22 @@ G4_INT8_TILES_TARGET __attribute__((noinline)) void run_tiles(const Q8Activation
   asm volatile("" ::: "memory");  // the tile loads' asm does not name the activations it reads
   Unit u;
   int loaded = -1;
-  for (int64_t t0 = 0; t0 < a.T; t0 += token_block) {
-    const int64_t t1 = std::min(a.T, t0 + token_block);
-    for (int64_t gi = g_begin; gi < g_end; ++gi) {
-      const std::byte* group = w + uint64_t(gi) * group_bytes;
-      if (q4) {
-        unpack_q4_group(group, blocks, unpacked.data());
-        asm volatile("" ::: "memory");  // nor the unpacked bytes
+  const int64_t chunk = blocking.k_chunk / kQ8Block;
+  for (int64_t t0 = 0; t0 < a.T; t0 += blocking.token_block) {
+    const int64_t t1 = std::min(a.T, t0 + blocking.token_block);
+    for (int64_t b0 = 0; b0 < blocks; b0 += chunk) {
+      const int64_t b1 = std::min(blocks, b0 + chunk);
+      for (int64_t gi = g_begin; gi < g_end; ++gi) {
+        const std::byte* group = w + uint64_t(gi) * group_bytes;
+        if (q4) {
+          unpack_q4_group(group, blocks, b0, b1, unpacked.data());
+          asm volatile("" ::: "memory");  // nor the unpacked bytes
+        }
+        const GroupColumns g{group, q4 ? unpacked.data() : nullptr, column_bytes, blocks};
+        for (int64_t t = t0; t < t1; t += kTileTokens)
+          token_tile(u, loaded, a, q4, g, t, int(std::min<int64_t>(kTileTokens, t1 - t)), y + gi * kInterleaveRows, ldy,
+                     b0, b1);
       }
-      const GroupColumns g{group, q4 ? unpacked.data() : nullptr, column_bytes, blocks};
-      for (int64_t t = t0; t < t1; t += kTileTokens)
-        token_tile(u, loaded, a, q4, g, t, int(std::min<int64_t>(kTileTokens, t1 - t)), y + gi * kInterleaveRows, ldy);
     }
   }
   u.release();
@@ -202,21 +213,29 @@ const char* int8_tiles_name(Int8Tiles t) {
 
 bool int8_tiles_take(DType dtype) { return dtype == DType::Q8_0_R16 || dtype == DType::Q4_0_R16; }
 
-int64_t int8_tiles_token_block(int64_t in, uint64_t budget_bytes) {
-  const uint64_t row = uint64_t(std::max<int64_t>(in, 1));  // one token's bytes, one row's in a group
-  const uint64_t group = kInterleaveRows * row * 2;           // Q8_0 (~17/16), or Q4_0 with its bytes unpacked
-  const uint64_t tiles = budget_bytes > group ? (budget_bytes - group) / (row * kTileTokens) : 0;
-  return int64_t(std::clamp<uint64_t>(tiles, 1, 32)) * kTileTokens;
+Int8TileBlocking int8_tiles_blocking(int64_t in, uint64_t budget_bytes) {
+  const int64_t blocks = std::max<int64_t>(in, kQ8Block) / kQ8Block;
+  if (budget_bytes == 0) return {kTileTokens, blocks * kQ8Block};
+  // A group holds ~32 bytes per column (Q8_0 ~17/16 a row, or Q4_0 with its bytes unpacked); its
+  // chunk may take an eighth of the budget, in chunks of equal whole blocks.
+  const uint64_t group_block = 2 * kInterleaveRows * kQ8Block, chunk_budget = budget_bytes / 8;
+  const int64_t max_blocks = int64_t(std::max<uint64_t>(1, chunk_budget / group_block));
+  const int64_t chunks = (blocks + max_blocks - 1) / max_blocks, chunk = (blocks + chunks - 1) / chunks;
+  const uint64_t group = uint64_t(chunk) * group_block, token = uint64_t(chunk) * kQ8Block;
+  const uint64_t tiles = budget_bytes > group ? (budget_bytes - group) / (token * kTileTokens) : 0;
+  return {int64_t(std::clamp<uint64_t>(tiles, 1, 32)) * kTileTokens, chunk * kQ8Block};
 }
 
 void gemm_q8_tiles(Int8Tiles unit, const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin,
-                   int64_t o_end, float* y, int64_t ldy, int64_t token_block) {
+                   int64_t o_end, float* y, int64_t ldy, Int8TileBlocking blocking) {
+  if (blocking.k_chunk == 0) blocking.k_chunk = a.in;
+  const int64_t token_block = blocking.token_block, k_chunk = blocking.k_chunk;
   if (!int8_tiles_take(dtype) || o_begin % kInterleaveRows || o_end % kInterleaveRows || o_begin > o_end ||
-      token_block < kTileTokens || token_block % kTileTokens)
-    throw Error(std::string("gemm_q8_tiles: AMX-INT8 tiles take Q8_0_R16 or Q4_0_R16 rows in whole groups of 16 and "
-                            "token blocks of whole 16-token tiles, got ") +
+      token_block < kTileTokens || token_block % kTileTokens || k_chunk < kQ8Block || k_chunk % kQ8Block)
+    throw Error(std::string("gemm_q8_tiles: AMX-INT8 tiles take Q8_0_R16 or Q4_0_R16 rows in whole groups of 16, "
+                            "token blocks of whole 16-token tiles and column chunks of whole blocks of 32, got ") +
                 std::string(dtype_name(dtype)) + ", rows [" + std::to_string(o_begin) + ", " + std::to_string(o_end) +
-                "), token block " + std::to_string(token_block));
+                "), token block " + std::to_string(token_block) + ", column chunk " + std::to_string(k_chunk));
   if (!(a.layouts & kQ8TokenTiles))
     throw Error("gemm_q8_tiles: the activations (" + std::to_string(a.T) + " tokens) were quantized without the "
                 "token-tile layout (kQ8TokenTiles, T > 1)");
@@ -227,8 +246,8 @@ void gemm_q8_tiles(Int8Tiles unit, const Q8Activations& a, const std::byte* w, D
   const int64_t g0 = o_begin / kInterleaveRows, g1 = o_end / kInterleaveRows;
   switch (unit) {
 #if defined(__x86_64__)
-    case Int8Tiles::Emulated: run_tiles<EmulatedInt8Tiles>(a, w, q4, g0, g1, y, ldy, token_block); return;
-    case Int8Tiles::Amx: run_tiles<AmxInt8Tiles>(a, w, q4, g0, g1, y, ldy, token_block); return;
+    case Int8Tiles::Emulated: run_tiles<EmulatedInt8Tiles>(a, w, q4, g0, g1, y, ldy, blocking); return;
+    case Int8Tiles::Amx: run_tiles<AmxInt8Tiles>(a, w, q4, g0, g1, y, ldy, blocking); return;
 #endif
     default: break;
   }
@@ -264,7 +283,7 @@ TileKernelCheck check_q8_tiles(Int8Tiles unit) {
     for (int64_t g = 0; g < out / kInterleaveRows; ++g)
       interleave_group(base, rows.data() + g * kInterleaveRows * rb, in, w.data() + g * kInterleaveRows * rb);
     std::vector<float> y(size_t(T * out), NAN);
-    if (!run_catching_sigill([&] { gemm_q8_tiles(unit, a, w.data(), interleaved_dtype(base), 0, out, y.data(), out, 32); })) {
+    if (!run_catching_sigill([&] { gemm_q8_tiles(unit, a, w.data(), interleaved_dtype(base), 0, out, y.data(), out, {32, 64}); })) {
       c.detail = std::string("SIGILL in the ") + int8_tiles_name(unit) + " kernel";
       return c;
     }
@@ -280,8 +299,8 @@ TileKernelCheck check_q8_tiles(Int8Tiles unit) {
   }
   c.passed = true;
   c.detail = std::string(int8_tiles_name(unit)) +
-             " kernel: 37 tokens x 96 columns x 48 rows of Q8_0 and of Q4_0, every output bit-identical to the scalar "
-             "formula (exact int32 block sums, the VPDPBUSD kernel's f32 steps)";
+             " kernel: 37 tokens x 96 columns x 48 rows of Q8_0 and of Q4_0 (token blocks of 32, column chunks of 64), "
+             "every output bit-identical to the scalar formula (exact int32 block sums, the VPDPBUSD kernel's f32 steps)";
 #else
   c.detail = std::string("no ") + int8_tiles_name(unit) + " kernel on this build";
 #endif

@@ -39,19 +39,26 @@ const char* int8_tiles_name(Int8Tiles t);  // "none", "AMX-INT8", "software mode
 // The weight formats the kernel takes: Q8_0_R16 and Q4_0_R16.
 bool int8_tiles_take(DType dtype);
 
-// Prefill walks the tokens in blocks: each 16-row group meets every token tile of a block (its
-// block columns read from memory once per block), while the block's activation tiles stay in
-// L2. The block is as many 16-token tiles as fit `budget_bytes` beside one group (its bytes,
-// and for Q4_0 its unpacked values), at least 1 and at most 32 tiles. It changes which bytes are
-// re-read, never a result bit.
-int64_t int8_tiles_token_block(int64_t in, uint64_t budget_bytes);
+// Prefill walks the tokens in blocks and, within a block, the block columns in chunks: each
+// 16-row group meets every token tile of a block for one chunk (that chunk of its columns read
+// from memory once per block), while the block's activation tiles of the chunk stay in L2. The
+// chunk: equal whole blocks of 32 columns, the group's share (~32 bytes a column: Q8_0, or Q4_0
+// with its bytes unpacked) at most an eighth of `budget_bytes`; the token block: as many
+// 16-token tiles as fit the rest (a byte per column and token), at least 1 and at most 32.
+// Budget 0: one tile, all columns. Neither changes a result bit (a later chunk carries each
+// token's f32 accumulator on through y, exactly).
+struct Int8TileBlocking {
+  int64_t token_block = 64;  // a positive multiple of 16
+  int64_t k_chunk = 0;       // columns per chunk, a positive multiple of 32; 0: all of them
+};
+Int8TileBlocking int8_tiles_blocking(int64_t in, uint64_t budget_bytes);
 
 // y[t * ldy + o] for o in [o_begin, o_end), t in [0, a.T): Σ_i a[t, i] · w[o, i], w Q8_0_R16 or
 // Q4_0_R16 [out, in], a quantized with the kQ8TokenTiles layout (T > 1). o_begin and o_end are
-// multiples of 16; token_block a positive multiple of 16; else g4::Error. unit Amx requires
+// multiples of 16; blocking as Int8TileBlocking says; else g4::Error. unit Amx requires
 // amx_int8_kernel_usable(); both units require gemm_q8_available().
 void gemm_q8_tiles(Int8Tiles unit, const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin,
-                   int64_t o_end, float* y, int64_t ldy, int64_t token_block = 64);
+                   int64_t o_end, float* y, int64_t ldy, Int8TileBlocking blocking = {});
 
 // The one-time check of this kernel on this CPU's AMX-INT8 (item 7 of the fast-path issue). Runs
 // once per process, on first use: [37 tokens x 96 columns] x [48 rows] (two full token tiles

@@ -463,7 +463,7 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
         gemm_bf16_rows(xbp, T, in, reinterpret_cast<const uint16_t*>(w.data), r0, r1, products[i].y, out);
       else if (T > 1 && uses_int8_tiles(ctx, w.dtype))
         gemm_q8_tiles(ctx.int8_tiles, xa, w.data, w.dtype, r0, r1, products[i].y, out,
-                      ctx.tile_block_budget ? int8_tiles_token_block(in, ctx.tile_block_budget) : 64);
+                      ctx.tile_block_budget ? int8_tiles_blocking(in, ctx.tile_block_budget) : Int8TileBlocking{});
       else
         gemm_q8_rows(xa, w.data, w.dtype, r0, r1, products[i].y, out, ctx.decode);
     }

@@ -40,7 +40,7 @@ struct MatmulContext {
   // Amx where make_matmul_context finds AMX-BF16 confirmed and its kernel check passed;
   // Emulated only in tests (a software model of the tiles, slow).
   Bf16Tiles bf16_tiles = Bf16Tiles::None;
-  // What the tiles' token blocks may hold (bf16_tiles_blocking, int8_tiles_token_block): half
+  // What the tiles' token blocks may hold (bf16_tiles_blocking, int8_tiles_blocking): half
   // the L2 per core, from make_matmul_context; 0 takes 64 tokens.
   uint64_t tile_block_budget = 0;
   // Prefill (T > 1) of Q8_0_R16 / Q4_0_R16 products on tiles (gemm_q8_tiles.h) instead of

@@ -471,11 +471,12 @@ TEST_P(Int8Tiles, BitIdenticalToTheVpdpbusdKernel) {
       ops::quantize_activations(x.data(), T, in, a, ops::kQ8Panels | ops::kQ8TokenTiles);
       std::vector<float> want(size_t(T * out), -1.0f);
       ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, want.data(), out);
-      for (int64_t block : {16, 32, 64}) {
-        std::vector<float> got(size_t(T * out), NAN);
-        ops::gemm_q8_tiles(unit, a, w.bytes.data(), t, 0, out, got.data(), out, block);
-        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4)) << "token block " << block;
-      }
+      for (int64_t block : {16, 32, 64})
+        for (int64_t chunk : {0, 32, 64}) {  // column chunks carry the accumulators on through y
+          std::vector<float> got(size_t(T * out), NAN);
+          ops::gemm_q8_tiles(unit, a, w.bytes.data(), t, 0, out, got.data(), out, {block, chunk});
+          ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4)) << "token block " << block << ", chunk " << chunk;
+        }
       std::vector<float> split(size_t(T * out), NAN);  // row ranges of whole groups, as the pool cuts them
       ops::gemm_q8_tiles(unit, a, w.bytes.data(), t, 0, 16, split.data(), out);
       ops::gemm_q8_tiles(unit, a, w.bytes.data(), t, 16, out, split.data(), out);
@@ -546,7 +547,8 @@ TEST(Int8TilesDispatch, RefuseWhatTheTilesDoNotTake) {
   EXPECT_NO_THROW(ops::gemm_q8_tiles(em, a, w.bytes.data(), DType::Q8_0_R16, 0, 32, y.data(), 32));
   EXPECT_THROW(ops::gemm_q8_tiles(em, a, rows.bytes.data(), DType::Q8_0, 0, 32, y.data(), 32), Error);  // row-major
   EXPECT_THROW(ops::gemm_q8_tiles(em, a, w.bytes.data(), DType::Q8_0_R16, 0, 24, y.data(), 32), Error);  // splits a group
-  EXPECT_THROW(ops::gemm_q8_tiles(em, a, w.bytes.data(), DType::Q8_0_R16, 0, 32, y.data(), 32, 24), Error);  // token block
+  EXPECT_THROW(ops::gemm_q8_tiles(em, a, w.bytes.data(), DType::Q8_0_R16, 0, 32, y.data(), 32, {24, 0}), Error);  // token block
+  EXPECT_THROW(ops::gemm_q8_tiles(em, a, w.bytes.data(), DType::Q8_0_R16, 0, 32, y.data(), 32, {16, 48}), Error);  // chunk
   EXPECT_THROW(ops::gemm_q8_tiles(ops::Int8Tiles::None, a, w.bytes.data(), DType::Q8_0_R16, 0, 32, y.data(), 32), Error);
   try {
     ops::quantize_activations(x.data(), 3, 64, a, ops::kQ8Panels);  // no token tiles: refused, not read past the end
@@ -586,16 +588,23 @@ TEST(Int8TilesDispatch, KernelCheckPassesOnTheModelAndSaysWhyTheCpuTilesAreNotUs
             ops::Int8Tiles::None);
 }
 
-TEST(Int8TilesDispatch, TokenBlocksFitTheirBudget) {
-  EXPECT_EQ(ops::int8_tiles_token_block(1536, 0), 16);             // at least one tile
-  EXPECT_EQ(ops::int8_tiles_token_block(1536, 1u << 30), 32 * 16);  // at most 32
-  const uint64_t budget = 512 * 1024;
+// Blocking: column chunks of equal whole blocks whose group (~32 bytes a column) takes at most an
+// eighth of the budget; token blocks of as many 16-token tiles as fit the rest, 1 to 32.
+TEST(Int8TilesDispatch, BlockingFitsItsBudget) {
+  auto is = [](ops::Int8TileBlocking b, int64_t tokens, int64_t columns) {
+    return b.token_block == tokens && b.k_chunk == columns;
+  };
+  EXPECT_TRUE(is(ops::int8_tiles_blocking(1536, 0), 16, 1536));            // no budget: one tile, all columns
+  EXPECT_TRUE(is(ops::int8_tiles_blocking(1536, 1u << 30), 32 * 16, 1536));  // at most 32 tiles
+  // 1 MiB: 1536 whole (48 KiB a group), 32 tiles; E2B's down_proj, 12288 wide, in 3 chunks of 4096
+  // (128 KiB a group), 14 tiles of 64 KiB beside it (whole: 3 tiles beside 384 KiB).
+  EXPECT_TRUE(is(ops::int8_tiles_blocking(1536, 1u << 20), 32 * 16, 1536));
+  EXPECT_TRUE(is(ops::int8_tiles_blocking(12288, 1u << 20), 14 * 16, 4096));
   for (int64_t in : {256, 1536, 6144, 12288}) {
-    const int64_t tokens = ops::int8_tiles_token_block(in, budget);
-    EXPECT_EQ(tokens % 16, 0);
-    if (tokens > 16) {
-      EXPECT_LE(uint64_t(tokens * in + 32 * in), budget) << in;
-    }
+    const ops::Int8TileBlocking b = ops::int8_tiles_blocking(in, 512 * 1024);
+    EXPECT_EQ(b.token_block % 16, 0);
+    EXPECT_EQ(b.k_chunk % 32, 0);
+    EXPECT_LE(uint64_t(b.token_block * b.k_chunk + 32 * b.k_chunk), 512u * 1024) << in;
   }
 }
 
