@@ -84,7 +84,6 @@ bool bf16_attention_for(std::optional<ops::KvElem> elem, const blocks::Exec& ex)
   return ex.matmul && ex.matmul->bf16_compute && elem == ops::KvElem::BF16 && ops::attention_bf16_available();
 }
 
-// The int8 attention kernel runs under activations = q8 over a store whose views hold int8.
 // The bf16 kernel's rows run on tiles (every row of the layer) where the context has them and the
 // layer's shape fits them.
 ops::Bf16Tiles attention_tiles_for(std::optional<ops::KvElem> elem, const blocks::Exec& ex, int64_t group, int64_t hd) {
@@ -92,6 +91,7 @@ ops::Bf16Tiles attention_tiles_for(std::optional<ops::KvElem> elem, const blocks
                                                                              : ops::Bf16Tiles::None;
 }
 
+// The int8 attention kernel runs under activations = q8 over a store whose views hold int8.
 bool int8_attention_for(std::optional<ops::KvElem> elem, const blocks::Exec& ex) {
   return ex.matmul && ex.matmul->int8_activations && elem == ops::KvElem::I8 && ops::attention_int8_available();
 }

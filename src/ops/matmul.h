@@ -41,7 +41,7 @@ struct MatmulContext {
   // Emulated only in tests (a software model of the tiles, slow).
   Bf16Tiles bf16_tiles = Bf16Tiles::None;
   // What the tiles' token blocks may hold (bf16_tiles_blocking, int8_tiles_blocking): half
-  // the L2 per core, from make_matmul_context; 0 takes 64 tokens.
+  // the L2 per core, from make_matmul_context; 0 takes 64 tokens and all columns at once.
   uint64_t tile_block_budget = 0;
   // Prefill (T > 1) of Q8_0_R16 / Q4_0_R16 products on tiles (gemm_q8_tiles.h) instead of
   // VPDPBUSD; bit-identical to it, so decode stays on VPDPBUSD. Amx where make_matmul_context
