@@ -279,10 +279,6 @@ G4_AMX_TARGET __attribute__((noinline)) void attend_tiles(const float* q, int64_
   restore_column_order(s.op.data(), G, hd, o);
 }
 
-}  // namespace
-
-namespace {
-
 // The arguments checked and the unit's kernel run; the AMX gate is the caller's (the kernel
 // check runs through here before the gate exists).
 void attend_on(Bf16Tiles unit, const float* q, int64_t group, const KvSpans& kv, int64_t kv_head, int64_t begin,
