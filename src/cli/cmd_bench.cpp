@@ -9,15 +9,16 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/compute_choice.h"
+#include "cli/weights_at_load.h"
 #include "engine/kv_cache.h"
 #include "model/forward_cached.h"
 #include "model/model.h"
-#include "model/requantize.h"
 #include "model/weight_placement.h"
 #include "ops/attention_bf16_tiles.h"
 #include "ops/dot_kernels.h"
@@ -54,7 +55,9 @@ const char* kUsage =
     "instruction they issue (TDPBF16PS, TDPBSUD, VDPBF16PS, VPDPBUSD or f32 FMA), measured on\n"
     "--threads before and after the prefills (the higher counts).\n"
     "Progress on stderr, a table on stdout.\n"
-    "--weights q8|q4 re-encodes the weight matrices in memory at load (time reported).\n"
+    "--weights q8|q4 re-encodes the weight matrices in memory at load: the time, and how far the logits\n"
+    "moved (an 8-token probe run before on the checkpoint's weights with f32 compute and after on the\n"
+    "run's own path: max and mean |delta|, rms ratio, KL divergence, top-1 agreement) are reported.\n"
     "--weight-memory: where the streamed matrices live (default auto: copied into 2 MiB huge pages\n"
     "when THP is on and they fit in MemAvailable; mapped: read through the checkpoint's mapping).\n"
     "--compute f32|bf16: compute dtype (default: the device policy, see `g4 info`; f32 also keeps\n"
@@ -154,13 +157,7 @@ int run(const std::vector<std::string>& argv) {
   std::fprintf(stderr, "[bench] loaded %s in %.2f s\n", model->path.string().c_str(), load_s);
 
   ThreadPool pool(threads);
-  double requant_s = 0;
-  if (auto wf = a.get("--weights")) {
-    const RequantizeReport rq = requantize_weights(*model, weight_format_from_flag(*wf), &pool);
-    requant_s = rq.seconds;
-    std::fprintf(stderr, "[bench] --weights %s: %d matrices, %.1f -> %.1f MiB in %.2f s\n", wf->c_str(), rq.tensors,
-                 double(rq.bytes_before) / (1 << 20), double(rq.bytes_after) / (1 << 20), rq.seconds);
-  }
+  std::optional<WeightsAtLoad> requant = start_weights_at_load(a, *model, pool, "[bench]");
   const PlacementReport placed =
       place_weights(*model, weight_memory_from_flag(a.get_or("--weight-memory", "auto")), &pool);
   std::fprintf(stderr, "[bench] weights: %s\n", describe_placement(placed).c_str());
@@ -179,6 +176,7 @@ int run(const std::vector<std::string>& argv) {
   ops::MatmulContext mm = ops::make_matmul_context(&pool, host_cpu(), c.widest_matmul_input(), compute.bf16, compute.int8);
   blocks::Exec ex;
   if (!reference) ex.matmul = &mm;
+  if (requant) finish_weights_at_load(*requant, *model, pool, ex, "[bench]");
   // The peak of the instruction the prefill products issue (the FMA loop's when that is f32 FMA).
   const MacUnit unit = reference ? MacUnit::F32Fma : ops::mac_unit_of(mm, model->weights.layers[0].q_proj->dtype);
   MacPeak peak{unit, threads, fma.all_threads_gflops};
@@ -307,7 +305,14 @@ int run(const std::vector<std::string>& argv) {
               "weight products", executed.c_str(), "attention", attention.c_str());
   std::printf("  %-34s %10.2f s\n", "cold load (mmap + validate)", load_s);
   std::printf("  %-34s %10.2f s  (%s)\n", "weights into memory", placed.seconds, describe_placement(placed).c_str());
-  if (requant_s > 0) std::printf("  %-34s %10.2f s  (--weights %s)\n", "quantize at load", requant_s, a.get_or("--weights", "").c_str());
+  if (requant) {
+    std::printf("  %-34s %10.2f s  (--weights %s)\n", "quantize at load", requant->requantized.seconds, requant->flag.c_str());
+    const LogitShift& sh = requant->shift;
+    std::printf("  %-34s %10.3f  (%s; a probe of %lld tokens, the run's own products against the checkpoint's "
+                "weights with f32 compute; both probes %.2f s)\n",
+                "logits moved by --weights", sh.max_abs, describe_logit_shift(sh).c_str(), (long long)sh.rows,
+                requant->probe_s);
+  }
   if (interleaved.tensors)
     std::printf("  %-34s %10.2f s  (%s)\n", "interleave rows at load", interleaved.seconds, describe_interleave(interleaved).c_str());
   std::printf("  %-34s %10.1f tok/s  (%lld tokens, first touch of the weights)\n", "prefill, cold", double(prompt_len) / cold_prefill_s,
@@ -395,7 +400,17 @@ int run(const std::vector<std::string>& argv) {
         {"repeat", repeat},
         {"cold_load_s", load_s},
         {"weights_requantized", a.get_or("--weights", "")},
-        {"requantize_s", requant_s},
+        {"requantize_s", requant ? requant->requantized.seconds : 0.0},
+        {"requantize_logits", requant ? nlohmann::json{{"probe_tokens", requant->shift.rows},
+                                                       {"after_path", requant->after_path},
+                                                       {"max_abs", requant->shift.max_abs},
+                                                       {"mean_abs", requant->shift.mean_abs},
+                                                       {"rms_ratio", requant->shift.rms_ratio},
+                                                       {"mean_kl_nats", requant->shift.mean_kl},
+                                                       {"max_kl_nats", requant->shift.max_kl},
+                                                       {"top1_same", requant->shift.top1_same},
+                                                       {"probe_s", requant->probe_s}}
+                                      : nlohmann::json(nullptr)},
         {"interleave", {{"matrices", interleaved.tensors}, {"bytes", interleaved.bytes}, {"seconds", interleaved.seconds},
                         {"left_row_major_mapped", interleaved.left_mapped}}},
         {"weight_memory", {{"placement", placed.placement}, {"reason", placed.reason}, {"bytes", placed.bytes},

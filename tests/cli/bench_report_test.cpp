@@ -12,8 +12,11 @@
 #include <utility>
 #include <vector>
 
+#include "engine/logit_probe.h"
 #include "model/config.h"
+#include "model/forward_reference.h"
 #include "model/presets.h"
+#include "model/requantize.h"
 #include "model/synth.h"
 #include "ops/gemm_bf16.h"
 #include "platform/device.h"
@@ -163,6 +166,55 @@ TEST_P(BenchPrefillCompute, IsTheProductsMultiplyAddsAgainstTheMeasuredPeak) {
   std::snprintf(line, sizeof line, "%.1f%%  (the weight products' multiply-adds at the warm median, %.0f GOP/s, against the %s peak",
                 100.0 * gops / peak, gops, unit.c_str());
   EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
+}
+
+// `--weights q8` reports how far the logits moved: with --compute f32 both of its probes run f32
+// products, so its figures must be those of the reference loops' forward pass over the same
+// tokens, on the checkpoint's weights and on the same weights re-encoded (computed here).
+TEST(BenchReport, LogitsMovedByWeightsAreThoseOfTheReferenceLoops) {
+  const auto hf = test::fixtures_dir() / "gemma4-tiny" / "tiny-e" / "hf";
+  test::TempDir dir;
+  const std::string json = (dir.path() / "b.json").string();
+  std::string out;
+  ASSERT_EQ(test::g4_command("bench --model " + hf.string() +
+                                 " --prompt-len 4 --gen 2 --depth 0 --repeat 1 --threads 2 --weights q8 --compute f32 --json " + json,
+                             &out),
+            0)
+      << out;
+  const nlohmann::json r = nlohmann::json::parse(std::ifstream(json)).at("requantize_logits");
+  auto m = load_model(hf);
+  const std::vector<int> tokens = probe_tokens(m->config, 8);
+  const std::vector<float> before = forward_reference(*m, tokens);
+  requantize_weights(*m, DType::Q8_0, nullptr);
+  const LogitShift want = compare_logits(before, forward_reference(*m, tokens), m->config.vocab_size);
+  ASSERT_GT(want.max_abs, 0.0);
+  EXPECT_EQ(r.at("probe_tokens").get<int64_t>(), 8);
+  // The SIMD f32 products and the loops round differently (~1e-3 on these logits, see
+  // LogitProbe.SimdProbeLogitsMatchTheReferenceLoops), the quantization moves them ~0.1-1.
+  EXPECT_NEAR(r.at("max_abs").get<double>(), want.max_abs, 0.01 + 0.02 * want.max_abs) << r.dump();
+  EXPECT_NEAR(r.at("mean_abs").get<double>(), want.mean_abs, 0.02 * want.mean_abs) << r.dump();
+  EXPECT_NEAR(r.at("rms_ratio").get<double>(), want.rms_ratio, 0.02 * want.rms_ratio) << r.dump();
+  EXPECT_NEAR(r.at("mean_kl_nats").get<double>(), want.mean_kl, 0.05 * want.mean_kl) << r.dump();
+  EXPECT_NE(out.find("logits moved by --weights"), std::string::npos) << out;
+  // Without --weights there is nothing to report.
+  ASSERT_EQ(test::g4_command("bench --model " + hf.string() + " --prompt-len 4 --gen 2 --depth 0 --repeat 1 --threads 2 --json " + json,
+                             &out),
+            0)
+      << out;
+  EXPECT_TRUE(nlohmann::json::parse(std::ifstream(json)).at("requantize_logits").is_null());
+  EXPECT_EQ(out.find("logits moved"), std::string::npos) << out;
+}
+
+// `g4 generate --weights q4` says on stderr how far the logits moved, before it generates.
+TEST(GenerateReport, WeightsReportTheLogitShift) {
+  const auto hf = test::fixtures_dir() / "gemma4-tiny" / "tiny-e" / "hf";
+  std::string out;
+  ASSERT_EQ(test::g4_command("generate --model " + hf.string() + " --tokens 2,17,33 -n 3 --threads 2 --weights q4", &out), 0)
+      << out;
+  EXPECT_NE(out.find("--weights q4: logits on a probe of 8 tokens against the checkpoint's weights (f32 compute): max |delta| "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("top-1 same "), std::string::npos) << out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, BenchPrefillCompute, ::testing::Values("tiny-e", "tiny-moe"),
