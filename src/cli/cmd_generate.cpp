@@ -131,9 +131,10 @@ int run(const std::vector<std::string>& argv) {
   eo.kv.dtype = resolve_kv(a, compute, a.has("--reference"));
   eo.bf16_compute = !a.has("--reference") && compute.bf16;
   eo.int8_activations = !a.has("--reference") && compute.int8;
-  if (eo.int8_activations || eo.bf16_compute || requant) {
+  const bool fast_kernels = eo.int8_activations || eo.bf16_compute;
+  if (fast_kernels || requant) {
     ThreadPool pool(threads);
-    if (eo.int8_activations || eo.bf16_compute) {  // the fast kernels read their interleaved layouts
+    if (fast_kernels) {  // they read their interleaved layouts
       const std::string line = describe_interleave(prepare_weights(compute, *model, &pool));
       if (!line.empty()) std::fprintf(stderr, "[g4] weights: %s\n", line.c_str());
     }

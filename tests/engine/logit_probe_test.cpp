@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <set>
 
@@ -91,6 +93,25 @@ TEST(LogitProbe, SimdProbeLogitsMatchTheReferenceLoops) {
   EXPECT_LT(worst, 2e-3f);
   const LogitShift s = compare_logits(want, got, m->config.vocab_size);
   EXPECT_EQ(s.top1_same, s.rows);
+}
+
+// The probe's forward pass on a fixture sequence (<bos> first, as the probe starts) against the
+// logits other implementations wrote for it: the external truth behind both paths above.
+TEST(LogitProbe, ProbeLogitsMatchTheFixtureLogits) {
+  const auto dir = test::fixtures_dir() / "gemma4-tiny" / "tiny-e";
+  const auto m = load_model(dir / "hf");
+  const auto exp = nlohmann::json::parse(test::read_file(dir / "expected.json"));
+  const auto& seq = exp["sequences"][1];
+  const auto tokens = seq["tokens"].get<std::vector<int>>();
+  const auto want = test::read_f32(dir / "expected_logits.f32");
+  const size_t V = size_t(m->config.vocab_size), off = seq["row_offset"].get<size_t>() * V;
+  ThreadPool pool(2);
+  const ops::MatmulContext mm = ops::make_matmul_context(&pool, host_cpu(), m->config.widest_matmul_input(), false, false);
+  const auto got = probe_logits(*m, tokens, blocks::Exec{&mm});
+  ASSERT_EQ(got.size(), tokens.size() * V);
+  ASSERT_GE(want.size(), off + got.size());
+  const std::vector<float> expected(want.begin() + ptrdiff_t(off), want.begin() + ptrdiff_t(off + got.size()));
+  EXPECT_LT(test::max_abs_diff(got.data(), expected.data(), got.size()), 2e-3f);
 }
 
 }  // namespace
