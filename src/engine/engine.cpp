@@ -25,6 +25,10 @@ struct Engine::Sequence {
   std::unique_ptr<TokenTextStream> text;
   Clock::time_point submitted, admitted, first_token;
   bool has_first_token = false;
+  std::unique_ptr<grammar::GrammarMatcher> matcher;
+  grammar::TokenMask mask;
+  double grammar_seconds = 0;
+  int64_t grammar_masks = 0;
 };
 
 Engine::Engine(const Model& model, EngineOptions o, TextStreamFactory text)
@@ -115,6 +119,7 @@ void Engine::admit_locked() {
     s.stops = std::make_unique<StopMatcher>(s.req.sampling);
     s.guard = std::make_unique<DegeneracyGuard>(s.req.prompt);
     if (text_) s.text = text_();
+    if (s.req.grammar) s.matcher = std::make_unique<grammar::GrammarMatcher>(s.req.grammar);
     running_.push_back(std::move(waiting_.front()));
     waiting_.erase(waiting_.begin());
   }
@@ -136,6 +141,8 @@ void Engine::finish(Sequence& s, const std::string& reason, const std::string& e
     ev.text = s.stops->on_text(rest).text + s.stops->flush();
   }
   ev.verdict = s.guard ? s.guard->verdict() : DegeneracyVerdict{};
+  ev.grammar_seconds = s.grammar_seconds;
+  ev.grammar_masks = s.grammar_masks;
   ev.prompt_tokens = int64_t(s.req.prompt.size());
   ev.generated_tokens = int64_t(s.generated.size());
   const auto now = Clock::now();
@@ -220,7 +227,30 @@ bool Engine::step() {
       }
       if (!rows[r].want_logits) continue;
       const float* l = &logits[out_row++ * size_t(V)];
-      const SampleResult res = s.sampler->sample(l, s.req.prompt, s.generated);
+      const grammar::TokenMask* allowed = nullptr;
+      const auto& stop_ids = s.req.sampling.stop_token_ids;
+      const auto mask_start = Clock::now();
+      if (s.matcher) {
+        s.matcher->fill_mask(s.mask, stop_ids);
+        ++s.grammar_masks;
+        if (s.mask.count() == 0) {
+          s.grammar_seconds += std::chrono::duration<double>(Clock::now() - mask_start).count();
+          finish(s, "error", "the grammar allows no token here (the vocabulary cannot spell its next symbol)");
+          continue;
+        }
+        allowed = &s.mask;
+      }
+      const SampleResult res = s.sampler->sample(l, s.req.prompt, s.generated, allowed);
+      bool grammar_done = false;
+      if (s.matcher) {
+        const bool is_stop = std::find(stop_ids.begin(), stop_ids.end(), res.token) != stop_ids.end();
+        if (!is_stop && !s.matcher->accept(res.token)) {
+          finish(s, "error", "internal: sampled token " + std::to_string(res.token) + " outside the grammar's mask");
+          continue;
+        }
+        grammar_done = !is_stop && s.matcher->can_end() && !s.matcher->can_continue();
+        s.grammar_seconds += std::chrono::duration<double>(Clock::now() - mask_start).count();
+      }
       GenerationEvent ev;
       ev.request_id = s.id;
       ev.tokens.push_back({res.token, res.logprob, res.top_logprobs});
@@ -231,7 +261,6 @@ bool Engine::step() {
       // The detokenizer may hold an unfinished byte-fallback run; it must reach the output when
       // the sequence ends here, whether on a stop token (whose own text is never shown) or on
       // the last allowed token, and it must still pass through the stop-string matcher.
-      const auto& stop_ids = s.req.sampling.stop_token_ids;
       const bool stop_id = std::find(stop_ids.begin(), stop_ids.end(), res.token) != stop_ids.end();
       const bool last_allowed = s.stops->tokens_seen() + 1 >= s.req.sampling.max_tokens;
       std::string piece;
@@ -259,6 +288,13 @@ bool Engine::step() {
         continue;
       }
       s.pending = res.token;
+      if (grammar_done) {  // nothing can follow: the output is complete
+        s.generated.push_back(res.token);
+        s.pending = -1;
+        s.cb(ev);
+        finish(s, "stop");
+        continue;
+      }
       if (s.req.stop_on_degenerate && s.guard->loop_certain()) {
         s.generated.push_back(res.token);
         s.pending = -1;

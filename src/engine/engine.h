@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/degeneracy.h"
+#include "engine/grammar_matcher.h"
 #include "engine/kv_cache.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
@@ -51,6 +52,10 @@ struct GenerationRequest {
   std::vector<int> prompt;  // token ids exactly as fed (the template adds <bos>)
   SamplingParams sampling;
   bool stop_on_degenerate = false;  // end the sequence when a loop is certain
+  // Constrained decoding: every sampled token keeps the output a prefix of the grammar, the stop
+  // tokens are allowed only where it may end, and the sequence ends ("stop") as soon as nothing
+  // more can follow. Null: unconstrained.
+  std::shared_ptr<grammar::CompiledGrammar> grammar;
 };
 
 struct TokenInfo {
@@ -72,6 +77,8 @@ struct GenerationEvent {
   int64_t prompt_tokens = 0, generated_tokens = 0;
   double queue_seconds = 0, prefill_seconds = 0, decode_seconds = 0;  // decode: first token -> end
   double ttft_seconds = 0;  // submit -> first token
+  double grammar_seconds = 0;  // time spent computing and applying grammar masks
+  int64_t grammar_masks = 0;   // how many masks were computed
 };
 using EventCallback = std::function<void(const GenerationEvent&)>;
 

@@ -129,7 +129,7 @@ std::string SchemaGrammarBuilder::primitive(const std::string& which) {
   } else if (which == "integer") {
     body = "\"-\"? ( \"0\" | [1-9] [0-9]{0,15} )";
   } else if (which == "number") {
-    body = primitive("integer") + " ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?";
+    body = primitive("integer") + " ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,2} )?";
   } else if (which == "boolean") {
     body = "\"true\" | \"false\"";
   } else if (which == "null") {
@@ -315,7 +315,23 @@ std::string SchemaGrammarBuilder::string_rule(const json& schema, const std::str
   return name;
 }
 
-std::string SchemaGrammarBuilder::object(const json& schema, const std::string& path, const std::string& hint) {
+std::string SchemaGrammarBuilder::add_object_after_open_brace(const json& schema, const std::string& prefix) {
+  root_ = &schema;
+  prefix_ = prefix;
+  ref_rules_.clear();
+  if (!schema.is_object()) throw SchemaError("", "tool parameters must be an object schema");
+  check_keywords(schema, "");
+  if (auto t = schema.find("type"); t != schema.end() && *t != "object")
+    throw SchemaError("type", "tool parameters must have \"type\": \"object\"");
+  for (const char* k : {"$ref", "anyOf", "enum", "const"})
+    if (schema.contains(k)) throw SchemaError(k, std::string("'") + k + "' at the top of tool parameters is not supported");
+  const std::string name = object(schema, "", "args", /*after_open_brace=*/true);
+  root_ = nullptr;
+  return name;
+}
+
+std::string SchemaGrammarBuilder::object(const json& schema, const std::string& path, const std::string& hint,
+                                         bool after_open_brace) {
   const json empty = json::object();
   const json& props = schema.contains("properties") ? schema["properties"] : empty;
   if (!props.is_object()) throw SchemaError(path + "properties", "'properties' at '" + path + "properties' must be an object");
@@ -366,7 +382,7 @@ std::string SchemaGrammarBuilder::object(const json& schema, const std::string& 
     else add_rule(name, take + " | " + tail(i + 1, prev));
     return name;
   };
-  const std::string body = "\"{\" " + ws + " " + tail(0, false) + " \"}\"";
+  const std::string body = (after_open_brace ? "" : "\"{\" ") + ws + " " + tail(0, false) + " \"}\"";
   add_rule(base, body);
   return base;
 }

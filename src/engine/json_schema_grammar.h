@@ -14,7 +14,8 @@
 // not answered as if it could.
 //
 // Generated text is bounded so that sampling always has a way to finish: numbers have at most
-// 16 integer and 16 fraction digits, whitespace between tokens at most one newline and 8 spaces,
+// 16 integer and 16 fraction digits, exponents at most 2 digits (every number fits a double), whitespace between tokens at most one
+// newline and 8 spaces,
 // and optional properties are written in schema order.
 #pragma once
 #include <nlohmann/json.hpp>
@@ -52,6 +53,9 @@ class SchemaGrammarBuilder {
   // Adds the rules of a schema; returns the name of the rule matching one value of it. `prefix`
   // keeps the rule names of several schemas apart. Throws SchemaError.
   std::string add_schema(const nlohmann::json& schema, const std::string& prefix);
+  // The members and closing brace of an object schema whose "{" is already written (a forced
+  // tool call's prompt ends with it). Throws SchemaError.
+  std::string add_object_after_open_brace(const nlohmann::json& schema, const std::string& prefix);
   // Any JSON object (json_object mode).
   std::string add_any_object();
   // A rule of your own, as GBNF alternatives ("<[48]> \"call:\" ...").
@@ -61,7 +65,8 @@ class SchemaGrammarBuilder {
 
  private:
   std::string value(const nlohmann::json& schema, const std::string& path, const std::string& name_hint);
-  std::string object(const nlohmann::json& schema, const std::string& path, const std::string& name_hint);
+  std::string object(const nlohmann::json& schema, const std::string& path, const std::string& name_hint,
+                     bool after_open_brace = false);
   std::string array(const nlohmann::json& schema, const std::string& path, const std::string& name_hint);
   std::string string_rule(const nlohmann::json& schema, const std::string& path, const std::string& name_hint);
   std::string literal(const nlohmann::json& value);  // GBNF for one constant value

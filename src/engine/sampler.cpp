@@ -102,13 +102,14 @@ Sampler::Sampler(const SamplingParams& params, int vocab_size)
 }
 
 bool Sampler::modifies_logits() const {
-  return !params_.logit_bias.empty() || params_.repetition_penalty != 1.0f ||
+  return !params_.logit_bias.empty() || !params_.banned_token_ids.empty() || params_.repetition_penalty != 1.0f ||
          params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f;
 }
 
 void Sampler::process_logits(float* logits, std::span<const int> prompt_tokens,
                              std::span<const int> generated_tokens) const {
   for (const auto& [token, bias] : params_.logit_bias) logits[token] += bias;
+  for (int token : params_.banned_token_ids) logits[token] = kNegInf;
   apply_penalties(logits, prompt_tokens, generated_tokens);
 }
 
@@ -314,12 +315,12 @@ void Sampler::fill_logprobs(const float* raw_logits, SampleResult& result) const
 }
 
 SampleResult Sampler::sample(const float* logits, std::span<const int> prompt_tokens,
-                             std::span<const int> generated_tokens) {
+                             std::span<const int> generated_tokens, const grammar::TokenMask* allowed) {
   const int V = vocab_size_;
   SampleResult result;
   const bool greedy = params_.temperature == 0.0f;
 
-  if (greedy && !modifies_logits()) {
+  if (greedy && !modifies_logits() && !allowed) {
     // Nothing to change: argmax straight off the model's row, no copy (first maximum; NaN never wins).
     result.token = int(ops::argmax(logits, V));
   } else {
@@ -328,6 +329,21 @@ SampleResult Sampler::sample(const float* logits, std::span<const int> prompt_to
     float* work = s.logits.data();
     for (int i = 0; i < V; ++i) work[i] = finite_or_neg_inf(logits[i]);
     process_logits(work, prompt_tokens, generated_tokens);
+    if (allowed) {
+      bool any = false;
+      for (int i = 0; i < V; ++i) {
+        if (!allowed->test(i)) work[i] = kNegInf;
+        else any = any || work[i] > kNegInf;
+      }
+      // Every allowed token at -inf (NaN logits, or banned by bias): the lowest allowed id, so
+      // the output still follows the grammar.
+      if (!any)
+        for (int i = 0; i < V; ++i)
+          if (allowed->test(i)) {
+            work[i] = 0.0f;
+            break;
+          }
+    }
     if (greedy) {
       result.token = int(ops::argmax(work, V));
     } else {

@@ -35,6 +35,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/grammar_matcher.h"
 #include "engine/sampling_params.h"
 
 namespace g4 {
@@ -68,8 +69,10 @@ class Sampler {
 
   // logits: [vocab_size] for this sequence's next position. prompt_tokens / generated_tokens: the
   // sequence so far, for the penalties (may be empty when no penalty is active).
+  // allowed (may be null): a grammar's mask; tokens outside it get -inf after logit bias and
+  // penalties (step 2b), so neither can bring them back. Logprobs stay the model's own.
   SampleResult sample(const float* logits, std::span<const int> prompt_tokens,
-                      std::span<const int> generated_tokens);
+                      std::span<const int> generated_tokens, const grammar::TokenMask* allowed = nullptr);
 
   // Steps 1-2 of the pipeline in place on [vocab_size] logits (logit bias, then penalties):
   // what sample() does before temperature; public so callers can inspect or log it.

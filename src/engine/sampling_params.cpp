@@ -53,6 +53,9 @@ void SamplingParams::validate(int vocab_size) const {
       fail("logit_bias", "{" + std::to_string(token) + ": " + str(bias) + "}", "bias must be in [-100, 100]");
   }
   if (max_tokens <= 0) fail("max_tokens", std::to_string(max_tokens), "must be >= 1");
+  for (int token : banned_token_ids)
+    if (token < 0 || token >= vocab_size)
+      fail("banned_token_ids", std::to_string(token), "token id outside the vocabulary");
   for (int token : stop_token_ids)
     if (token < 0 || token >= vocab_size)
       fail("stop_token_ids", std::to_string(token),

@@ -28,6 +28,8 @@ struct SamplingParams {
 
   // Added to the raw logit of a token id before anything else (OpenAI: -100 bans, +100 forces).
   std::map<int, float> logit_bias;
+  // Never sampled (-inf after the logit bias): tool_choice "none" bans <|tool_call>.
+  std::vector<int> banned_token_ids;
 
   // Seeds the sequence's own generator (xoshiro256** via splitmix64, see sampler.h), so the same
   // seed gives the same tokens on every platform and whatever else shares the batch.

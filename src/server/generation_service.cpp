@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "engine/json_schema_grammar.h"
 #include "platform/error.h"
 #include "server/token_text_stream.h"
 
@@ -99,6 +100,79 @@ std::variant<std::vector<int>, ApiError> GenerationService::encode_prompt(const 
   return ids;
 }
 
+namespace {
+
+// The rest of a forced tool call after the prompt's prefix (forced_tool_call_prefix): for
+// "required" the function's name and arguments, for a named function the arguments after their
+// "{"; then <tool_call|>. Arguments follow each tool's `parameters` schema in Gemma's tool syntax.
+std::string tool_call_gbnf(const GenerationSpec& spec, int quote_token, int close_token) {
+  grammar::SchemaGrammarBuilder b(grammar::ValueSyntax::gemma_tool, quote_token);
+  std::string alts;
+  for (size_t i = 0; i < spec.tools.size(); ++i) {
+    const auto& f = spec.tools[i]["function"];
+    const std::string name = f["name"];
+    const nlohmann::json params = f.contains("parameters") && !f["parameters"].is_null() ? f["parameters"]
+                                                                                         : nlohmann::json::object();
+    std::string rule;
+    try {
+      rule = spec.tool_choice == "function" ? b.add_object_after_open_brace(params, "t" + std::to_string(i) + "-")
+                                            : b.add_schema(params, "t" + std::to_string(i) + "-");
+    } catch (const grammar::SchemaError& e) {
+      throw grammar::SchemaError("tools[" + std::to_string(i) + "].function.parameters" + (e.path().empty() ? "" : "." + e.path()),
+                                 e.what());
+    }
+    if (spec.tool_choice == "function") {
+      alts = rule;
+      break;
+    }
+    std::string lit = "\"";
+    for (char c : name) {
+      if (c == '"' || c == '\\') lit += '\\';
+      lit += c;
+    }
+    alts += (alts.empty() ? "" : " | ") + lit + "\" " + rule;
+  }
+  b.add_rule("root", "( " + alts + " ) <[" + std::to_string(close_token) + "]>");
+  return b.text();
+}
+
+}  // namespace
+
+std::variant<std::shared_ptr<grammar::CompiledGrammar>, ApiError> GenerationService::grammar_for(const GenerationSpec& spec) {
+  const bool forced_call = spec.endpoint == Endpoint::chat && (spec.tool_choice == "required" || spec.tool_choice == "function");
+  if (spec.grammar.empty() && !forced_call) return std::shared_ptr<grammar::CompiledGrammar>();
+  const text::Vocabulary& vocab = model_.tokenizer->vocab();
+  std::string text = spec.grammar, source = spec.grammar_source;
+  if (forced_call) {
+    if (!model_.missing_template_tokens.empty())
+      return bad_request("'tool_choice' \"" + spec.tool_choice +
+                             "\" needs Gemma 4's tool-call tokens, which this model's tokenizer lacks", "tool_choice",
+                         "unsupported_value");
+    const int quote = vocab.find("<|\"|>"), close = vocab.find("<tool_call|>");
+    if (quote < 0 || close < 0)
+      return bad_request("'tool_choice' needs the <|\"|> and <tool_call|> tokens, which this tokenizer lacks", "tool_choice",
+                         "unsupported_value");
+    try {
+      text = tool_call_gbnf(spec, quote, close);
+    } catch (const grammar::SchemaError& e) {
+      return bad_request(e.what(), e.path(), "unsupported_schema");
+    }
+    source = "tool_choice";
+  }
+  std::lock_guard<std::mutex> lock(grammar_mu_);
+  for (auto& [t, g] : grammars_)
+    if (t == text) return g;
+  try {
+    if (!grammar_vocab_) grammar_vocab_ = grammar::GrammarVocab::from_tokenizer(*model_.tokenizer);
+    auto g = std::make_shared<grammar::CompiledGrammar>(grammar::parse_gbnf(text), grammar_vocab_);
+    grammars_.emplace_back(text, g);
+    if (grammars_.size() > 16) grammars_.pop_front();
+    return g;
+  } catch (const Error& e) {
+    return bad_request(source + ": " + e.what(), source, "invalid_grammar");
+  }
+}
+
 std::variant<std::shared_ptr<ActiveRequest>, ApiError> GenerationService::start(const GenerationSpec& spec, bool count_metrics) {
   auto encoded = encode_prompt(spec);
   if (auto* e = std::get_if<ApiError>(&encoded)) return *e;
@@ -109,6 +183,12 @@ std::variant<std::shared_ptr<ActiveRequest>, ApiError> GenerationService::start(
   if (spec.endpoint == Endpoint::chat && !model_.missing_template_tokens.empty())
     req.sampling.stop_strings.push_back("<turn|>");  // degraded template: end of turn is plain text
   req.stop_on_degenerate = opts_.stop_on_degenerate;
+  auto g = grammar_for(spec);
+  if (auto* e = std::get_if<ApiError>(&g)) return *e;
+  req.grammar = std::get<std::shared_ptr<grammar::CompiledGrammar>>(g);
+  if (spec.endpoint == Endpoint::chat && spec.tool_choice == "none")
+    if (const int call = model_.tokenizer->vocab().find("<|tool_call>"); call >= 0 && call < limits_.vocab_size)
+      req.sampling.banned_token_ids.push_back(call);
   try {
     req.sampling.validate(limits_.vocab_size);
   } catch (const Error& e) {

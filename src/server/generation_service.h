@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
+#include "engine/grammar_matcher.h"
 #include "server/served_model.h"
 
 namespace g4::server {
@@ -62,6 +63,10 @@ class GenerationService {
   std::variant<std::shared_ptr<ActiveRequest>, ApiError> start(const GenerationSpec& spec, bool count_metrics = true);
   // Prompt ids for a validated spec (or the error naming what is wrong with the prompt).
   std::variant<std::vector<int>, ApiError> encode_prompt(const GenerationSpec& spec) const;
+  // The grammar that constrains a spec's output (response_format, grammar, forced tool_choice),
+  // bound to the tokenizer; null when none. Compiled grammars are kept (a few, by text) so a
+  // repeated schema reuses its cached masks.
+  std::variant<std::shared_ptr<grammar::CompiledGrammar>, ApiError> grammar_for(const GenerationSpec& spec);
   // The stop tokens every request gets (the model's own), for response building.
   const std::vector<int>& stop_token_ids() const { return stop_ids_; }
 
@@ -96,6 +101,9 @@ class GenerationService {
   std::set<int> active_;          // submitted, not finished
   std::set<int> finished_early_;  // finished before start() recorded them
   std::atomic<bool> draining_{false};
+  std::mutex grammar_mu_;
+  std::shared_ptr<const grammar::GrammarVocab> grammar_vocab_;  // built on first use
+  std::deque<std::pair<std::string, std::shared_ptr<grammar::CompiledGrammar>>> grammars_;  // most recent last
   std::thread thread_;
 };
 

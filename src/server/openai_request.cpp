@@ -4,6 +4,10 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <set>
+
+#include "engine/grammar.h"
+#include "engine/json_schema_grammar.h"
 
 namespace g4::server {
 
@@ -88,6 +92,107 @@ struct Reader {
     return true;
   }
 };
+
+// Every top-level field a request may carry; anything else is refused by name (as OpenAI does),
+// never ignored. Fields that are accepted but change nothing about the output are marked.
+const std::set<std::string>& known_fields(Endpoint e) {
+  static const std::set<std::string> common = {
+      "model", "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
+      "repetition_penalty", "seed", "n", "max_tokens", "stop", "logit_bias", "stream", "stream_options", "g4",
+      "logprobs", "response_format", "grammar",
+      "user"};  // user: an end-user id for the caller's own records; it does not change the output
+  static const std::set<std::string> chat = [] {
+    std::set<std::string> k = common;
+    for (const char* f : {"messages", "tools", "tool_choice", "chat_template_kwargs", "reasoning_effort", "top_logprobs",
+                          "max_completion_tokens", "parallel_tool_calls"})
+      k.insert(f);
+    return k;
+  }();
+  static const std::set<std::string> completion = [] {
+    std::set<std::string> k = common;
+    for (const char* f : {"prompt", "echo"}) k.insert(f);
+    return k;
+  }();
+  return e == Endpoint::chat ? chat : completion;
+}
+
+std::optional<ApiError> check_known_fields(const json& body, Endpoint e) {
+  for (auto it = body.begin(); it != body.end(); ++it)
+    if (!known_fields(e).count(it.key()))
+      return bad_request("'" + it.key() + "' is not supported by this server (g4 refuses request fields it would not honour)",
+                         it.key(), "unsupported_parameter");
+  return std::nullopt;
+}
+
+// response_format (text | json_object | json_schema) and the `grammar` extension (GBNF text):
+// both become the GBNF that constrains decoding; a schema keyword g4 cannot honour is a 400
+// naming its path.
+void read_output_constraint(Reader& r, GenerationSpec& s) {
+  if (const json* rf = r.find("response_format")) {
+    if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string()) {
+      r.fail(bad_request("'response_format' must be {\"type\": \"text\" | \"json_object\" | \"json_schema\", ...}",
+                         "response_format", "invalid_value"));
+      return;
+    }
+    const std::string type = (*rf)["type"];
+    if (type == "json_object") {
+      s.grammar = grammar::json_object_gbnf();
+      s.grammar_source = "response_format.json_object";
+    } else if (type == "json_schema") {
+      const json* js = rf->contains("json_schema") ? &(*rf)["json_schema"] : nullptr;
+      if (!js || !js->is_object() || !js->contains("name") || !(*js)["name"].is_string()) {
+        r.fail(bad_request("'response_format.json_schema' must be an object with a 'name' and a 'schema'",
+                           "response_format.json_schema", "invalid_value"));
+        return;
+      }
+      for (auto it = js->begin(); it != js->end(); ++it)
+        if (it.key() != "name" && it.key() != "schema" && it.key() != "strict" && it.key() != "description") {
+          r.fail(bad_request("'response_format.json_schema." + it.key() + "' is not supported", "response_format.json_schema." + it.key(),
+                             "unsupported_parameter"));
+          return;
+        }
+      if (js->contains("strict") && !(*js)["strict"].is_boolean() && !(*js)["strict"].is_null()) {
+        r.fail(wrong_type("response_format.json_schema.strict", "a boolean", (*js)["strict"]));
+        return;
+      }
+      const json schema = js->contains("schema") ? (*js)["schema"] : json::object();
+      try {
+        s.grammar = grammar::json_schema_gbnf(schema);
+      } catch (const grammar::SchemaError& e) {
+        r.fail(bad_request(std::string(e.what()), "response_format.json_schema.schema" + (e.path().empty() ? "" : "." + e.path()),
+                           "unsupported_schema"));
+        return;
+      } catch (const Error& e) {
+        r.fail(bad_request(std::string("response_format.json_schema.schema: ") + e.what(), "response_format.json_schema.schema",
+                           "invalid_schema"));
+        return;
+      }
+      s.grammar_source = "response_format.json_schema";
+    } else if (type != "text") {
+      r.fail(bad_request("'response_format.type' is \"" + type + "\"; expected text, json_object or json_schema",
+                         "response_format.type", "invalid_value"));
+      return;
+    }
+  }
+  if (const json* g = r.find("grammar")) {
+    if (!g->is_string()) {
+      r.fail(wrong_type("grammar", "a string of GBNF grammar text", *g));
+      return;
+    }
+    if (!s.grammar.empty()) {
+      r.fail(bad_request("'grammar' and a JSON 'response_format' cannot both constrain one response", "grammar"));
+      return;
+    }
+    try {
+      grammar::parse_gbnf(g->get<std::string>());
+    } catch (const Error& e) {
+      r.fail(bad_request(std::string("'grammar': ") + e.what(), "grammar", "invalid_grammar"));
+      return;
+    }
+    s.grammar = g->get<std::string>();
+    s.grammar_source = "grammar";
+  }
+}
 
 // Fields both endpoints share: model, sampling, stop, stream, seed, n, g4 extension.
 void read_common(Reader& r, GenerationSpec& s, const RequestLimits& limits) {
@@ -179,6 +284,7 @@ void read_common(Reader& r, GenerationSpec& s, const RequestLimits& limits) {
     if (!s.stream && !r.error)
       r.fail(bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options"));
   }
+  read_output_constraint(r, s);
   // g4 extension: {"g4": {"deadline_ms": N}} lowers the server's per-request deadline.
   if (const json* ext = r.find("g4")) {
     if (!ext->is_object()) {
@@ -246,6 +352,7 @@ std::variant<json, ApiError> parse_json_object(std::string_view body) {
 }
 
 std::variant<GenerationSpec, ApiError> parse_chat_request(const json& body, const RequestLimits& limits) {
+  if (auto e = check_known_fields(body, Endpoint::chat)) return *e;
   Reader r{body, std::nullopt};
   GenerationSpec s;
   s.endpoint = Endpoint::chat;
@@ -273,6 +380,22 @@ std::variant<GenerationSpec, ApiError> parse_chat_request(const json& body, cons
     auto content = m.find("content");
     if (content != m.end() && !content->is_null() && !content->is_string() && !content->is_array())
       return wrong_type(where + ".content", "a string, an array of content parts or null", *content);
+    if (content != m.end() && content->is_array()) {
+      for (size_t j = 0; j < content->size(); ++j) {
+        const json& part = (*content)[j];
+        const std::string pw = where + ".content[" + std::to_string(j) + "]";
+        if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
+          return bad_request("'" + pw + "' must be a content part object with a 'type'", pw, "invalid_value");
+        const std::string type = part["type"];
+        if (type != "text")
+          return bad_request("'" + pw + ".type' is \"" + type +
+                                 "\": g4 serves Gemma 4's text decoder only, so only \"text\" content parts are "
+                                 "accepted (an image or audio part would be answered without being seen)",
+                             pw + ".type", "unsupported_content_type");
+        if (!part.contains("text") || !part["text"].is_string())
+          return bad_request("'" + pw + ".text' must be a string", pw + ".text", "invalid_value");
+      }
+    }
   }
   s.messages = *messages;
 
@@ -318,6 +441,16 @@ std::variant<GenerationSpec, ApiError> parse_chat_request(const json& body, cons
       return bad_request("'tool_choice' is set but 'tools' is missing", "tool_choice");
   }
   if (s.tool_choice == "none") s.tools = nullptr;
+  if (const json* ptc = r.find("parallel_tool_calls")) {
+    if (!ptc->is_boolean()) return wrong_type("parallel_tool_calls", "a boolean", *ptc);
+    if (!ptc->get<bool>() && s.tool_choice == "auto" && s.tools.is_array())
+      return bad_request("'parallel_tool_calls': false is only honoured with tool_choice \"required\" or a named function "
+                         "(which produce exactly one call); with \"auto\" the model may write several",
+                         "parallel_tool_calls", "unsupported_value");
+  }
+  if (!s.grammar.empty() && (s.tool_choice == "required" || s.tool_choice == "function"))
+    return bad_request("'" + s.grammar_source + "' and a forced 'tool_choice' cannot both constrain one response",
+                       "tool_choice");
 
   // Thinking: chat_template_kwargs.enable_thinking (vLLM, SGLang) or reasoning_effort (OpenAI).
   if (const json* kw = r.find("chat_template_kwargs")) {
@@ -335,6 +468,11 @@ std::variant<GenerationSpec, ApiError> parse_chat_request(const json& body, cons
     else return bad_request("'reasoning_effort' is \"" + e + "\"; expected none, minimal, low, medium or high", "reasoning_effort");
   }
 
+  if (s.enable_thinking && !s.grammar.empty())
+    return bad_request("thinking cannot be combined with '" + s.grammar_source +
+                           "' (the grammar constrains the whole output, so the model could not think first)",
+                       s.grammar_source);
+
   // logprobs: a boolean, with top_logprobs 0..20.
   if (const json* lp = r.find("logprobs")) {
     if (!lp->is_boolean()) return wrong_type("logprobs", "a boolean", *lp);
@@ -351,6 +489,7 @@ std::variant<GenerationSpec, ApiError> parse_chat_request(const json& body, cons
 }
 
 std::variant<GenerationSpec, ApiError> parse_completion_request(const json& body, const RequestLimits& limits) {
+  if (auto e = check_known_fields(body, Endpoint::completion)) return *e;
   Reader r{body, std::nullopt};
   GenerationSpec s;
   s.endpoint = Endpoint::completion;

@@ -40,6 +40,11 @@ struct GenerationSpec {
   std::vector<int> prompt_tokens;                // prompt given as token ids (fed as is)
   bool prompt_is_tokens = false;
 
+  // Constrained decoding: GBNF from response_format (json_object / json_schema) or the `grammar`
+  // extension field; empty: none. grammar_source names the field it came from.
+  std::string grammar;
+  std::string grammar_source;
+
   SamplingParams sampling;  // stop_token_ids are added by the service (the model's own stop set)
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
