@@ -296,6 +296,27 @@ TEST_F(ServerE2E, BadInputGetsTheRight4xx) {
       {"detokenize wrong type", "POST", "/detokenize", R"({"tokens":"abc"})", 400, "tokens", "invalid_type"},
       {"tool_choice without tools", "POST", "/v1/chat/completions", chat_body({{"tool_choice", "required"}}).dump(), 400,
        "tool_choice", ""},
+      {"unknown field", "POST", "/v1/chat/completions", chat_body({{"frobnicate", 1}}).dump(), 400, "frobnicate",
+       "unsupported_parameter"},
+      {"image content part", "POST", "/v1/chat/completions",
+       chat_body({{"messages", {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", "what is this?"}},
+                                                                {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64,AA=="}}}}}}}}}})
+           .dump(),
+       400, "messages[0].content[1].type", "unsupported_content_type"},
+      {"audio content part", "POST", "/v1/chat/completions",
+       chat_body({{"messages", {{{"role", "user"}, {"content", {{{"type", "input_audio"}, {"input_audio", {{"data", "AA=="}, {"format", "wav"}}}}}}}}}})
+           .dump(),
+       400, "messages[0].content[0].type", "unsupported_content_type"},
+      {"schema keyword not honoured", "POST", "/v1/chat/completions",
+       chat_body({{"response_format",
+                   {{"type", "json_schema"},
+                    {"json_schema", {{"name", "x"}, {"schema", {{"type", "object"}, {"properties", {{"a", {{"type", "string"}, {"pattern", "^a+$"}}}}}}}}}}}})
+           .dump(),
+       400, "response_format.json_schema.schema.properties/a/pattern", "unsupported_schema"},
+      {"bad response_format type", "POST", "/v1/chat/completions",
+       chat_body({{"response_format", {{"type", "xml"}}}}).dump(), 400, "response_format.type", "invalid_value"},
+      {"malformed grammar", "POST", "/v1/chat/completions", chat_body({{"grammar", "root ::= ("}}).dump(), 400, "grammar",
+       "invalid_grammar"},
       {"bos typed in a message", "POST", "/v1/chat/completions",
        chat_body({{"messages", {{{"role", "user"}, {"content", "<bos>hi"}}}}}).dump(), 400, "messages", "invalid_prompt"},
   };
@@ -327,21 +348,98 @@ TEST_F(ServerE2E, BadInputGetsTheRight4xx) {
   EXPECT_NE(log.find("\"degeneracy\":{\"kind\""), std::string::npos);
 }
 
-// tool_choice naming a function is enforced: the answer starts inside that call. Random weights
-// rarely close it, so the call is either parsed or reported as unterminated, never skipped.
+const json kWeatherTools = json::parse(R"([
+  {"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+    "properties":{"city":{"type":"string","maxLength":8},"days":{"type":"integer"},"unit":{"enum":["c","f"]}},
+    "required":["city","days","unit"]}}},
+  {"type":"function","function":{"name":"get_time","parameters":{"type":"object",
+    "properties":{"zone":{"type":"string","maxLength":6}},"required":["zone"]}}}])");
+
+void expect_valid_weather_args(const json& call) {
+  const json args = json::parse(call["function"]["arguments"].get<std::string>());
+  ASSERT_TRUE(args.is_object()) << call;
+  ASSERT_TRUE(args["city"].is_string()) << call;
+  EXPECT_LE(args["city"].get<std::string>().size(), 8u * 4) << call;
+  EXPECT_TRUE(args["days"].is_number_integer()) << call;
+  EXPECT_TRUE(args["unit"] == "c" || args["unit"] == "f") << call;
+}
+
+// tool_choice naming a function is enforced by a grammar over the tool's parameters: sampled at
+// temperature 1 on random weights, the call comes back parsed with arguments that match.
 TEST_F(ServerE2E, ToolChoiceNamedFunctionIsEnforced) {
   auto c = server_->client();
-  const json tools = json::parse(R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}])");
-  Reply r = post(c, "/v1/chat/completions",
-                 chat_body({{"tools", tools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}}}));
-  ASSERT_EQ(r.status, 200) << r.raw;
-  const json& msg = r.body["choices"][0]["message"];
-  if (msg.contains("tool_calls") && msg["tool_calls"].is_array() && !msg["tool_calls"].empty()) {
-    EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "get_weather");
-  } else {
-    ASSERT_TRUE(r.body["g4"].contains("tool_call_errors")) << r.raw;
-    EXPECT_NE(r.body["g4"]["tool_call_errors"][0].dump().find("call:get_weather{"), std::string::npos) << r.raw;
+  for (int seed = 0; seed < 4; ++seed) {
+    Reply r = post(c, "/v1/chat/completions",
+                   chat_body({{"tools", kWeatherTools}, {"temperature", 1}, {"seed", seed}, {"max_tokens", 120},
+                              {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}}}));
+    ASSERT_EQ(r.status, 200) << r.raw;
+    const json& choice = r.body["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "tool_calls") << r.raw;
+    ASSERT_TRUE(choice["message"]["tool_calls"].is_array() && choice["message"]["tool_calls"].size() == 1) << r.raw;
+    EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+    expect_valid_weather_args(choice["message"]["tool_calls"][0]);
   }
+}
+
+TEST_F(ServerE2E, ToolChoiceRequiredAndNone) {
+  auto c = server_->client();
+  for (int seed = 0; seed < 4; ++seed) {
+    Reply r = post(c, "/v1/chat/completions",
+                   chat_body({{"tools", kWeatherTools}, {"temperature", 1}, {"seed", seed}, {"max_tokens", 120},
+                              {"tool_choice", "required"}}));
+    ASSERT_EQ(r.status, 200) << r.raw;
+    const json& calls = r.body["choices"][0]["message"]["tool_calls"];
+    ASSERT_TRUE(calls.is_array() && calls.size() == 1) << r.raw;
+    const std::string name = calls[0]["function"]["name"];
+    if (name == "get_weather") expect_valid_weather_args(calls[0]);
+    else EXPECT_EQ(name, "get_time");
+  }
+  // "none": the tool-call token is banned, so no call ever comes back (the prompt still has no
+  // tools, as the template is not shown them).
+  for (int seed = 0; seed < 6; ++seed) {
+    Reply r = post(c, "/v1/chat/completions",
+                   chat_body({{"tools", kWeatherTools}, {"temperature", 1.5}, {"seed", seed}, {"max_tokens", 40},
+                              {"tool_choice", "none"}, {"logit_bias", {{"48", 100}}}}));
+    ASSERT_EQ(r.status, 200) << r.raw;
+    EXPECT_FALSE(r.body["choices"][0]["message"].contains("tool_calls")) << r.raw;
+    EXPECT_EQ(r.raw.find("<|tool_call>"), std::string::npos) << r.raw;
+  }
+}
+
+// response_format json_schema / json_object: the content parses and matches, streamed or not.
+TEST_F(ServerE2E, ResponseFormatIsHonoured) {
+  auto c = server_->client();
+  const json schema = json::parse(R"({"type":"object","properties":{"name":{"type":"string","maxLength":10},
+    "age":{"type":"integer"},"tags":{"type":"array","items":{"enum":["a","b"]},"maxItems":3}},
+    "required":["name","age","tags"],"additionalProperties":false})");
+  const json rf = {{"type", "json_schema"}, {"json_schema", {{"name", "person"}, {"strict", true}, {"schema", schema}}}};
+  for (int seed = 0; seed < 4; ++seed) {
+    Reply r = post(c, "/v1/chat/completions",
+                   chat_body({{"response_format", rf}, {"temperature", 1}, {"seed", seed}, {"max_tokens", 200}}));
+    ASSERT_EQ(r.status, 200) << r.raw;
+    EXPECT_EQ(r.body["choices"][0]["finish_reason"], "stop") << r.raw;
+    const json v = json::parse(r.body["choices"][0]["message"]["content"].get<std::string>());
+    EXPECT_TRUE(v["name"].is_string() && v["age"].is_number_integer() && v["tags"].is_array() && v.size() == 3) << v;
+  }
+  Stream s = post_stream(c, "/v1/chat/completions",
+                         chat_body({{"response_format", rf}, {"stream", true}, {"temperature", 1}, {"seed", 9}, {"max_tokens", 200}}));
+  ASSERT_EQ(s.status, 200) << s.raw;
+  std::string content;
+  for (const auto& p : s.payloads) {
+    if (p == "[DONE]") continue;
+    const json ev = json::parse(p);
+    if (ev.contains("choices") && !ev["choices"].empty() && ev["choices"][0]["delta"].contains("content"))
+      content += ev["choices"][0]["delta"]["content"].get<std::string>();
+  }
+  const json v = json::parse(content);
+  EXPECT_TRUE(v["name"].is_string() && v["age"].is_number_integer()) << content;
+  Reply obj = post(c, "/v1/chat/completions",
+                   chat_body({{"response_format", {{"type", "json_object"}}}, {"temperature", 0}, {"max_tokens", 300}}));
+  ASSERT_EQ(obj.status, 200) << obj.raw;
+  if (obj.body["choices"][0]["finish_reason"] == "stop")
+    EXPECT_TRUE(json::parse(obj.body["choices"][0]["message"]["content"].get<std::string>()).is_object()) << obj.raw;
+  else
+    EXPECT_EQ(obj.body["choices"][0]["message"]["content"].get<std::string>().substr(0, 1), "{") << obj.raw;
 }
 
 TEST_F(ServerE2E, DeadlineEndsTheRequest) {

@@ -93,6 +93,42 @@ async function main() {
   assert.equal(followUp.object, "chat.completion");
   console.log("tools ok: prompt", plain.usage.prompt_tokens, "->", withTools.usage.prompt_tokens, "tokens with tools");
 
+  // structured output: response_format json_schema (strict) and json_object
+  const person = {
+    type: "object", additionalProperties: false, required: ["name", "age"],
+    properties: { name: { type: "string", maxLength: 10 }, age: { type: "integer" } },
+  };
+  for (const seed of [1, 2]) {
+    const r = await client.chat.completions.create({
+      model, messages, max_tokens: 200, temperature: 1, seed,
+      response_format: { type: "json_schema", json_schema: { name: "person", strict: true, schema: person } },
+    });
+    assert.equal(r.choices[0].finish_reason, "stop");
+    const v = JSON.parse(r.choices[0].message.content);
+    assert.ok(typeof v.name === "string" && Number.isInteger(v.age) && Object.keys(v).length === 2, JSON.stringify(v));
+  }
+  const obj = await client.chat.completions.create({ model, messages, max_tokens: 300, temperature: 0, response_format: { type: "json_object" } });
+  assert.ok(obj.choices[0].message.content.startsWith("{"), "json_object starts an object");
+  if (obj.choices[0].finish_reason === "stop") assert.equal(typeof JSON.parse(obj.choices[0].message.content), "object");
+  // forced tool calls: a named function and "required", arguments matching the parameters
+  const boundedTools = [{ type: "function", function: { name: "lookup", parameters: {
+    type: "object", required: ["q", "limit"], properties: { q: { type: "string", maxLength: 8 }, limit: { type: "integer" } } } } }];
+  for (const tool_choice of [{ type: "function", function: { name: "lookup" } }, "required"]) {
+    const r = await client.chat.completions.create({ model, messages, tools: boundedTools, tool_choice, max_tokens: 120, temperature: 1, seed: 3 });
+    assert.equal(r.choices[0].finish_reason, "tool_calls");
+    const call = r.choices[0].message.tool_calls[0];
+    assert.equal(call.function.name, "lookup");
+    const args = JSON.parse(call.function.arguments);
+    assert.ok(typeof args.q === "string" && Number.isInteger(args.limit), call.function.arguments);
+  }
+  // what g4 cannot honour is refused, naming the field
+  await assert.rejects(client.chat.completions.create({
+    model, max_tokens: 4,
+    messages: [{ role: "user", content: [{ type: "text", text: "what is this?" }, { type: "image_url", image_url: { url: "data:image/png;base64,AA==" } }] }],
+  }), (e) => e.status === 400 && e.param === "messages[0].content[1].type");
+  await assert.rejects(client.chat.completions.create({ model, messages, n: 2, max_tokens: 4 }), (e) => e.status === 400 && e.param === "n");
+  console.log("structured output ok");
+
   // legacy completions
   const comp = await client.completions.create({ model, prompt: "Once upon a time", max_tokens: 8 });
   assert.equal(typeof comp.choices[0].text, "string");
