@@ -17,6 +17,11 @@
 #include "ops/matmul.h"
 #include "platform/device.h"
 #include "platform/error.h"
+#include <fstream>
+#include <iterator>
+
+#include "engine/grammar_matcher.h"
+#include "engine/json_schema_grammar.h"
 #include "text/chat_template.h"
 #include "text/detokenizer_stream.h"
 #include "text/stop_tokens.h"
@@ -30,7 +35,7 @@ const char* kUsage =
     "                   [--seed S] [--top-k K] [--top-p P] [--min-p P] [--chat] [--system TEXT]\n"
     "                   [--tokenizer FILE] [--kv f32|f16|bf16|int8] [--chunk N] [--stop-on-degenerate]\n"
     "                   [--threads N] [--reference] [--weights q8|q4] [--weight-memory auto|huge|mapped]\n"
-    "                   [--compute f32|bf16]\n\n"
+    "                   [--compute f32|bf16] [--json-schema FILE | --json-object | --grammar FILE]\n\n"
     "Generates up to N tokens (default 64), printing text as it streams, then a summary line on\n"
     "stderr: prompt and generated tokens, prefill and decode tok/s, finish reason, degeneracy verdict.\n\n"
     "  --prompt TEXT        encoded with exactly one <bos> in front (needs a tokenizer)\n"
@@ -42,6 +47,11 @@ const char* kUsage =
     "                       --reference)\n"
     "  --chunk N            prefill chunk in tokens (default 256)\n"
     "  --stop-on-degenerate end generation once a loop is certain\n"
+    "  --json-schema FILE   constrain the output to JSON valid against this JSON Schema (OpenAI's strict\n"
+    "                       subset; an unsupported keyword is an error naming its path)\n"
+    "  --json-object        constrain the output to one JSON object\n"
+    "  --grammar FILE       constrain the output to this GBNF grammar (start rule: root)\n"
+    "                       (the stderr summary then adds the grammar masks' time per token)\n"
     "  --threads N          SIMD kernels on N threads (default: all cores)\n"
     "  --reference          run the f32 reference loops instead (the spec; slow)\n"
     "  --weights q8|q4      re-encode weight matrices as Q8_0 / Q4_0 in memory at load; stderr reports\n"
@@ -63,11 +73,46 @@ class DetokStream : public TokenTextStream {
   text::StreamingDetokenizer d_;
 };
 
+std::string read_text_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(path + ": cannot open");
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (bytes.size() > grammar::kMaxGrammarBytes) throw Error(path + ": larger than " + std::to_string(grammar::kMaxGrammarBytes) + " bytes");
+  return bytes;
+}
+
+// --json-schema FILE / --json-object / --grammar FILE -> the grammar bound to the tokenizer.
+std::shared_ptr<grammar::CompiledGrammar> compile_output_grammar(const Args& a, const text::Tokenizer& tok) {
+  std::string gbnf;
+  if (auto f = a.get("--json-schema")) {
+    const std::string bytes = read_text_file(*f);
+    nlohmann::json schema = nlohmann::json::parse(bytes, nullptr, /*allow_exceptions=*/false);
+    if (schema.is_discarded()) throw Error(*f + ": not valid JSON");
+    try {
+      gbnf = grammar::json_schema_gbnf(schema);
+    } catch (const grammar::SchemaError& e) {
+      throw Error(*f + ": " + e.what());
+    }
+  } else if (a.has("--json-object")) {
+    gbnf = grammar::json_object_gbnf();
+  } else {
+    const std::string f = a.require("--grammar");
+    gbnf = read_text_file(f);
+    try {
+      grammar::parse_gbnf(gbnf);
+    } catch (const Error& e) {
+      throw Error(f + ": " + e.what());
+    }
+  }
+  return std::make_shared<grammar::CompiledGrammar>(grammar::parse_gbnf(gbnf), grammar::GrammarVocab::from_tokenizer(tok));
+}
+
 int run(const std::vector<std::string>& argv) {
   Args a(argv,
          {"--model", "--prompt", "--tokens", "-n", "--temperature", "--seed", "--top-k", "--top-p", "--min-p",
-          "--tokenizer", "--kv", "--chunk", "--system", "--threads", "--weights", "--weight-memory", "--compute"},
-         {"--chat", "--stop-on-degenerate", "--reference"});
+          "--tokenizer", "--kv", "--chunk", "--system", "--threads", "--weights", "--weight-memory", "--compute",
+          "--json-schema", "--grammar"},
+         {"--chat", "--stop-on-degenerate", "--reference", "--json-object"});
   const std::filesystem::path dir = a.require("--model");
   if (a.has("--prompt") == a.has("--tokens")) throw Error("give exactly one of --prompt or --tokens");
   auto model = load_model(dir);
@@ -121,6 +166,12 @@ int run(const std::vector<std::string>& argv) {
   for (const auto& problem : stops.problems) std::fprintf(stderr, "warning: %s\n", problem.c_str());
   sp.stop_token_ids.assign(stops.ids.begin(), stops.ids.end());
   req.stop_on_degenerate = a.has("--stop-on-degenerate");
+  if (int(a.has("--json-schema")) + int(a.has("--json-object")) + int(a.has("--grammar")) > 1)
+    throw Error("give at most one of --json-schema, --json-object, --grammar");
+  if (a.has("--json-schema") || a.has("--json-object") || a.has("--grammar")) {
+    if (!tok) throw Error("--json-schema, --json-object and --grammar need a tokenizer");
+    req.grammar = compile_output_grammar(a, *tok);
+  }
 
   EngineOptions eo;
   eo.max_seqs = 1;
@@ -173,6 +224,10 @@ int run(const std::vector<std::string>& argv) {
                (long long)last.prompt_tokens, (long long)last.generated_tokens, prefill_tps, decode_tps,
                last.ttft_seconds, last.finish_reason.c_str(), last.stopped_degenerate ? " (loop certain, stopped early)" : "",
                verdict.dump().c_str());
+  if (last.grammar_masks > 0)
+    std::fprintf(stderr, "[g4] grammar: %lld masks, %.3f ms per token (decode step %.2f ms)\n", (long long)last.grammar_masks,
+                 1e3 * last.grammar_seconds / double(last.grammar_masks),
+                 decode_tps > 0 ? 1e3 / decode_tps : 0.0);
   if (last.finish_reason == "error") throw Error(last.error);
   return 0;
 }
