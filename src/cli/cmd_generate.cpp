@@ -96,12 +96,12 @@ std::shared_ptr<grammar::CompiledGrammar> compile_output_grammar(const Args& a, 
   } else if (a.has("--json-object")) {
     gbnf = grammar::json_object_gbnf();
   } else {
-    const std::string f = a.require("--grammar");
-    gbnf = read_text_file(f);
+    const std::string path = a.require("--grammar");
+    gbnf = read_text_file(path);
     try {
       grammar::parse_gbnf(gbnf);
     } catch (const Error& e) {
-      throw Error(f + ": " + e.what());
+      throw Error(path + ": " + e.what());
     }
   }
   return std::make_shared<grammar::CompiledGrammar>(grammar::parse_gbnf(gbnf), grammar::GrammarVocab::from_tokenizer(tok));

@@ -55,7 +55,7 @@ struct GenerationRequest {
   // Constrained decoding: every sampled token keeps the output a prefix of the grammar, the stop
   // tokens are allowed only where it may end, and the sequence ends ("stop") as soon as nothing
   // more can follow. Null: unconstrained.
-  std::shared_ptr<grammar::CompiledGrammar> grammar;
+  std::shared_ptr<grammar::CompiledGrammar> grammar = nullptr;
 };
 
 struct TokenInfo {

@@ -155,8 +155,10 @@ class Parser {
         e.negated = true;  // outside the empty set: any code point
         seq.push_back(std::move(e));
       } else if (c == '(') {
+        if (++depth_ > 256) fail(p_, "groups nested more than 256 deep");
         ++p_;
         auto alts = parse_alternatives(rule, true);
+        --depth_;
         skip_space();
         if (p_ >= t_.size() || t_[p_] != ')') fail(p_, "expected ')'");
         ++p_;
@@ -229,6 +231,8 @@ class Parser {
       x.kind = Element::Kind::rule;
       x.id = new_rule(rule, {item});
     }
+    copies_ += size_t(std::max(min, 1));
+    if (copies_ > kMaxElements) fail(p_, "the grammar expands to more than " + std::to_string(kMaxElements) + " elements");
     for (int k = 0; k < min; ++k) seq.push_back(x);
     Element tail;
     tail.kind = Element::Kind::rule;
@@ -392,6 +396,8 @@ class Parser {
   std::vector<bool> defined_;
   std::vector<size_t> first_use_;
   int generated_ = 0;
+  int depth_ = 0;        // open '(' groups
+  size_t copies_ = 0;    // elements written by repetition
 };
 
 void append_char(std::string& out, uint32_t cp, bool in_class) {

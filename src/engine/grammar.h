@@ -48,6 +48,7 @@ struct Grammar {
 inline constexpr size_t kMaxGrammarBytes = 1 << 20;
 inline constexpr size_t kMaxRules = 20000;
 inline constexpr int kMaxRepeat = 1000;  // x{m,n}: m, n at most this
+inline constexpr size_t kMaxElements = 1 << 20;  // elements repetition may write in all
 
 // Parses GBNF text. Throws g4::Error "grammar line L col C: ..." naming what is wrong, or a rule
 // that is used but never defined, or a left-recursive rule (the matcher could never advance it).

@@ -198,7 +198,7 @@ int32_t CompiledGrammar::frame(int32_t pos, int32_t parent) {
 }
 
 void CompiledGrammar::expand_into(int32_t s, std::vector<int32_t>& out, int depth) {
-  if (depth > 100000) throw Error("grammar: expansion deeper than 100000 rules");
+  if (depth > 2000) throw Error("grammar: a rule expands through more than 2000 nested rules before reading a character");
   if (s == kAccept || s == kEscape) {
     out.push_back(s);
     return;

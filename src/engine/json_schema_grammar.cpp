@@ -229,6 +229,8 @@ std::string SchemaGrammarBuilder::add_schema(const json& schema, const std::stri
 std::string SchemaGrammarBuilder::add_any_object() { return primitive("object"); }
 
 std::string SchemaGrammarBuilder::value(const json& schema, const std::string& path, const std::string& hint) {
+  if (std::count(path.begin(), path.end(), '/') > 128)
+    throw SchemaError(path, "the schema nests deeper than 128 levels at '" + path + "'");
   if (schema.is_boolean()) {
     if (schema.get<bool>()) return primitive("value");
     throw SchemaError(path.empty() ? "" : path.substr(0, path.size() - 1),

@@ -330,10 +330,16 @@ SampleResult Sampler::sample(const float* logits, std::span<const int> prompt_to
     for (int i = 0; i < V; ++i) work[i] = finite_or_neg_inf(logits[i]);
     process_logits(work, prompt_tokens, generated_tokens);
     if (allowed) {
+      // Word by word: a fully allowed word (most of them inside a JSON string) costs one compare.
       bool any = false;
-      for (int i = 0; i < V; ++i) {
-        if (!allowed->test(i)) work[i] = kNegInf;
-        else any = any || work[i] > kNegInf;
+      const auto& words = allowed->words();
+      for (int base = 0; base < V; base += 64) {
+        const uint64_t w = size_t(base >> 6) < words.size() ? words[size_t(base >> 6)] : 0;
+        const int n = std::min(64, V - base);
+        for (int b = 0; b < n; ++b) {
+          if (!((w >> b) & 1)) work[base + b] = kNegInf;
+          else any = any || work[base + b] > kNegInf;
+        }
       }
       // Every allowed token at -inf (NaN logits, or banned by bias): the lowest allowed id, so
       // the output still follows the grammar.
