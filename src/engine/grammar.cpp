@@ -400,17 +400,12 @@ class Parser {
   size_t copies_ = 0;    // elements written by repetition
 };
 
-void append_char(std::string& out, uint32_t cp, bool in_class) {
-  if (cp == '"' || cp == '\\' || (in_class && (cp == ']' || cp == '-' || cp == '^' || cp == '['))) {
+// One code point inside a character class.
+void append_class_char(std::string& out, uint32_t cp) {
+  if (cp == '"' || cp == '\\' || cp == ']' || cp == '-' || cp == '^' || cp == '[') {
     out += '\\';
     out += char(cp);
-  } else if (cp == '\n') {
-    out += "\\n";
-  } else if (cp == '\r') {
-    out += "\\r";
-  } else if (cp == '\t') {
-    out += "\\t";
-  } else if (cp < 0x20 || cp == 0x7F || cp > 0x7F) {
+  } else if (cp < 0x20 || cp >= 0x7F) {
     char buf[12];
     if (cp <= 0xFF) std::snprintf(buf, sizeof buf, "\\x%02X", cp);
     else if (cp <= 0xFFFF) std::snprintf(buf, sizeof buf, "\\u%04X", cp);
@@ -421,7 +416,51 @@ void append_char(std::string& out, uint32_t cp, bool in_class) {
   }
 }
 
+std::string utf8_of(uint32_t cp) {
+  std::string s;
+  if (cp < 0x80) {
+    s += char(cp);
+  } else if (cp < 0x800) {
+    s += char(0xC0 | (cp >> 6));
+    s += char(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    s += char(0xE0 | (cp >> 12));
+    s += char(0x80 | ((cp >> 6) & 0x3F));
+    s += char(0x80 | (cp & 0x3F));
+  } else {
+    s += char(0xF0 | (cp >> 18));
+    s += char(0x80 | ((cp >> 12) & 0x3F));
+    s += char(0x80 | ((cp >> 6) & 0x3F));
+    s += char(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
+
 }  // namespace
+
+std::string gbnf_literal(std::string_view utf8) {
+  std::string out = "\"";
+  for (char ch : utf8) {
+    const uint8_t c = uint8_t(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
 
 bool chars_match(const Element& e, uint32_t cp) {
   bool in = false;
@@ -451,18 +490,16 @@ std::string Grammar::to_text() const {
         } else if (e.kind == Element::Kind::token) {
           out += "<[" + std::to_string(e.id) + "]>";
         } else if (!e.negated && e.ranges.size() == 1 && e.ranges[0].lo == e.ranges[0].hi) {
-          out += '"';
-          append_char(out, e.ranges[0].lo, false);
-          out += '"';
+          out += gbnf_literal(utf8_of(e.ranges[0].lo));
         } else if (e.negated && e.ranges.empty()) {
           out += '.';
         } else {
           out += e.negated ? "[^" : "[";
           for (const auto& rg : e.ranges) {
-            append_char(out, rg.lo, true);
+            append_class_char(out, rg.lo);
             if (rg.hi != rg.lo) {
               out += '-';
-              append_char(out, rg.hi, true);
+              append_class_char(out, rg.hi);
             }
           }
           out += ']';

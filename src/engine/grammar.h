@@ -54,6 +54,10 @@ inline constexpr size_t kMaxElements = 1 << 20;  // elements repetition may writ
 // that is used but never defined, or a left-recursive rule (the matcher could never advance it).
 Grammar parse_gbnf(std::string_view text);
 
+// A GBNF string literal ("...") matching exactly these UTF-8 bytes (quotes, backslashes and
+// control characters escaped).
+std::string gbnf_literal(std::string_view utf8);
+
 // True when the code point matches a chars element.
 bool chars_match(const Element& e, uint32_t cp);
 

@@ -286,12 +286,6 @@ bool CompiledGrammar::run_bytes(std::string_view bytes, std::vector<int32_t>& se
   return true;
 }
 
-struct CompiledGrammar::WalkScratch {
-  std::vector<std::vector<int32_t>> sets;  // by trie depth
-  std::vector<uint64_t>* accepted;
-  std::vector<int32_t>* uncertain;
-};
-
 namespace {
 
 struct WalkState {

@@ -131,7 +131,6 @@ class CompiledGrammar {
     std::vector<uint64_t> accepted;
     std::vector<int32_t> uncertain;
   };
-  struct WalkScratch;
 
   bool matches(int32_t pos, uint32_t cp) const;
   bool may_start(int32_t pos, uint32_t lo, uint32_t hi) const;  // some code point in [lo, hi]

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "engine/grammar.h"
+#include "text/tool_syntax.h"
 
 namespace g4::grammar {
 
@@ -26,41 +27,11 @@ const std::set<std::string>& supported_keywords() {
   return k;
 }
 
-// A GBNF string literal matching exactly these UTF-8 bytes.
-std::string gbnf_literal(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    const uint8_t c = uint8_t(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02X", c);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
-
 bool bare_key(const std::string& k) {
   if (k.empty()) return false;
   for (char c : k)
     if (!(std::isalnum(uint8_t(c)) || c == '_' || c == '-' || c == '.')) return false;
   return true;
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = char(std::tolower(uint8_t(c)));
-  return s;
 }
 
 // A non-negative integer keyword, at most kMaxRepeat.
@@ -167,9 +138,7 @@ std::string SchemaGrammarBuilder::literal(const json& v) {
     return out + " \"]\" )";
   }
   if (v.is_object()) {
-    std::vector<std::pair<std::string, const json*>> items;
-    for (auto it = v.begin(); it != v.end(); ++it) items.emplace_back(it.key(), &it.value());
-    std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return lower(a.first) < lower(b.first); });
+    const auto items = text::dictsort(v);  // the order Gemma writes tool arguments in
     std::string out = "( \"{\"";
     for (size_t i = 0; i < items.size(); ++i) {
       const std::string key = bare_key(items[i].first) ? gbnf_literal(items[i].first)
@@ -348,15 +317,17 @@ std::string SchemaGrammarBuilder::object(const json& schema, const std::string& 
   if (auto ap = schema.find("additionalProperties"); ap != schema.end() && !ap->is_boolean() && !ap->is_object())
     throw SchemaError(path + "additionalProperties",
                       "'additionalProperties' at '" + path + "additionalProperties' must be a boolean or a schema");
-  // Members in schema order (JSON) or in the order Gemma writes tool arguments (dictsort).
-  std::vector<std::pair<std::string, const json*>> members;
-  for (auto it = props.begin(); it != props.end(); ++it) members.emplace_back(it.key(), &it.value());
-  static const json any = json::object();
+  // Declared members, plus any required but undeclared ones (any value). JSON: key order (a
+  // parsed nlohmann::json keeps keys sorted); tool syntax: the order Gemma writes arguments in.
+  json all = props;
   for (const auto& r : required)
-    if (!props.contains(r)) members.emplace_back(r, &any);  // required but undeclared: any value
-  if (syntax_ == ValueSyntax::gemma_tool)
-    std::stable_sort(members.begin(), members.end(), [](const auto& a, const auto& b) { return lower(a.first) < lower(b.first); });
-  // (JSON: nlohmann::json keeps object keys sorted, so members come in key order.)
+    if (!all.contains(r)) all[r] = json::object();
+  std::vector<std::pair<std::string, const json*>> members;
+  if (syntax_ == ValueSyntax::gemma_tool) {
+    members = text::dictsort(all);
+  } else {
+    for (auto it = all.begin(); it != all.end(); ++it) members.emplace_back(it.key(), &it.value());
+  }
   const std::string ws = primitive("ws");
   const std::string q = "<[" + std::to_string(quote_token_) + "]>";
   const size_t n = members.size();

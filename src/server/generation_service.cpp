@@ -125,12 +125,7 @@ std::string tool_call_gbnf(const GenerationSpec& spec, int quote_token, int clos
       alts = rule;
       break;
     }
-    std::string lit = "\"";
-    for (char c : name) {
-      if (c == '"' || c == '\\') lit += '\\';
-      lit += c;
-    }
-    alts += (alts.empty() ? "" : " | ") + lit + "\" " + rule;
+    alts += (alts.empty() ? "" : " | ") + grammar::gbnf_literal(name) + " " + rule;
   }
   b.add_rule("root", "( " + alts + " ) <[" + std::to_string(close_token) + "]>");
   return b.text();

@@ -53,6 +53,17 @@ TEST(Gbnf, TextRoundTrips) {
   EXPECT_EQ(g.rules.size(), 5u);
 }
 
+TEST(Gbnf, LiteralMatchesExactlyItsBytes) {
+  const std::string s = "a\"b\\c\nd\te\x01\x7F\xc3\xa9";  // quote, backslash, controls, DEL, é
+  const Grammar g = parse_gbnf("root ::= " + gbnf_literal(s));
+  const std::vector<uint32_t> want = {'a', '"', 'b', '\\', 'c', '\n', 'd', '\t', 'e', 1, 0x7F, 0xE9};
+  ASSERT_EQ(g.rules[0].alternatives[0].size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const auto& e = g.rules[0].alternatives[0][i];
+    EXPECT_TRUE(!e.negated && e.ranges.size() == 1 && e.ranges[0].lo == want[i] && e.ranges[0].hi == want[i]) << i;
+  }
+}
+
 // A small vocabulary: single characters, multi-character tokens that cross grammar symbols,
 // the UTF-8 bytes of 'é' and '中' as byte tokens, and two special tokens.
 std::shared_ptr<const GrammarVocab> small_vocab() {
