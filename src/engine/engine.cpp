@@ -12,6 +12,8 @@ using Clock = std::chrono::steady_clock;
 
 struct Engine::Sequence {
   int id = 0;
+  int choice = 0;
+  int slots = 1;               // running slots held: the request's n until its choices are forked
   GenerationRequest req;
   EventCallback cb;
   int kv_seq = -1;
@@ -60,6 +62,9 @@ int Engine::submit(GenerationRequest r, EventCallback cb) {
       throw Error("request: prompt token " + std::to_string(r.prompt[i]) + " at index " + std::to_string(i) +
                   " is outside the vocabulary [0, " + std::to_string(c.vocab_size) + ")");
   r.sampling.validate(c.vocab_size);
+  if (r.n < 1 || r.n > opts_.max_seqs)
+    throw Error("request: n = " + std::to_string(r.n) + " choices; each needs a running slot and this engine runs 1 to " +
+                std::to_string(opts_.max_seqs) + " sequences at once (max_seqs)");
   const int64_t limit = std::min<int64_t>(opts_.max_context, c.max_position_embeddings);
   if (int64_t(r.prompt.size()) >= limit)
     throw Error("request: prompt of " + std::to_string(r.prompt.size()) + " tokens does not fit the context of " +
@@ -70,6 +75,7 @@ int Engine::submit(GenerationRequest r, EventCallback cb) {
   s->req = std::move(r);
   s->cb = std::move(cb);
   s->submitted = Clock::now();
+  s->slots = s->req.n;
   std::lock_guard<std::mutex> lock(mu_);
   s->id = next_id_++;
   const int id = s->id;
@@ -94,32 +100,93 @@ uint64_t Engine::kv_bytes_in_use() const {
   std::lock_guard<std::mutex> lock(mu_);
   return kv_bytes_;
 }
+int64_t Engine::prefilled_tokens() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return prefilled_;
+}
+
+namespace {
+
+// The finished event of a sequence that never produced a token, once per choice it stands for.
+void finish_unstarted(int id, int choices, const EventCallback& cb, const std::string& reason, const std::string& error) {
+  for (int i = 0; i < choices; ++i) {
+    GenerationEvent ev;
+    ev.request_id = id;
+    ev.choice = i;
+    ev.finished = true;
+    ev.finish_reason = reason;
+    ev.error = error;
+    cb(ev);
+  }
+}
+
+}  // namespace
+
+int Engine::slots_in_use() const {
+  int n = 0;
+  for (const auto& s : running_)
+    if (!s->done) n += s->slots;
+  return n;
+}
+
+void Engine::start_state(Sequence& s) {
+  s.sampler = std::make_unique<Sampler>(s.req.sampling, model_.config.vocab_size);
+  s.stops = std::make_unique<StopMatcher>(s.req.sampling);
+  s.guard = std::make_unique<DegeneracyGuard>(s.req.prompt);
+  if (text_) s.text = text_();
+  if (s.req.grammar) s.matcher = std::make_unique<grammar::GrammarMatcher>(s.req.grammar);
+}
+
+// Called once the prompt is in the cache and its logits are out, before the first sample: the
+// other n - 1 choices become sequences of their own over copies of the prompt's KV.
+bool Engine::fork_choices(Sequence& s) {
+  std::vector<std::unique_ptr<Sequence>> clones;
+  for (int i = 1; i < s.slots; ++i) {
+    int kv_seq = -1;
+    try {
+      kv_seq = kv_.fork_sequence(s.kv_seq);
+    } catch (const Error& e) {
+      for (auto& c : clones) kv_.free_sequence(c->kv_seq);
+      finish(s, "error", e.what());  // emits a finished event for every choice
+      return false;
+    }
+    auto c = std::make_unique<Sequence>();
+    c->id = s.id;
+    c->choice = i;
+    c->req = s.req;
+    c->req.sampling.seed = s.req.sampling.seed + uint64_t(i);
+    c->cb = s.cb;
+    c->kv_seq = kv_seq;
+    c->fed = s.fed;
+    c->submitted = s.submitted;
+    c->admitted = s.admitted;
+    start_state(*c);
+    clones.push_back(std::move(c));
+  }
+  s.slots = 1;
+  for (auto& c : clones) running_.push_back(std::move(c));
+  return true;
+}
 
 void Engine::admit_locked() {
-  while (!waiting_.empty() && int(running_.size()) < opts_.max_seqs) {
+  while (!waiting_.empty() && slots_in_use() + waiting_.front()->slots <= opts_.max_seqs) {
     Sequence& s = *waiting_.front();
     const int64_t need = int64_t(s.req.prompt.size()) + 1;
     const int kv_seq = kv_.add_sequence();
-    if (!kv_.can_grow(kv_seq, need)) {  // wait for memory unless nothing else could free it
+    // Room for the prompt, and for its copies when it has several choices.
+    if (!kv_.can_grow(kv_seq, need) || kv_.blocks_for(need) * s.slots > kv_.free_blocks()) {
       kv_.free_sequence(kv_seq);
-      if (!running_.empty()) break;
+      if (!running_.empty()) break;  // wait for memory unless nothing else could free it
       auto owned = std::move(waiting_.front());
       waiting_.erase(waiting_.begin());
-      GenerationEvent ev;
-      ev.request_id = owned->id;
-      ev.finished = true;
-      ev.finish_reason = "error";
-      ev.error = "the KV cache cannot hold a prompt of " + std::to_string(owned->req.prompt.size()) + " tokens";
-      owned->cb(ev);
+      finish_unstarted(owned->id, owned->slots, owned->cb, "error",
+                       "the KV cache cannot hold a prompt of " + std::to_string(owned->req.prompt.size()) + " tokens" +
+                           (owned->slots > 1 ? " " + std::to_string(owned->slots) + " times (n)" : ""));
       continue;
     }
     s.kv_seq = kv_seq;
     s.admitted = Clock::now();
-    s.sampler = std::make_unique<Sampler>(s.req.sampling, model_.config.vocab_size);
-    s.stops = std::make_unique<StopMatcher>(s.req.sampling);
-    s.guard = std::make_unique<DegeneracyGuard>(s.req.prompt);
-    if (text_) s.text = text_();
-    if (s.req.grammar) s.matcher = std::make_unique<grammar::GrammarMatcher>(s.req.grammar);
+    start_state(s);
     running_.push_back(std::move(waiting_.front()));
     waiting_.erase(waiting_.begin());
   }
@@ -130,6 +197,7 @@ void Engine::finish(Sequence& s, const std::string& reason, const std::string& e
   s.done = true;
   GenerationEvent ev;
   ev.request_id = s.id;
+  ev.choice = s.choice;
   ev.finished = true;
   ev.finish_reason = reason;
   ev.error = error;
@@ -155,6 +223,96 @@ void Engine::finish(Sequence& s, const std::string& reason, const std::string& e
   if (s.kv_seq >= 0) kv_.free_sequence(s.kv_seq);
   s.kv_seq = -1;
   s.cb(ev);
+  // Ended before its choices were forked: the others end the same way, with no tokens.
+  for (int i = 1; i < s.slots; ++i) {
+    GenerationEvent other = ev;
+    other.choice = i;
+    other.text.clear();
+    other.generated_tokens = 0;
+    s.cb(other);
+  }
+}
+
+// Masks (grammar), samples one token from `l` ([V] logits), and passes it through the text stream,
+// stop matcher and degeneracy guard to the request's callback; ends the sequence when it is done.
+void Engine::sample_and_emit(Sequence& s, const float* l) {
+  const grammar::TokenMask* allowed = nullptr;
+  const auto& stop_ids = s.req.sampling.stop_token_ids;
+  const auto mask_start = Clock::now();
+  if (s.matcher) {
+    s.matcher->fill_mask(s.mask, stop_ids);
+    ++s.grammar_masks;
+    if (s.mask.count() == 0) {
+      s.grammar_seconds += std::chrono::duration<double>(Clock::now() - mask_start).count();
+      finish(s, "error", "the grammar allows no token here (the vocabulary cannot spell its next symbol)");
+      return;
+    }
+    allowed = &s.mask;
+  }
+  const SampleResult res = s.sampler->sample(l, s.req.prompt, s.generated, allowed);
+  bool grammar_done = false;
+  if (s.matcher) {
+    const bool is_stop = std::find(stop_ids.begin(), stop_ids.end(), res.token) != stop_ids.end();
+    if (!is_stop && !s.matcher->accept(res.token)) {
+      finish(s, "error", "internal: sampled token " + std::to_string(res.token) + " outside the grammar's mask");
+      return;
+    }
+    grammar_done = !is_stop && s.matcher->can_end() && !s.matcher->can_continue();
+    s.grammar_seconds += std::chrono::duration<double>(Clock::now() - mask_start).count();
+  }
+  GenerationEvent ev;
+  ev.request_id = s.id;
+  ev.choice = s.choice;
+  ev.tokens.push_back({res.token, res.logprob, res.top_logprobs});
+  if (!s.has_first_token) {
+    s.has_first_token = true;
+    s.first_token = Clock::now();
+  }
+  // The detokenizer may hold an unfinished byte-fallback run; it must reach the output when
+  // the sequence ends here, whether on a stop token (whose own text is never shown) or on
+  // the last allowed token, and it must still pass through the stop-string matcher.
+  const bool stop_id = std::find(stop_ids.begin(), stop_ids.end(), res.token) != stop_ids.end();
+  const bool last_allowed = s.stops->tokens_seen() + 1 >= s.req.sampling.max_tokens;
+  std::string piece;
+  if (s.text) piece = stop_id ? s.text->flush() : s.text->push(res.token);
+  if (s.text && last_allowed && !stop_id) piece += s.text->flush();
+  StopUpdate up;
+  if (stop_id) {
+    StopUpdate held = s.stops->on_text(piece);
+    if (held.finished) {
+      up = std::move(held);  // a stop string completed inside the released text
+    } else {
+      up = s.stops->on_token(res.token, "");
+      up.text = held.text + up.text;
+    }
+  } else {
+    up = s.stops->on_token(res.token, piece);
+  }
+  const bool is_stop_token = stop_id && up.finished;
+  if (!is_stop_token) s.guard->observe(res.token, piece);
+  ev.text = up.text;
+  if (up.finished) {
+    s.generated.push_back(res.token);
+    if (!ev.text.empty() || !ev.tokens.empty()) s.cb(ev);
+    finish(s, std::string(finish_reason_name(up.reason)));
+    return;
+  }
+  s.pending = res.token;
+  if (grammar_done) {  // nothing can follow: the output is complete
+    s.generated.push_back(res.token);
+    s.pending = -1;
+    s.cb(ev);
+    finish(s, "stop");
+    return;
+  }
+  if (s.req.stop_on_degenerate && s.guard->loop_certain()) {
+    s.generated.push_back(res.token);
+    s.pending = -1;
+    s.cb(ev);
+    finish(s, "stop", "", /*degenerate_stop=*/true);
+    return;
+  }
+  s.cb(ev);
 }
 
 bool Engine::step() {
@@ -165,11 +323,7 @@ bool Engine::step() {
     // Cancelled requests still waiting never start.
     for (auto it = waiting_.begin(); it != waiting_.end();) {
       if (std::find(cancelled.begin(), cancelled.end(), (*it)->id) != cancelled.end()) {
-        GenerationEvent ev;
-        ev.request_id = (*it)->id;
-        ev.finished = true;
-        ev.finish_reason = "cancelled";
-        (*it)->cb(ev);
+        finish_unstarted((*it)->id, (*it)->slots, (*it)->cb, "cancelled", "");
         it = waiting_.erase(it);
       } else {
         ++it;
@@ -185,6 +339,7 @@ bool Engine::step() {
   std::vector<BatchRow> rows;
   std::vector<Sequence*> row_owner;
   int64_t budget = opts_.max_batch_tokens;
+  int64_t prompt_rows = 0;
   for (auto& sp : running_) {
     Sequence& s = *sp;
     if (s.done || s.pending < 0) continue;
@@ -203,6 +358,7 @@ bool Engine::step() {
       row_owner.push_back(&s);
     }
     budget -= n;
+    prompt_rows += n;
   }
   if (!rows.empty()) {
     blocks::Exec ex;
@@ -227,82 +383,14 @@ bool Engine::step() {
       }
       if (!rows[r].want_logits) continue;
       const float* l = &logits[out_row++ * size_t(V)];
-      const grammar::TokenMask* allowed = nullptr;
-      const auto& stop_ids = s.req.sampling.stop_token_ids;
-      const auto mask_start = Clock::now();
-      if (s.matcher) {
-        s.matcher->fill_mask(s.mask, stop_ids);
-        ++s.grammar_masks;
-        if (s.mask.count() == 0) {
-          s.grammar_seconds += std::chrono::duration<double>(Clock::now() - mask_start).count();
-          finish(s, "error", "the grammar allows no token here (the vocabulary cannot spell its next symbol)");
-          continue;
-        }
-        allowed = &s.mask;
-      }
-      const SampleResult res = s.sampler->sample(l, s.req.prompt, s.generated, allowed);
-      bool grammar_done = false;
-      if (s.matcher) {
-        const bool is_stop = std::find(stop_ids.begin(), stop_ids.end(), res.token) != stop_ids.end();
-        if (!is_stop && !s.matcher->accept(res.token)) {
-          finish(s, "error", "internal: sampled token " + std::to_string(res.token) + " outside the grammar's mask");
-          continue;
-        }
-        grammar_done = !is_stop && s.matcher->can_end() && !s.matcher->can_continue();
-        s.grammar_seconds += std::chrono::duration<double>(Clock::now() - mask_start).count();
-      }
-      GenerationEvent ev;
-      ev.request_id = s.id;
-      ev.tokens.push_back({res.token, res.logprob, res.top_logprobs});
-      if (!s.has_first_token) {
-        s.has_first_token = true;
-        s.first_token = Clock::now();
-      }
-      // The detokenizer may hold an unfinished byte-fallback run; it must reach the output when
-      // the sequence ends here, whether on a stop token (whose own text is never shown) or on
-      // the last allowed token, and it must still pass through the stop-string matcher.
-      const bool stop_id = std::find(stop_ids.begin(), stop_ids.end(), res.token) != stop_ids.end();
-      const bool last_allowed = s.stops->tokens_seen() + 1 >= s.req.sampling.max_tokens;
-      std::string piece;
-      if (s.text) piece = stop_id ? s.text->flush() : s.text->push(res.token);
-      if (s.text && last_allowed && !stop_id) piece += s.text->flush();
-      StopUpdate up;
-      if (stop_id) {
-        StopUpdate held = s.stops->on_text(piece);
-        if (held.finished) {
-          up = std::move(held);  // a stop string completed inside the released text
-        } else {
-          up = s.stops->on_token(res.token, "");
-          up.text = held.text + up.text;
-        }
-      } else {
-        up = s.stops->on_token(res.token, piece);
-      }
-      const bool is_stop_token = stop_id && up.finished;
-      if (!is_stop_token) s.guard->observe(res.token, piece);
-      ev.text = up.text;
-      if (up.finished) {
-        s.generated.push_back(res.token);
-        if (!ev.text.empty() || !ev.tokens.empty()) s.cb(ev);
-        finish(s, std::string(finish_reason_name(up.reason)));
+      if (s.slots > 1) {  // the prompt of a request with several choices is in: fork them
+        const size_t first_clone = running_.size();
+        if (!fork_choices(s)) continue;
+        sample_and_emit(s, l);
+        for (size_t c = first_clone; c < running_.size(); ++c) sample_and_emit(*running_[c], l);
         continue;
       }
-      s.pending = res.token;
-      if (grammar_done) {  // nothing can follow: the output is complete
-        s.generated.push_back(res.token);
-        s.pending = -1;
-        s.cb(ev);
-        finish(s, "stop");
-        continue;
-      }
-      if (s.req.stop_on_degenerate && s.guard->loop_certain()) {
-        s.generated.push_back(res.token);
-        s.pending = -1;
-        s.cb(ev);
-        finish(s, "stop", "", /*degenerate_stop=*/true);
-        continue;
-      }
-      s.cb(ev);
+      sample_and_emit(s, l);
     }
   }
   // Drop finished sequences.
@@ -310,6 +398,7 @@ bool Engine::step() {
   std::lock_guard<std::mutex> lock(mu_);
   running_count_ = int(running_.size());
   kv_bytes_ = kv_.bytes_in_use();
+  prefilled_ += prompt_rows;
   return !rows.empty() || !running_.empty() || !waiting_.empty();
 }
 

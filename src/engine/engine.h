@@ -56,6 +56,10 @@ struct GenerationRequest {
   // tokens are allowed only where it may end, and the sequence ends ("stop") as soon as nothing
   // more can follow. Null: unconstrained.
   std::shared_ptr<grammar::CompiledGrammar> grammar = nullptr;
+  // Choices: the prompt is prefilled once, then its KV is copied into n sequences that decode
+  // side by side. Choice i samples with seed + i, so it equals a request of n = 1 with that seed.
+  // Each choice holds a running slot: 1 <= n <= max_seqs.
+  int n = 1;
 };
 
 struct TokenInfo {
@@ -66,6 +70,7 @@ struct TokenInfo {
 
 struct GenerationEvent {
   int request_id = 0;
+  int choice = 0;                   // which of the request's n choices (0-based)
   std::string text;                 // text safe to show now (stop strings withheld)
   std::vector<TokenInfo> tokens;    // tokens sampled this step (0 or 1)
   bool finished = false;
@@ -101,6 +106,8 @@ class Engine {
 
   int running() const;
   int waiting() const;
+  // Prompt tokens run through the forward pass since construction (choices share theirs).
+  int64_t prefilled_tokens() const;
   uint64_t kv_bytes_in_use() const;
   const EngineOptions& options() const { return opts_; }
   const Model& model() const { return model_; }
@@ -108,6 +115,10 @@ class Engine {
  private:
   struct Sequence;
   void admit_locked();
+  int slots_in_use() const;
+  void start_state(Sequence& s);  // sampler, stop matcher, guard, text stream, grammar matcher
+  bool fork_choices(Sequence& s);
+  void sample_and_emit(Sequence& s, const float* logits);
   void finish(Sequence& s, const std::string& reason, const std::string& error = "", bool degenerate_stop = false);
 
   const Model& model_;
@@ -123,6 +134,7 @@ class Engine {
   int next_id_ = 1;
   int running_count_ = 0;                           // guarded by mu_ (mirror for other threads)
   uint64_t kv_bytes_ = 0;                           // guarded by mu_
+  int64_t prefilled_ = 0;                           // guarded by mu_
   std::vector<float> logits_;                       // engine thread only: the last step's logits
 };
 

@@ -56,6 +56,35 @@ void KvCache::free_sequence(int seq) {
   seqs_.erase(it);
 }
 
+int KvCache::fork_sequence(int seq) {
+  const Sequence& src = seq_or_throw(seq);
+  const int64_t blocks = src.block_table.empty() ? 0 : int64_t(src.block_table.begin()->second.size());
+  if (blocks > free_blocks())
+    throw Error("KV cache full: copying sequence " + std::to_string(seq) + " needs " + std::to_string(blocks) +
+                " blocks per full layer, " + std::to_string(free_blocks()) + " are free");
+  const int id = next_seq_++;
+  Sequence& dst = seqs_[id];
+  dst.length = src.length;
+  for (const auto& [layer, ring] : src.rings) dst.rings[layer] = std::make_unique<Ring>(*ring);
+  for (const auto& [layer, table] : src.block_table) {
+    auto& copy = dst.block_table[layer];
+    for (int32_t b : table) {
+      const int32_t nb = take_block(layer);
+      auto& pool = blocks_.at(layer);
+      *pool[size_t(nb)] = *pool[size_t(b)];
+      copy.push_back(nb);
+    }
+  }
+  blocks_used_ += blocks;
+  return id;
+}
+
+int64_t KvCache::blocks_for(int64_t length) const {
+  for (const LayerPlan& p : cfg_.layers)
+    if (!p.kv_shared && p.type != LayerType::Sliding) return (length + opts_.block_tokens - 1) / opts_.block_tokens;
+  return 0;
+}
+
 const KvCache::Sequence& KvCache::seq_or_throw(int seq) const {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) throw Error("KV cache: unknown sequence " + std::to_string(seq));

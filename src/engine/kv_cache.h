@@ -46,6 +46,12 @@ class KvCache : public KvStore {
 
   int add_sequence();              // a new empty sequence; returns its id
   void free_sequence(int seq);     // releases its rings and blocks
+  // A new sequence holding a copy of `seq`'s K/V at every position (rings and blocks are copied,
+  // not shared): the n choices of one request start from one prefill this way. Throws when the
+  // block pool cannot hold the copy.
+  int fork_sequence(int seq);
+  // Full-layer blocks one sequence of `length` positions holds (0 when no full layer owns KV).
+  int64_t blocks_for(int64_t length) const;
   bool has_sequence(int seq) const { return seqs_.count(seq) != 0; }
   // Can `seq` grow to `new_length` positions without exceeding the block pool?
   bool can_grow(int seq, int64_t new_length) const;

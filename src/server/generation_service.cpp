@@ -34,6 +34,7 @@ GenerationService::GenerationService(const ServedModel& model, ServiceOptions o,
   limits_.max_context = std::min<int64_t>(o.engine.max_context, model.model->config.max_position_embeddings);
   limits_.default_max_tokens = o.default_max_tokens;
   limits_.max_deadline_seconds = o.request_timeout_s;
+  limits_.max_choices = o.engine.max_seqs;
   stop_ids_.assign(model.stops.ids.begin(), model.stops.ids.end());
   kv_capacity_bytes_ = kv_footprint(model.model->config, o.engine.kv.dtype).bytes_at(limits_.max_context, model.model->config.sliding_window) *
                        uint64_t(o.engine.max_seqs);
@@ -178,6 +179,7 @@ std::variant<std::shared_ptr<ActiveRequest>, ApiError> GenerationService::start(
   if (spec.endpoint == Endpoint::chat && !model_.missing_template_tokens.empty())
     req.sampling.stop_strings.push_back("<turn|>");  // degraded template: end of turn is plain text
   req.stop_on_degenerate = opts_.stop_on_degenerate;
+  req.n = spec.n;
   auto g = grammar_for(spec);
   if (auto* e = std::get_if<ApiError>(&g)) return *e;
   req.grammar = std::get<std::shared_ptr<grammar::CompiledGrammar>>(g);
@@ -197,28 +199,35 @@ std::variant<std::shared_ptr<ActiveRequest>, ApiError> GenerationService::start(
   active->deadline = active->submitted + std::chrono::microseconds(int64_t(timeout * 1e6));
 
   // Metrics and the active set are updated on the engine thread as events arrive.
-  struct TokenClock {
-    Clock::time_point last;
-    bool any = false;
+  struct TokenClock {  // per choice: when its last token came
+    std::vector<Clock::time_point> last;
+    std::vector<bool> any;
+    int unfinished = 1;  // choices still generating
   };
   auto clock = std::make_shared<TokenClock>();
+  clock->last.resize(size_t(req.n));
+  clock->any.assign(size_t(req.n), false);
+  clock->unfinished = req.n;
   Metrics* metrics = count_metrics ? &metrics_ : nullptr;
   EventCallback cb = [this, active, clock, metrics](const GenerationEvent& ev) {
+    const size_t c = size_t(ev.choice);
     if (metrics && !ev.tokens.empty()) {
       const auto now = Clock::now();
-      if (clock->any) metrics->observe_inter_token(std::chrono::duration<double>(now - clock->last).count());
-      clock->last = now;
-      clock->any = true;
+      if (clock->any[c]) metrics->observe_inter_token(std::chrono::duration<double>(now - clock->last[c]).count());
+      clock->last[c] = now;
+      clock->any[c] = true;
     }
     if (ev.finished) {
       if (metrics) {
-        metrics->count_tokens(ev.prompt_tokens, ev.generated_tokens);
-        if (ev.generated_tokens > 0) metrics->observe_ttft(ev.ttft_seconds);
+        metrics->count_tokens(ev.choice == 0 ? ev.prompt_tokens : 0, ev.generated_tokens);  // one prefill
+        if (ev.generated_tokens > 0 && ev.choice == 0) metrics->observe_ttft(ev.ttft_seconds);
         metrics->count_verdict(std::string(degeneracy_kind_name(ev.verdict.kind)), ev.stopped_degenerate);
-        if (ev.finish_reason == "cancelled") metrics->count_cancelled();
+        if (ev.finish_reason == "cancelled" && ev.choice == 0) metrics->count_cancelled();
       }
-      std::lock_guard<std::mutex> l(active_mu_);
-      if (!active_.erase(ev.request_id)) finished_early_.insert(ev.request_id);
+      if (--clock->unfinished == 0) {
+        std::lock_guard<std::mutex> l(active_mu_);
+        if (!active_.erase(ev.request_id)) finished_early_.insert(ev.request_id);
+      }
     }
     active->push(ev);
   };

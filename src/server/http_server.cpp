@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "platform/error.h"
+#include "server/choice_responses.h"
 #include "server/openai_response.h"
 
 namespace g4::server {
@@ -74,13 +75,15 @@ bool protected_route(const std::string& path) {
   return path.rfind("/v1/", 0) == 0 || path == "/tokenize" || path == "/detokenize";
 }
 
-void record_generation(const ResponseBuilder& b, bool stream) {
+void record_generation(const ChoiceResponses& choices, bool stream) {
+  const ResponseBuilder& b = choices.choice(0);
   const GenerationEvent& f = b.final_event();
   json& r = t_record.fields;
   r["stream"] = stream;
   r["prompt_tokens"] = f.prompt_tokens;
-  r["completion_tokens"] = f.generated_tokens;
+  r["completion_tokens"] = choices.completion_tokens();
   r["finish_reason"] = b.finish_reason();
+  if (choices.size() > 1) r["choices"] = choices.size();
   json v = {{"kind", degeneracy_kind_name(f.verdict.kind)}};
   if (f.verdict.degenerate()) v["detail"] = f.verdict.detail;
   r["degeneracy"] = v;
@@ -424,11 +427,11 @@ void HttpServer::routes() {
     if (service_.model().missing_template_tokens.empty()) ctx.forced_prefix = forced_tool_call_prefix(spec);
     t_record.fields["request_id"] = ctx.id;
     t_record.fields["model"] = ctx.model;
-    auto builder = std::make_shared<ResponseBuilder>(ctx);
+    auto builder = std::make_shared<ChoiceResponses>(ctx, spec.n);
     GenerationService* service = &service_;
 
     // Cancels on a deadline and waits (bounded) for the engine to confirm, so the cache is freed.
-    auto expire = [service](ActiveRequest& a, ResponseBuilder& b) {
+    auto expire = [service](ActiveRequest& a, ChoiceResponses& b) {
       service->cancel(a.engine_id);
       GenerationEvent ev;
       while (!b.finished() && a.pop(ev, Clock::now() + std::chrono::seconds(10))) b.on_event(ev);
@@ -448,8 +451,8 @@ void HttpServer::routes() {
         builder->on_event(ev);
       }
       record_generation(*builder, false);
-      if (builder->final_event().finish_reason == "error")
-        return send_error(res, ApiError{500, "generation failed: " + builder->final_event().error, "server_error", "", "engine_error"});
+      if (const ResponseBuilder* failed = builder->failed())
+        return send_error(res, ApiError{500, "generation failed: " + failed->final_event().error, "server_error", "", "engine_error"});
       return send_json(res, 200, builder->final_response());
     }
 
@@ -483,7 +486,7 @@ void HttpServer::routes() {
               continue;
             }
             for (const json& c : builder->on_event(ev)) {
-              if (ev.finished && builder->final_event().finish_reason == "error") break;
+              if (ev.finished && ev.finish_reason == "error") break;
               if (!write(sse_event(c))) {
                 t_record.fields["client_disconnected"] = true;
                 return false;
@@ -491,8 +494,8 @@ void HttpServer::routes() {
             }
           }
           record_generation(*builder, true);
-          if (builder->final_event().finish_reason == "error") {
-            const ApiError e{500, "generation failed: " + builder->final_event().error, "server_error", "", "engine_error"};
+          if (const ResponseBuilder* failed = builder->failed()) {
+            const ApiError e{500, "generation failed: " + failed->final_event().error, "server_error", "", "engine_error"};
             t_record.fields["error"] = e.message;
             write(sse_event(error_body(e)));
           }

@@ -227,8 +227,7 @@ void read_common(Reader& r, GenerationSpec& s, const RequestLimits& limits) {
   if (r.number("repetition_penalty", 0.01, 10, x)) p.repetition_penalty = float(x);
   if (r.integer("seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), i))
     p.seed = uint64_t(i);
-  if (r.integer("n", 1, 1, i)) {
-  }  // only n = 1: the error names the field when n > 1
+  if (r.integer("n", 1, limits.max_choices, i)) s.n = int(i);  // above max_choices: the error names n and the bound
   // max_completion_tokens is the newer name; it wins when both are given.
   p.max_tokens = limits.default_max_tokens;
   const int64_t cap = limits.max_context - 1;

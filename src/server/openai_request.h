@@ -24,6 +24,7 @@ struct RequestLimits {
   int64_t max_context = 4096;      // prompt + completion tokens per sequence
   int default_max_tokens = 512;    // when the request gives neither max_tokens nor max_completion_tokens
   double max_deadline_seconds = 600;
+  int max_choices = 1;             // n: each choice takes a running slot (--max-seqs)
 };
 
 struct GenerationSpec {
@@ -45,6 +46,7 @@ struct GenerationSpec {
   std::string grammar;
   std::string grammar_source;
 
+  int n = 1;                // choices: one prefill, then choice i samples with seed + i
   SamplingParams sampling;  // stop_token_ids are added by the service (the model's own stop set)
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

@@ -79,7 +79,9 @@ void ResponseBuilder::add_legacy_logprobs(const std::vector<TokenInfo>& tokens, 
 }
 
 json ResponseBuilder::tool_call_json(const text::ToolCall& call, size_t index, bool with_index) const {
-  json j = {{"id", "call_" + std::to_string(index) + "_" + ctx_.id.substr(ctx_.id.find('-') + 1, 12)},
+  // Ids are unique across the choices of one response.
+  const std::string choice = ctx_.choice_index > 0 ? std::to_string(ctx_.choice_index) + "_" : "";
+  json j = {{"id", "call_" + choice + std::to_string(index) + "_" + ctx_.id.substr(ctx_.id.find('-') + 1, 12)},
             {"type", "function"},
             {"function", {{"name", call.name}, {"arguments", call.arguments.dump()}}}};
   if (with_index) j["index"] = index;
@@ -87,7 +89,7 @@ json ResponseBuilder::tool_call_json(const text::ToolCall& call, size_t index, b
 }
 
 json ResponseBuilder::chunk(json delta_or_text, const json& finish_reason, const json& logprobs) const {
-  json choice = {{"index", 0}, {"finish_reason", finish_reason}, {"logprobs", logprobs}};
+  json choice = {{"index", ctx_.choice_index}, {"finish_reason", finish_reason}, {"logprobs", logprobs}};
   json c = {{"id", ctx_.id}, {"created", ctx_.created}, {"model", ctx_.model}, {"system_fingerprint", "g4"}};
   if (ctx_.endpoint == Endpoint::chat) {
     choice["delta"] = std::move(delta_or_text);
@@ -181,17 +183,7 @@ std::vector<json> ResponseBuilder::on_event(const GenerationEvent& ev) {
     json last = chunk(ctx_.endpoint == Endpoint::chat ? json::object() : json(""), finish_reason(), nullptr);
     last["g4"] = g4_extension();
     out.push_back(std::move(last));
-    if (ctx_.include_usage) {
-      json u = {{"id", ctx_.id},
-                {"object", ctx_.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
-                {"created", ctx_.created},
-                {"model", ctx_.model},
-                {"system_fingerprint", "g4"},
-                {"choices", json::array()},
-                {"usage", usage()},
-                {"g4", g4_extension()}};
-      out.push_back(std::move(u));
-    }
+    if (ctx_.include_usage && ctx_.usage_chunk) out.push_back(usage_chunk(usage()));
   }
   return out;
 }
@@ -209,6 +201,17 @@ json ResponseBuilder::usage() const {
   return {{"prompt_tokens", final_.prompt_tokens},
           {"completion_tokens", final_.generated_tokens},
           {"total_tokens", final_.prompt_tokens + final_.generated_tokens}};
+}
+
+json ResponseBuilder::usage_chunk(json usage) const {
+  return {{"id", ctx_.id},
+          {"object", ctx_.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", ctx_.created},
+          {"model", ctx_.model},
+          {"system_fingerprint", "g4"},
+          {"choices", json::array()},
+          {"usage", std::move(usage)},
+          {"g4", g4_extension()}};
 }
 
 json ResponseBuilder::g4_extension() const {
@@ -230,7 +233,7 @@ json ResponseBuilder::g4_extension() const {
 
 json ResponseBuilder::final_response() const {
   json r = {{"id", ctx_.id}, {"created", ctx_.created}, {"model", ctx_.model}, {"system_fingerprint", "g4"}};
-  json choice = {{"index", 0}, {"finish_reason", finish_reason()}, {"logprobs", nullptr}};
+  json choice = {{"index", ctx_.choice_index}, {"finish_reason", finish_reason()}, {"logprobs", nullptr}};
   if (ctx_.endpoint == Endpoint::chat) {
     r["object"] = "chat.completion";
     json calls = json::array();

@@ -31,6 +31,8 @@ struct ResponseContext {
   const text::Tokenizer* tokenizer = nullptr;  // token strings for logprobs (may be null)
   std::vector<int> stop_token_ids;             // excluded from logprobs (they are never shown)
   std::string forced_prefix;                   // text written into the prompt that the output continues
+  int choice_index = 0;                        // "index" of this builder's choice
+  bool usage_chunk = true;                     // emit the usage chunk itself (false: ChoiceResponses does)
 };
 
 // "data: {json}\n\n"
@@ -51,6 +53,8 @@ class ResponseBuilder {
   // The OpenAI finish_reason: stop, length, tool_calls (or the engine's reason otherwise).
   std::string finish_reason() const;
   nlohmann::json usage() const;
+  // The closing stream chunk of include_usage: no choices, `usage`, and this choice's g4 field.
+  nlohmann::json usage_chunk(nlohmann::json usage) const;
   nlohmann::json g4_extension() const;
   // The whole response object (no stream). Valid once finished().
   nlohmann::json final_response() const;

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <map>
 #include <set>
 
 #include "server_process.h"
@@ -280,7 +281,7 @@ TEST_F(ServerE2E, BadInputGetsTheRight4xx) {
        "max_completion_tokens", "invalid_value"},
       {"temperature out of range", "POST", "/v1/chat/completions", chat_body({{"temperature", 5}}).dump(), 400, "temperature",
        "invalid_value"},
-      {"n > 1", "POST", "/v1/chat/completions", chat_body({{"n", 3}}).dump(), 400, "n", "invalid_value"},
+      {"n over --max-seqs", "POST", "/v1/chat/completions", chat_body({{"n", 5}}).dump(), 400, "n", "invalid_value"},
       {"prompt longer than the context", "POST", "/v1/chat/completions",
        chat_body({{"messages", {{{"role", "user"}, {"content", long_words}}}}}).dump(), 400, "messages", "context_length_exceeded"},
       {"completion prompt longer than the context", "POST", "/v1/completions",
@@ -440,6 +441,79 @@ TEST_F(ServerE2E, ResponseFormatIsHonoured) {
     EXPECT_TRUE(json::parse(obj.body["choices"][0]["message"]["content"].get<std::string>()).is_object()) << obj.raw;
   else
     EXPECT_EQ(obj.body["choices"][0]["message"]["content"].get<std::string>().substr(0, 1), "{") << obj.raw;
+}
+
+// n choices: each is what the same request with n = 1 and seed + i returns (the independent
+// truth), streamed or not; usage counts the prompt once; every choice follows response_format.
+TEST_F(ServerE2E, ChoicesEachEqualTheirSeedAlone) {
+  auto c = server_->client();
+  const json base = {{"temperature", 1}, {"seed", 40}, {"max_tokens", 12}, {"logprobs", true}};
+  json many = chat_body(base);
+  many["n"] = 3;
+  Reply r = post(c, "/v1/chat/completions", many);
+  ASSERT_EQ(r.status, 200) << r.raw;
+  ASSERT_EQ(r.body["choices"].size(), 3u) << r.raw;
+  int64_t completion = 0;
+  std::set<std::string> distinct;
+  for (int i = 0; i < 3; ++i) {
+    json one = chat_body(base);
+    one["seed"] = 40 + i;
+    Reply alone = post(c, "/v1/chat/completions", one);
+    ASSERT_EQ(alone.status, 200) << alone.raw;
+    const json& got = r.body["choices"][size_t(i)];
+    EXPECT_EQ(got["index"], i);
+    EXPECT_EQ(got["message"], alone.body["choices"][0]["message"]) << "choice " << i;
+    EXPECT_EQ(got["logprobs"], alone.body["choices"][0]["logprobs"]) << "choice " << i;
+    EXPECT_EQ(got["finish_reason"], alone.body["choices"][0]["finish_reason"]);
+    EXPECT_TRUE(got.contains("g4")) << "each choice carries its own verdict";
+    completion += alone.body["usage"]["completion_tokens"].get<int64_t>();
+    EXPECT_EQ(r.body["usage"]["prompt_tokens"], alone.body["usage"]["prompt_tokens"]);
+    distinct.insert(got["message"].dump());
+  }
+  EXPECT_EQ(r.body["usage"]["completion_tokens"], completion);
+  EXPECT_GT(distinct.size(), 1u);
+
+  // Streamed: each choice's deltas reassemble to the non-streamed content; one usage chunk.
+  many["stream"] = true;
+  many["stream_options"] = {{"include_usage", true}};
+  Stream s = post_stream(c, "/v1/chat/completions", many);
+  ASSERT_EQ(s.status, 200) << s.raw;
+  std::map<int, std::string> content;
+  std::map<int, int> finishes, roles;
+  int usage_chunks = 0;
+  for (const auto& p : s.payloads) {
+    if (p == "[DONE]") continue;
+    const json ev = json::parse(p);
+    if (ev.contains("usage") && !ev["usage"].is_null()) {
+      ++usage_chunks;
+      EXPECT_EQ(ev["usage"], r.body["usage"]);
+    }
+    for (const auto& ch : ev["choices"]) {
+      const int i = ch["index"];
+      if (ch["delta"].contains("role")) ++roles[i];
+      if (ch["delta"].contains("content")) content[i] += ch["delta"]["content"].get<std::string>();
+      if (!ch["finish_reason"].is_null()) ++finishes[i];
+    }
+  }
+  EXPECT_EQ(usage_chunks, 1);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(roles[i], 1) << "choice " << i;
+    EXPECT_EQ(finishes[i], 1) << "choice " << i;
+    EXPECT_EQ(content[i], r.body["choices"][size_t(i)]["message"]["content"]) << "choice " << i;
+  }
+
+  // With a schema every choice validates.
+  const json rf = {{"type", "json_schema"},
+                   {"json_schema", {{"name", "pair"}, {"schema", json::parse(R"({"type":"object","properties":{
+                     "x":{"type":"integer"},"y":{"enum":["a","b"]}},"required":["x","y"],"additionalProperties":false})")}}}};
+  Reply j = post(c, "/v1/chat/completions", chat_body({{"response_format", rf}, {"n", 4}, {"temperature", 1}, {"max_tokens", 60}}));
+  ASSERT_EQ(j.status, 200) << j.raw;
+  ASSERT_EQ(j.body["choices"].size(), 4u);
+  for (const auto& ch : j.body["choices"]) {
+    EXPECT_EQ(ch["finish_reason"], "stop") << j.raw;
+    const json v = json::parse(ch["message"]["content"].get<std::string>());
+    EXPECT_TRUE(v["x"].is_number_integer() && v["y"].is_string() && v.size() == 2) << v;
+  }
 }
 
 TEST_F(ServerE2E, DeadlineEndsTheRequest) {

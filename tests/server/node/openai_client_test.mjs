@@ -126,7 +126,18 @@ async function main() {
     model, max_tokens: 4,
     messages: [{ role: "user", content: [{ type: "text", text: "what is this?" }, { type: "image_url", image_url: { url: "data:image/png;base64,AA==" } }] }],
   }), (e) => e.status === 400 && e.param === "messages[0].content[1].type");
-  await assert.rejects(client.chat.completions.create({ model, messages, n: 2, max_tokens: 4 }), (e) => e.status === 400 && e.param === "n");
+  // n: 2 choices from one prefill; choice i is the n = 1 answer with seed + i, streamed too
+  const two = await client.chat.completions.create({ model, messages, n: 2, max_tokens: 8, temperature: 1, seed: 11 });
+  assert.deepEqual(two.choices.map((c) => c.index), [0, 1]);
+  for (const i of [0, 1]) {
+    const alone = await client.chat.completions.create({ model, messages, max_tokens: 8, temperature: 1, seed: 11 + i });
+    assert.equal(two.choices[i].message.content, alone.choices[0].message.content, `choice ${i}`);
+  }
+  const twoStream = await client.chat.completions.create({ model, messages, n: 2, max_tokens: 8, temperature: 1, seed: 11, stream: true });
+  const streamed = ["", ""];
+  for await (const chunk of twoStream) for (const c of chunk.choices) streamed[c.index] += c.delta.content ?? "";
+  assert.deepEqual(streamed, two.choices.map((c) => c.message.content));
+  await assert.rejects(client.chat.completions.create({ model, messages, n: 99, max_tokens: 4 }), (e) => e.status === 400 && e.param === "n");
   console.log("structured output ok");
 
   // legacy completions
