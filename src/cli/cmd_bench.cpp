@@ -13,10 +13,13 @@
 #include <thread>
 
 #include "cli/args.h"
+#include "cli/bench_grammar.h"
 #include "cli/command.h"
 #include "cli/compute_choice.h"
+#include "cli/output_grammar.h"
 #include "cli/weights_at_load.h"
 #include "engine/kv_cache.h"
+#include "engine/model_text.h"
 #include "model/forward_cached.h"
 #include "model/model.h"
 #include "model/weight_placement.h"
@@ -37,7 +40,8 @@ namespace {
 const char* kUsage =
     "usage: g4 bench --model DIR [--prompt-len 512] [--gen 128] [--depth 4096] [--threads N]\n"
     "                [--repeat 5] [--kv f32|f16|bf16|int8] [--weights q8|q4] [--weight-memory auto|huge|mapped]\n"
-    "                [--compute f32|bf16] [--reference] [--json FILE]\n\n"
+    "                [--compute f32|bf16] [--reference] [--json FILE]\n"
+    "                [--json-schema FILE | --json-object | --grammar FILE]\n\n"
     "Measures, in one run: cold load time; cold and warm prefill tok/s (--prompt-len tokens);\n"
     "time to first token; decode tok/s at depth 0 and at --depth, the runs alternating (the cache\n"
     "is filled with synthetic K/V to that length: attention cost depends on length, not content),\n"
@@ -67,6 +71,10 @@ const char* kUsage =
     "compute bf16 a bf16 cache is attended on VDPBF16PS, with int8 activations an int8 cache on\n"
     "VPDPBUSD, other caches widened to f32 (the table's \"attention\" line says which).\n"
     "--reference runs the f32 reference loops instead of the SIMD kernels.\n"
+    "--json-schema FILE | --json-object | --grammar FILE (needs the model's tokenizer) also decodes --gen\n"
+    "tokens under that grammar at temperature 1 and reports its token masks' time per token against\n"
+    "the decode step beside them: cold (the first sentence, on a freshly compiled grammar) and warm\n"
+    "(later sentences, its contexts cached).\n"
     "--json FILE also writes the figures with the device, the dtype policy, the kernels, the decode\n"
     "streaming plan and the prefill panel rows as one JSON object.";
 
@@ -142,7 +150,9 @@ double prefill_macs_per_token(Model& m, int64_t prompt_len) {
 }
 
 int run(const std::vector<std::string>& argv) {
-  Args a(argv, {"--model", "--prompt-len", "--gen", "--depth", "--threads", "--repeat", "--json", "--kv", "--weights", "--weight-memory", "--compute"}, {"--reference"});
+  Args a(argv, {"--model", "--prompt-len", "--gen", "--depth", "--threads", "--repeat", "--json", "--kv", "--weights", "--weight-memory", "--compute",
+                            "--json-schema", "--grammar"},
+         {"--reference", "--json-object"});
   const int64_t prompt_len = a.get_int("--prompt-len", 512), gen = a.get_int("--gen", 128),
                 depth = a.get_int("--depth", 4096), repeat = a.get_int("--repeat", 5);
   const int threads = int(a.get_int("--threads", int(std::max(1u, std::thread::hardware_concurrency()))));
@@ -150,6 +160,7 @@ int run(const std::vector<std::string>& argv) {
     throw Error("bench: --prompt-len >= 1, --gen >= 2, --depth >= 0, --repeat >= 1, --threads >= 1");
   const bool reference = a.has("--reference");
 
+  const bool grammar_run = wants_output_grammar(a);
   auto t0 = Clock::now();
   auto model = load_model(a.require("--model"));
   const double load_s = since(t0);
@@ -286,6 +297,19 @@ int run(const std::vector<std::string>& argv) {
   if (bw_before.best_gb_per_s > bw.best_gb_per_s) bw = bw_before;
   for (double b : bw_runs) bw.best_gb_per_s = std::max(bw.best_gb_per_s, b);
 
+  std::optional<GrammarMaskCost> masks;
+  if (grammar_run) {
+    const std::optional<text::Tokenizer> tok = load_model_tokenizer(*model, std::nullopt);
+    if (!tok) throw Error(model->path.string() + ": --json-schema, --json-object and --grammar need the model's tokenizer");
+    const text::StopTokens stops = model_stop_tokens(*model, &tok->vocab());
+    text::EncodeOptions with_bos;
+    with_bos.add_bos = true;
+    const auto bos = tok->encode("", with_bos);
+    std::fprintf(stderr, "[bench] decoding %lld tokens under the grammar ...\n", (long long)gen);
+    masks = measure_grammar_masks(*model, kv, ex, compile_output_grammar(a, *tok),
+                                  std::vector<int>(stops.ids.begin(), stops.ids.end()), bos.empty() ? 0 : int(bos[0]), gen);
+  }
+
   const uint64_t bytes_tok = weight_bytes_per_token(*model);
   const double roofline = bw.best_gb_per_s * 1e9 / double(bytes_tok);
   const double d0 = median(dec0), dd = decd.empty() ? 0 : median(decd);
@@ -363,6 +387,19 @@ int run(const std::vector<std::string>& argv) {
   std::printf("  %-34s %10.1f%%  (run by run, each depth-0 run against the bandwidth measured just before it: %s%%, "
               "median %.1f%%)\n",
               "decode / roofline", 100.0 * d0 / roofline, run_range(roofline_ratios, 1).c_str(), median(roofline_ratios));
+  if (masks) {
+    const GrammarMaskCost& g = *masks;
+    std::printf("  %-34s %10.1f%%  (%.3f ms/token over the first sentence, %lld tokens, on a fresh grammar: the matcher "
+                "%.3f plus %.3f the mask adds to sampling (%.3f masked, %.3f plain); against the decode step beside "
+                "them, %.2f ms; %lld contexts, their trie walks %.1f ms in all)\n",
+                "grammar masks / decode step, cold", 100.0 * g.cold_ms() / g.step_ms, g.cold_ms(), (long long)g.cold_tokens,
+                g.cold_matcher_ms, g.sample_extra_ms(), g.masked_sample_ms, g.plain_sample_ms, g.step_ms,
+                (long long)g.contexts, g.context_walk_ms);
+    if (g.warm_tokens > 0)
+      std::printf("  %-34s %10.1f%%  (%.3f ms/token over %lld tokens after the first sentence, %d sentences in all)\n",
+                  "grammar masks / decode step, warm", 100.0 * g.warm_ms() / g.step_ms, g.warm_ms(), (long long)g.warm_tokens,
+                  g.sentences);
+  }
   std::printf("  %-34s %10.1f GFLOP/s  (%s)\n", "FMA throughput, all threads", fma.all_threads_gflops,
               describe_fma_scaling(fma).c_str());
   std::printf("  %-34s %10.1f MiB  (the engine: the most sampled after the load, each prefill and each decode run; the "
@@ -449,6 +486,20 @@ int run(const std::vector<std::string>& argv) {
         {"decode_streaming", ops::decode_plan_to_json(ops::plan_decode_streaming(host_cpu()))},  // as mm.decode
         {"prefill_panel_rows", mm.panel_rows},
     };
+    if (masks)
+      j["grammar_masks"] = {{"tokens", masks->tokens},
+                            {"sentences", masks->sentences},
+                            {"cold_tokens", masks->cold_tokens},
+                            {"cold_matcher_ms", masks->cold_matcher_ms},
+                            {"warm_tokens", masks->warm_tokens},
+                            {"warm_matcher_ms", masks->warm_matcher_ms},
+                            {"masked_sample_ms", masks->masked_sample_ms},
+                            {"plain_sample_ms", masks->plain_sample_ms},
+                            {"cold_ms_per_token", masks->cold_ms()},
+                            {"warm_ms_per_token", masks->warm_ms()},
+                            {"step_ms", masks->step_ms},
+                            {"contexts", masks->contexts},
+                            {"context_walk_ms", masks->context_walk_ms}};
     std::ofstream(*jf) << j.dump(2) << "\n";
     std::fprintf(stderr, "[bench] wrote %s\n", jf->c_str());
   }

@@ -9,6 +9,7 @@
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/compute_choice.h"
+#include "cli/output_grammar.h"
 #include "cli/weights_at_load.h"
 #include "engine/model_text.h"
 #include "engine/engine.h"
@@ -17,11 +18,6 @@
 #include "ops/matmul.h"
 #include "platform/device.h"
 #include "platform/error.h"
-#include <fstream>
-#include <iterator>
-
-#include "engine/grammar_matcher.h"
-#include "engine/json_schema_grammar.h"
 #include "text/chat_template.h"
 #include "text/detokenizer_stream.h"
 #include "text/stop_tokens.h"
@@ -72,40 +68,6 @@ class DetokStream : public TokenTextStream {
  private:
   text::StreamingDetokenizer d_;
 };
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(path + ": cannot open");
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (bytes.size() > grammar::kMaxGrammarBytes) throw Error(path + ": larger than " + std::to_string(grammar::kMaxGrammarBytes) + " bytes");
-  return bytes;
-}
-
-// --json-schema FILE / --json-object / --grammar FILE -> the grammar bound to the tokenizer.
-std::shared_ptr<grammar::CompiledGrammar> compile_output_grammar(const Args& a, const text::Tokenizer& tok) {
-  std::string gbnf;
-  if (auto f = a.get("--json-schema")) {
-    const std::string bytes = read_text_file(*f);
-    nlohmann::json schema = nlohmann::json::parse(bytes, nullptr, /*allow_exceptions=*/false);
-    if (schema.is_discarded()) throw Error(*f + ": not valid JSON");
-    try {
-      gbnf = grammar::json_schema_gbnf(schema);
-    } catch (const grammar::SchemaError& e) {
-      throw Error(*f + ": " + e.what());
-    }
-  } else if (a.has("--json-object")) {
-    gbnf = grammar::json_object_gbnf();
-  } else {
-    const std::string path = a.require("--grammar");
-    gbnf = read_text_file(path);
-    try {
-      grammar::parse_gbnf(gbnf);
-    } catch (const Error& e) {
-      throw Error(path + ": " + e.what());
-    }
-  }
-  return std::make_shared<grammar::CompiledGrammar>(grammar::parse_gbnf(gbnf), grammar::GrammarVocab::from_tokenizer(tok));
-}
 
 int run(const std::vector<std::string>& argv) {
   Args a(argv,
@@ -166,9 +128,7 @@ int run(const std::vector<std::string>& argv) {
   for (const auto& problem : stops.problems) std::fprintf(stderr, "warning: %s\n", problem.c_str());
   sp.stop_token_ids.assign(stops.ids.begin(), stops.ids.end());
   req.stop_on_degenerate = a.has("--stop-on-degenerate");
-  if (int(a.has("--json-schema")) + int(a.has("--json-object")) + int(a.has("--grammar")) > 1)
-    throw Error("give at most one of --json-schema, --json-object, --grammar");
-  if (a.has("--json-schema") || a.has("--json-object") || a.has("--grammar")) {
+  if (wants_output_grammar(a)) {
     if (!tok) throw Error("--json-schema, --json-object and --grammar need a tokenizer");
     req.grammar = compile_output_grammar(a, *tok);
   }

@@ -249,16 +249,18 @@ void Engine::sample_and_emit(Sequence& s, const float* l) {
     }
     allowed = &s.mask;
   }
+  if (s.matcher) s.grammar_seconds += std::chrono::duration<double>(Clock::now() - mask_start).count();
   const SampleResult res = s.sampler->sample(l, s.req.prompt, s.generated, allowed);
   bool grammar_done = false;
   if (s.matcher) {
+    const auto accept_start = Clock::now();
     const bool is_stop = std::find(stop_ids.begin(), stop_ids.end(), res.token) != stop_ids.end();
     if (!is_stop && !s.matcher->accept(res.token)) {
       finish(s, "error", "internal: sampled token " + std::to_string(res.token) + " outside the grammar's mask");
       return;
     }
     grammar_done = !is_stop && s.matcher->can_end() && !s.matcher->can_continue();
-    s.grammar_seconds += std::chrono::duration<double>(Clock::now() - mask_start).count();
+    s.grammar_seconds += std::chrono::duration<double>(Clock::now() - accept_start).count();
   }
   GenerationEvent ev;
   ev.request_id = s.id;

@@ -82,7 +82,8 @@ struct GenerationEvent {
   int64_t prompt_tokens = 0, generated_tokens = 0;
   double queue_seconds = 0, prefill_seconds = 0, decode_seconds = 0;  // decode: first token -> end
   double ttft_seconds = 0;  // submit -> first token
-  double grammar_seconds = 0;  // time spent computing and applying grammar masks
+  double grammar_seconds = 0;  // time in the grammar matcher (masks and advancing; the sampler's
+                               // use of the mask is part of sampling)
   int64_t grammar_masks = 0;   // how many masks were computed
 };
 using EventCallback = std::function<void(const GenerationEvent&)>;

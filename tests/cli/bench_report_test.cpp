@@ -171,6 +171,29 @@ TEST_P(BenchPrefillCompute, IsTheProductsMultiplyAddsAgainstTheMeasuredPeak) {
 // `--weights q8` reports how far the logits moved: with --compute f32 both of its probes run f32
 // products, so its figures must be those of the reference loops' forward pass over the same
 // tokens, on the checkpoint's weights and on the same weights re-encoded (computed here).
+// --grammar: decodes --gen tokens under the grammar, restarting it at every complete sentence.
+// With `root ::= "ab"` a sentence is at most two tokens, so the first ("cold") one is short and
+// the rest are counted warm; every token is counted once. A schema g4 cannot honour is an error
+// naming the file and the keyword.
+TEST(BenchReport, GrammarMasksCountEveryTokenOnceAndRestartPerSentence) {
+  test::TempDir dir;
+  test::write_file(dir.path() / "ab.gbnf", "root ::= \"ab\"\n");
+  test::write_file(dir.path() / "bad.json", R"({"type":"string","format":"email"})");
+  std::string out;
+  const nlohmann::json j = bench_tiny_e("--depth 0 --repeat 1 --gen 24 --grammar " + (dir.path() / "ab.gbnf").string(), &out);
+  ASSERT_FALSE(j.is_null()) << out;
+  const nlohmann::json& g = j.at("grammar_masks");
+  EXPECT_EQ(g.at("tokens"), 24) << g.dump();
+  EXPECT_EQ(g.at("cold_tokens").get<int>() + g.at("warm_tokens").get<int>(), 24) << g.dump();
+  EXPECT_LE(g.at("cold_tokens").get<int>(), 2) << g.dump();
+  EXPECT_GE(g.at("sentences").get<int>(), 11) << g.dump();
+  EXPECT_GT(g.at("step_ms").get<double>(), 0.0);
+  EXPECT_GE(g.at("cold_ms_per_token").get<double>(), g.at("cold_matcher_ms").get<double>());
+  EXPECT_NE(out.find("grammar masks / decode step, cold"), std::string::npos) << out;
+  EXPECT_TRUE(bench_tiny_e("--depth 0 --repeat 1 --json-schema " + (dir.path() / "bad.json").string(), &out).is_null());
+  EXPECT_NE(out.find("bad.json: schema keyword 'format'"), std::string::npos) << out;
+}
+
 TEST(BenchReport, LogitsMovedByWeightsAreThoseOfTheReferenceLoops) {
   const auto hf = test::fixtures_dir() / "gemma4-tiny" / "tiny-e" / "hf";
   test::TempDir dir;
