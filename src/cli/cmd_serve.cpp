@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <thread>
 
@@ -18,6 +19,7 @@
 #include "server/generation_service.h"
 #include "server/http_server.h"
 #include "cli/compute_choice.h"
+#include "cli/weights_at_load.h"
 #include "engine/kv_cache.h"
 #include "model/forward_cached.h"
 #include "model/weight_placement.h"
@@ -33,7 +35,8 @@ const char* kUsage =
     "                [--max-seqs N] [--ctx N] [--queue N] [--name ID] [--kv f32|f16|bf16|int8]\n"
     "                [--max-tokens-default N] [--request-timeout S] [--drain-timeout S] [--max-body BYTES]\n"
     "                [--ready-interval S] [--ready-tokens N] [--threads N] [--stop-on-degenerate]\n"
-    "                [--listen-backlog N] [--weight-memory auto|huge|mapped] [--compute f32|bf16]\n\n"
+    "                [--listen-backlog N] [--weight-memory auto|huge|mapped] [--compute f32|bf16]\n"
+    "                [--weights q8|q4]\n\n"
     "Serves the model over HTTP in the OpenAI wire format (see README, \"Serving\"):\n"
     "  POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize; GET /v1/models,\n"
     "  /health (liveness), /ready (200 once a real generation through the whole path passed its\n"
@@ -60,7 +63,11 @@ const char* kUsage =
     "                       when THP is on and they fit in MemAvailable; huge: always; mapped: never\n"
     "  --compute f32|bf16   compute dtype (default: the device policy; bf16 where the CPU has\n"
     "                       confirmed AVX512_BF16 and the weights are bf16; see `g4 info`; f32 also\n"
-    "                       keeps activations f32 for q8/q4 weights instead of int8 products on VNNI)";
+    "                       keeps activations f32 for q8/q4 weights instead of int8 products on VNNI)\n"
+    "  --weights q8|q4      re-encode the weight matrices as Q8_0 / Q4_0 in memory at load; the startup\n"
+    "                       line and /v1/models report the time and how far the logits moved on an\n"
+    "                       8-token probe (the checkpoint's weights with f32 compute against the\n"
+    "                       path the server runs)";
 
 sigset_t shutdown_signals() {
   sigset_t set;
@@ -74,7 +81,8 @@ int run(const std::vector<std::string>& argv) {
   Args a(argv,
          {"--model", "--tokenizer", "--host", "--port", "--api-key", "--max-seqs", "--ctx", "--queue", "--name", "--kv",
           "--max-tokens-default", "--request-timeout", "--drain-timeout", "--max-body", "--ready-interval",
-          "--ready-tokens", "--chunk", "--threads", "--listen-backlog", "--weight-memory", "--compute"},
+          "--ready-tokens", "--chunk", "--threads", "--listen-backlog", "--weight-memory", "--compute",
+          "--weights"},
          {"--stop-on-degenerate"});
   // Shutdown signals go to one thread (sigwait); every thread started from here inherits the mask.
   sigset_t sigs = shutdown_signals();
@@ -85,6 +93,13 @@ int run(const std::vector<std::string>& argv) {
   server::ServedModel model = server::ServedModel::load(a.require("--model"), a.get_or("--tokenizer", ""), a.get_or("--name", ""));
 
   server::ServiceOptions so;
+  so.engine.threads = int(a.get_int("--threads", int(std::max(1u, std::thread::hardware_concurrency()))));
+  if (so.engine.threads < 0) throw Error("--threads must be >= 0");
+  std::optional<WeightsAtLoad> requant;
+  if (a.has("--weights")) {
+    ThreadPool pool(std::max(1, so.engine.threads));
+    requant = start_weights_at_load(a, *model.model, pool, nullptr);
+  }
   so.engine.max_seqs = int(a.get_int("--max-seqs", 8));
   if (so.engine.max_seqs < 1 || so.engine.max_seqs > 1024) throw Error("--max-seqs must be in 1..1024");
   const int64_t ctx = a.get_int("--ctx", 4096);
@@ -92,8 +107,6 @@ int run(const std::vector<std::string>& argv) {
   so.engine.max_context = std::min<int64_t>(ctx, model.model->config.max_position_embeddings);
   so.engine.prefill_chunk = a.get_int("--chunk", 256);
   so.engine.max_batch_tokens = std::max<int64_t>(so.engine.prefill_chunk, so.engine.max_seqs) + so.engine.max_seqs;
-  so.engine.threads = int(a.get_int("--threads", int(std::max(1u, std::thread::hardware_concurrency()))));
-  if (so.engine.threads < 0) throw Error("--threads must be >= 0");
   const ComputeChoice compute = resolve_compute(a, *model.model);
   model.policy = compute.policy;
   so.engine.bf16_compute = compute.bf16;
@@ -105,6 +118,21 @@ int run(const std::vector<std::string>& argv) {
     model.notes.push_back("weights: " + describe_placement(placed));
     const std::string interleaved = describe_interleave(prepare_weights(compute, *model.model, &pool));
     if (!interleaved.empty()) model.notes.push_back("weights: " + interleaved);
+  }
+  if (requant) {  // the probe on the path the engine will run
+    ThreadPool pool(std::max(1, so.engine.threads));
+    const ops::MatmulContext mm = ops::make_matmul_context(&pool, host_cpu(), model.model->config.widest_matmul_input(),
+                                                           compute.bf16, compute.int8);
+    blocks::Exec ex;
+    if (so.engine.threads > 0) ex.matmul = &mm;
+    finish_weights_at_load(*requant, *model.model, pool, ex, nullptr);
+    char line[256];
+    std::snprintf(line, sizeof line, "%d matrices re-encoded, %.1f -> %.1f MiB in %.2f s", requant->requantized.tensors,
+                  double(requant->requantized.bytes_before) / (1 << 20), double(requant->requantized.bytes_after) / (1 << 20),
+                  requant->requantized.seconds);
+    model.notes.push_back("weights: --weights " + requant->flag + ": " + line + "; logits on a probe of " +
+                          std::to_string(requant->probe.size()) + " tokens against the checkpoint's weights (f32 compute): " +
+                          describe_logit_shift(requant->shift));
   }
   so.engine.kv.dtype = resolve_kv(a, compute, so.engine.threads == 0);
   {  // after placement and interleaving: the path the products and the attention really take

@@ -37,9 +37,10 @@ std::optional<WeightsAtLoad> start_weights_at_load(const Args& a, Model& m, Thre
     probe_failed(m, w.flag, "on the checkpoint's weights", e);
   }
   w.requantized = requantize_weights(m, target, &pool);
-  std::fprintf(stderr, "%s --weights %s: %d matrices re-encoded, %.1f -> %.1f MiB in %.2f s\n", tag, flag->c_str(),
-               w.requantized.tensors, double(w.requantized.bytes_before) / (1 << 20),
-               double(w.requantized.bytes_after) / (1 << 20), w.requantized.seconds);
+  if (tag)
+    std::fprintf(stderr, "%s --weights %s: %d matrices re-encoded, %.1f -> %.1f MiB in %.2f s\n", tag, flag->c_str(),
+                 w.requantized.tensors, double(w.requantized.bytes_before) / (1 << 20),
+                 double(w.requantized.bytes_after) / (1 << 20), w.requantized.seconds);
   return w;
 }
 
@@ -60,8 +61,9 @@ void finish_weights_at_load(WeightsAtLoad& w, const Model& m, ThreadPool& pool, 
   } catch (const Error& e) {
     probe_failed(m, w.flag, "on the re-encoded weights", e);
   }
-  std::fprintf(stderr, "%s --weights %s: logits on a probe of %lld tokens against the checkpoint's weights (f32 compute): %s (%.2f s)\n",
-               tag, w.flag.c_str(), (long long)w.probe.size(), describe_logit_shift(w.shift).c_str(), w.probe_s);
+  if (tag)
+    std::fprintf(stderr, "%s --weights %s: logits on a probe of %lld tokens against the checkpoint's weights (f32 compute): %s (%.2f s)\n",
+                 tag, w.flag.c_str(), (long long)w.probe.size(), describe_logit_shift(w.shift).c_str(), w.probe_s);
 }
 
 }  // namespace g4::cli

@@ -34,12 +34,14 @@ struct WeightsAtLoad {
 };
 
 // Without --weights: nullopt, nothing done. Else the first probe, then the re-encoding (stderr
-// says what it did, tagged `tag`, e.g. "[bench]").
+// says what it did, tagged `tag`, e.g. "[bench]"; nothing when `tag` is null, as for g4 serve,
+// whose log lines are JSON: it reports the result in its startup line).
 std::optional<WeightsAtLoad> start_weights_at_load(const Args& a, Model& m, ThreadPool& pool, const char* tag);
 
 // After placement and preparation: the probe on the run's path (`run`; its matmul null, i.e. the
 // reference loops, takes the f32 SIMD path instead: the loops would take minutes on a real
-// model and compute the same f32 products), compared with the first; prints the result to stderr.
+// model and compute the same f32 products), compared with the first; prints the result to stderr
+// unless `tag` is null.
 void finish_weights_at_load(WeightsAtLoad& w, const Model& m, ThreadPool& pool, const blocks::Exec& run, const char* tag);
 
 }  // namespace g4::cli

@@ -5,6 +5,7 @@
 #include "engine/gguf_tokenizer.h"
 #include "engine/model_text.h"
 #include "platform/device.h"
+#include "platform/dtype.h"
 #include "platform/error.h"
 
 namespace g4::server {
@@ -78,6 +79,7 @@ json ServedModel::describe() const {
             {"layers", c.num_hidden_layers},
             {"hidden_size", c.hidden_size},
             {"max_position_embeddings", c.max_position_embeddings},
+            {"weights_dtype", std::string(dtype_name(model->weights.layers[0].q_proj->dtype))},
             {"dtype_policy", policy_to_json(policy)},
             {"device", host_cpu().name},
             {"forward", forward},

@@ -685,6 +685,36 @@ TEST(ServerE2EAlone, SigtermDrainsInFlightAndExitsZero) {
   EXPECT_FALSE(after.Get("/health"));  // no longer accepting
 }
 
+// --weights q4 re-encodes at load, says so (/v1/models), and serves exactly what g4 generate
+// gives with the same flags (the independent path: the CLI's own engine, no HTTP).
+TEST(ServerE2EAlone, WeightsReencodedAtLoadServeWhatGenerateGives) {
+  TempDir dir;
+  synth_model(dir / "tiny-e");
+  const std::string model = (dir / "tiny-e").string();
+  ServerProcess srv({"--model", model, "--weights", "q4", "--threads", "1", "--max-seqs", "1", "--ready-interval", "0"},
+                    dir / "server.log");
+  srv.wait_ready();
+  auto c = srv.client();
+  Reply m = send(c, "GET", "/v1/models/tiny-e");
+  ASSERT_EQ(m.status, 200) << m.raw;
+  EXPECT_EQ(m.body["g4"]["weights_dtype"].get<std::string>().substr(0, 4), "Q4_0") << m.raw;  // Q4_0_R16: interleaved
+  EXPECT_NE(m.body["g4"]["notes"].dump().find("--weights q4: "), std::string::npos) << m.raw;
+  EXPECT_NE(m.body["g4"]["forward"].get<std::string>().find("Q4_0"), std::string::npos) << m.raw;
+  Reply r = post(c, "/v1/completions",
+                 {{"model", "tiny-e"}, {"prompt", {2, 10, 20, 30, 40}}, {"max_tokens", 12}, {"temperature", 0}});
+  ASSERT_EQ(r.status, 200) << r.raw;
+  std::string out;
+  ASSERT_EQ(0, test::run_command("{ " + test::g4_binary().string() + " generate --model " + model +
+                                     " --tokens 2,10,20,30,40 -n 12 --weights q4 --threads 1 2>/dev/null; }",
+                                 &out))
+      << out;
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(r.body["choices"][0]["text"].get<std::string>(), out.substr(0, out.rfind('\n')));
+  std::string bad;
+  EXPECT_NE(0, test::g4_command("serve --model " + model + " --weights q5 --port 0", &bad));
+  EXPECT_NE(bad.find("q5"), std::string::npos) << bad;
+}
+
 TEST(ServerE2EAlone, StopOnDegenerateEndsLoopsEarly) {
   TempDir dir;
   synth_model(dir / "tiny-e");
