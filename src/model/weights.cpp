@@ -1,5 +1,6 @@
 #include "model/weights.h"
 
+#include <algorithm>
 #include <set>
 
 #include "platform/error.h"
@@ -200,6 +201,21 @@ std::vector<const TensorView**> streamed_matrices(ModelWeights& w) {
                                  &lw.experts_down})
       out.push_back(t);
   std::erase_if(out, [](const TensorView** t) { return *t == nullptr; });
+  return out;
+}
+
+std::vector<ReadRange> decode_weight_reads(ModelWeights& w, const ModelConfig& c) {
+  std::vector<const TensorView**> order = streamed_matrices(w);
+  // streamed_matrices lists the head first; decode reads it last.
+  if (!order.empty() && order.front() == &w.lm_head) std::rotate(order.begin(), order.begin() + 1, order.end());
+  std::set<const TensorView**> experts;
+  for (LayerWeights& lw : w.layers) experts.insert({&lw.experts_gate_up, &lw.experts_down});
+  std::vector<ReadRange> out;
+  for (const TensorView** slot : order) {
+    const TensorView& t = **slot;
+    const uint64_t bytes = experts.count(slot) ? t.nbytes / uint64_t(c.num_experts) * uint64_t(c.top_k_experts) : t.nbytes;
+    out.push_back({t.data, bytes});
+  }
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "platform/bandwidth.h"
 #include "platform/tensor_view.h"
 
 namespace g4 {
@@ -73,5 +74,11 @@ ModelWeights bind_weights(const ModelConfig& c, const std::map<std::string, Tens
 // keeps embed_tokens in step). Gathered tables (embed_per_layer, an untied embed_tokens) and
 // vectors are not listed.
 std::vector<const TensorView**> streamed_matrices(ModelWeights& w);
+
+// The weight bytes one decoded token streams through its products, in decode's order: the
+// per-layer model projection, each layer's matrices, the head. An MoE layer's expert tensors
+// count top_k of their E experts (which ones varies per token, the bytes do not). Norm vectors
+// and gathered embedding rows (a tiny share) are left out. For the bench's read-pass roofline.
+std::vector<ReadRange> decode_weight_reads(ModelWeights& w, const ModelConfig& c);
 
 }  // namespace g4

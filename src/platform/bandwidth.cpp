@@ -9,6 +9,7 @@
 #include "platform/device.h"
 #include "platform/error.h"
 #include "platform/huge_pages.h"
+#include "platform/thread_pool.h"
 #include "platform/threads_together.h"
 
 #if defined(__x86_64__)
@@ -45,6 +46,14 @@ __attribute__((target("avx2"))) uint64_t read_slice_avx2(const uint64_t* words, 
                                                          size_t prefetch_bytes) {
   __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
   const size_t part = count / size_t(streams) / 16 * 16;  // words per stream, whole 128-byte steps
+  if (streams == 1 && prefetch_bytes == 0) {  // the plain loop: no per-step stream or prefetch logic
+    for (size_t i = 0; i < part; i += 16) {
+      a0 = _mm256_xor_si256(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + i)));
+      a1 = _mm256_xor_si256(a1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + i + 4)));
+      a2 = _mm256_xor_si256(a2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + i + 8)));
+      a3 = _mm256_xor_si256(a3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + i + 12)));
+    }
+  } else {
   for (size_t i = 0; i < part; i += 16)
     for (int s = 0; s < streams; ++s) {
       const uint64_t* p = words + size_t(s) * part + i;
@@ -52,11 +61,12 @@ __attribute__((target("avx2"))) uint64_t read_slice_avx2(const uint64_t* words, 
         _mm_prefetch(reinterpret_cast<const char*>(p) + prefetch_bytes, _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(p) + prefetch_bytes + 64, _MM_HINT_T0);
       }
-      a0 = _mm256_xor_si256(a0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
-      a1 = _mm256_xor_si256(a1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 4)));
-      a2 = _mm256_xor_si256(a2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 8)));
-      a3 = _mm256_xor_si256(a3, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 12)));
+      a0 = _mm256_xor_si256(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+      a1 = _mm256_xor_si256(a1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4)));
+      a2 = _mm256_xor_si256(a2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 8)));
+      a3 = _mm256_xor_si256(a3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 12)));
     }
+  }
   const size_t done = part * size_t(streams);
   __m256i all = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
   alignas(32) uint64_t lanes[4];
@@ -121,6 +131,35 @@ BandwidthResult measure_read_bandwidth(const BandwidthOptions& options) {
   result.best_gb_per_s = double(result.buffer_bytes) / std::max(best_seconds, 1e-9) / 1e9;
   result.seconds_total = std::chrono::duration<double>(Clock::now() - started).count();
   return result;
+}
+
+double time_read_pass(std::span<const ReadRange> ranges, ThreadPool& pool, int streams, uint64_t prefetch_bytes,
+                      uint64_t* bytes_read) {
+  if (streams < 1) throw Error("read pass: streams must be >= 1, got " + std::to_string(streams));
+  bool wide = false;
+#if defined(__x86_64__)
+  wide = host_cpu().isa.avx2;
+#endif
+  uint64_t total = 0;
+  std::atomic<uint64_t> sink{0};
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const ReadRange& r : ranges) {
+    const auto* words = reinterpret_cast<const uint64_t*>(r.data);  // loads are unaligned
+    const int64_t n = int64_t(r.bytes / 8);
+    total += uint64_t(n) * 8;
+    pool.parallel_for(n, [&](int64_t begin, int64_t end, int) {
+      uint64_t folded = 0;
+#if defined(__x86_64__)
+      if (wide) folded = read_slice_avx2(words + begin, size_t(end - begin), streams, prefetch_bytes);
+#endif
+      if (!wide) folded = read_slice_portable(words + begin, size_t(end - begin));
+      sink.fetch_xor(folded, std::memory_order_relaxed);
+    });
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  g_read_sink.fetch_xor(sink.load(), std::memory_order_relaxed);
+  if (bytes_read) *bytes_read = total;
+  return seconds;
 }
 
 }  // namespace g4

@@ -1,7 +1,9 @@
 // Memory-read bandwidth measured by a short streaming loop. Decode reads every weight once per
 // token, so tokens/s <= this figure / weight bytes per token: the ceiling `g4 bench` compares to.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace g4 {
 
@@ -27,5 +29,22 @@ struct BandwidthResult {
 
 // Throws g4::Error when the buffer cannot be allocated or threads < 1.
 BandwidthResult measure_read_bandwidth(const BandwidthOptions& options);
+
+class ThreadPool;
+
+// A range of memory one decoded token reads (a weight matrix, or the top-k experts' part of one).
+struct ReadRange {
+  const std::byte* data = nullptr;
+  uint64_t bytes = 0;
+};
+
+// The decode roofline measured on decode's own access pattern: one pass reads every range in
+// order, each split over `pool` in contiguous per-thread parts (one hand-off per range, as
+// decode's products), `streams` parts per thread advanced together with software prefetch
+// `prefetch_bytes` ahead (0: none), the way decode's kernels stream; nothing is computed.
+// Returns the pass's seconds; *bytes_read (optional) gets the bytes it read (each range's whole
+// 8-byte words).
+double time_read_pass(std::span<const ReadRange> ranges, ThreadPool& pool, int streams, uint64_t prefetch_bytes,
+                      uint64_t* bytes_read = nullptr);
 
 }  // namespace g4

@@ -75,6 +75,21 @@ TEST(BenchReport, RangesAndRunByRunRatiosAreThoseOfTheListedRuns) {
   }
   EXPECT_NE(out.find("measured just before it: " + range_of(roof, 1) + "%"), std::string::npos) << out;
   EXPECT_NE(out.find("before each depth-0 run " + range_of(bw_runs, 1) + ")"), std::string::npos) << out;
+  // The read-pass roofline: each depth-0 run against the pass just before it, tokens/s x seconds;
+  // the pass reads the streamed matrices, nearly all of the bytes a token reads (the rest are
+  // norm vectors and the gathered embedding rows).
+  const auto pass_s = j.at("read_pass_seconds_runs").get<std::vector<double>>();
+  const auto pass_pct = j.at("decode_read_pass_percent_run_by_run").get<std::vector<double>>();
+  ASSERT_EQ(pass_s.size(), 3u);
+  ASSERT_EQ(pass_pct.size(), 3u);
+  for (size_t r = 0; r < 3; ++r) EXPECT_NEAR(pass_pct[r], 100.0 * d0[r] * pass_s[r], 1e-9 * pass_pct[r]);
+  std::vector<double> pass_sorted = pass_pct;
+  std::sort(pass_sorted.begin(), pass_sorted.end());
+  EXPECT_DOUBLE_EQ(j.at("decode_read_pass_percent_median").get<double>(), pass_sorted[1]);
+  const double pass_bytes = j.at("read_pass_bytes").get<double>();
+  EXPECT_LE(pass_bytes, bytes);
+  EXPECT_GE(pass_bytes, 0.9 * bytes) << "the pass misses matrices decode streams";
+  EXPECT_NE(out.find("read pass just before it; runs " + range_of(pass_pct, 1) + "%"), std::string::npos) << out;
   // Where a token's time went, per run: its total is that run's 1000 / tok/s; the weight products
   // and attention are counted and leave a non-negative rest; the table prints the run whose total
   // is the median.
