@@ -14,6 +14,7 @@ struct Engine::Sequence {
   int id = 0;
   int choice = 0;
   int slots = 1;               // running slots held: the request's n until its choices are forked
+  int64_t cached = 0;          // prompt tokens restored from the prefix cache
   GenerationRequest req;
   EventCallback cb;
   int kv_seq = -1;
@@ -47,12 +48,14 @@ Engine::Engine(const Model& model, EngineOptions o, TextStreamFactory text)
                                        opts_.int8_activations);
   }
   if (opts_.prefill_chunk < 1) throw Error("engine: prefill_chunk must be >= 1");
+  if (opts_.prefix_cache_bytes > 0)
+    prefix_ = std::make_unique<PrefixCache>(kv_, opts_.prefix_cache_bytes, opts_.prefix_cache_min_tokens);
   if (opts_.max_batch_tokens < opts_.max_seqs)
     throw Error("engine: max_batch_tokens (" + std::to_string(opts_.max_batch_tokens) + ") must be >= max_seqs (" +
                 std::to_string(opts_.max_seqs) + ")");
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() { prefix_.reset(); }  // its entries live in kv_
 
 int Engine::submit(GenerationRequest r, EventCallback cb) {
   const ModelConfig& c = model_.config;
@@ -103,6 +106,16 @@ uint64_t Engine::kv_bytes_in_use() const {
 int64_t Engine::prefilled_tokens() const {
   std::lock_guard<std::mutex> lock(mu_);
   return prefilled_;
+}
+PrefixCacheStats Engine::prefix_cache_stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return prefix_stats_;
+}
+
+bool Engine::make_room(int64_t blocks) {
+  while (kv_.free_blocks() < blocks)
+    if (!prefix_ || !prefix_->evict_one()) return false;
+  return true;
 }
 
 namespace {
@@ -158,6 +171,7 @@ bool Engine::fork_choices(Sequence& s) {
     c->cb = s.cb;
     c->kv_seq = kv_seq;
     c->fed = s.fed;
+    c->cached = s.cached;
     c->submitted = s.submitted;
     c->admitted = s.admitted;
     start_state(*c);
@@ -172,10 +186,9 @@ void Engine::admit_locked() {
   while (!waiting_.empty() && slots_in_use() + waiting_.front()->slots <= opts_.max_seqs) {
     Sequence& s = *waiting_.front();
     const int64_t need = int64_t(s.req.prompt.size()) + 1;
-    const int kv_seq = kv_.add_sequence();
-    // Room for the prompt, and for its copies when it has several choices.
-    if (!kv_.can_grow(kv_seq, need) || kv_.blocks_for(need) * s.slots > kv_.free_blocks()) {
-      kv_.free_sequence(kv_seq);
+    // Room for the prompt, and for its copies when it has several choices; cached prefixes give
+    // way to requests.
+    if (!make_room(kv_.blocks_for(need) * s.slots)) {
       if (!running_.empty()) break;  // wait for memory unless nothing else could free it
       auto owned = std::move(waiting_.front());
       waiting_.erase(waiting_.begin());
@@ -184,6 +197,13 @@ void Engine::admit_locked() {
                            (owned->slots > 1 ? " " + std::to_string(owned->slots) + " times (n)" : ""));
       continue;
     }
+    int kv_seq = -1;
+    if (prefix_) {
+      const PrefixCache::Hit hit = prefix_->lookup(s.req.prompt);
+      kv_seq = hit.kv_seq;
+      s.fed = s.cached = hit.tokens;
+    }
+    if (kv_seq < 0) kv_seq = kv_.add_sequence(/*history=*/prefix_ != nullptr);
     s.kv_seq = kv_seq;
     s.admitted = Clock::now();
     start_state(s);
@@ -212,6 +232,7 @@ void Engine::finish(Sequence& s, const std::string& reason, const std::string& e
   ev.grammar_seconds = s.grammar_seconds;
   ev.grammar_masks = s.grammar_masks;
   ev.prompt_tokens = int64_t(s.req.prompt.size());
+  ev.cached_tokens = s.cached;
   ev.generated_tokens = int64_t(s.generated.size());
   const auto now = Clock::now();
   ev.queue_seconds = std::chrono::duration<double>(s.admitted - s.submitted).count();
@@ -220,7 +241,18 @@ void Engine::finish(Sequence& s, const std::string& reason, const std::string& e
     ev.decode_seconds = std::chrono::duration<double>(now - s.first_token).count();
     ev.ttft_seconds = std::chrono::duration<double>(s.first_token - s.submitted).count();
   }
-  if (s.kv_seq >= 0) kv_.free_sequence(s.kv_seq);
+  if (s.kv_seq >= 0) {
+    // A sequence that ended normally leaves its KV to the prefix cache: the tokens it fed, one
+    // per cached position (the last sampled token was never fed).
+    if (prefix_ && (reason == "stop" || reason == "length")) {
+      const int64_t prompt_len = int64_t(s.req.prompt.size()), fed = kv_.length(s.kv_seq);
+      std::vector<int> tokens(s.req.prompt.begin(), s.req.prompt.begin() + std::min(fed, prompt_len));
+      for (int64_t i = 0; i + prompt_len < fed; ++i) tokens.push_back(s.generated[size_t(i)]);
+      prefix_->insert(std::move(tokens), s.kv_seq);
+    } else {
+      kv_.free_sequence(s.kv_seq);
+    }
+  }
   s.kv_seq = -1;
   s.cb(ev);
   // Ended before its choices were forked: the others end the same way, with no tokens.
@@ -345,6 +377,8 @@ bool Engine::step() {
   for (auto& sp : running_) {
     Sequence& s = *sp;
     if (s.done || s.pending < 0) continue;
+    if (prefix_ && !kv_.can_grow(s.kv_seq, s.fed + 1))  // a new block: cached prefixes give way
+      make_room(kv_.blocks_for(s.fed + 1) - kv_.blocks_for(s.fed));
     rows.push_back({s.kv_seq, s.fed, s.pending, true});
     row_owner.push_back(&s);
     --budget;
@@ -354,6 +388,7 @@ bool Engine::step() {
     const int64_t prompt_len = int64_t(s.req.prompt.size());
     if (s.done || s.fed >= prompt_len || budget <= 0) continue;
     const int64_t n = std::min({opts_.prefill_chunk, prompt_len - s.fed, budget});
+    if (prefix_ && !kv_.can_grow(s.kv_seq, s.fed + n)) make_room(kv_.blocks_for(s.fed + n) - kv_.blocks_for(s.fed));
     for (int64_t k = 0; k < n; ++k) {
       const int64_t pos = s.fed + k;
       rows.push_back({s.kv_seq, pos, s.req.prompt[size_t(pos)], pos + 1 == prompt_len});
@@ -401,6 +436,7 @@ bool Engine::step() {
   running_count_ = int(running_.size());
   kv_bytes_ = kv_.bytes_in_use();
   prefilled_ += prompt_rows;
+  if (prefix_) prefix_stats_ = prefix_->stats();
   return !rows.empty() || !running_.empty() || !waiting_.empty();
 }
 

@@ -15,6 +15,7 @@
 #include "engine/degeneracy.h"
 #include "engine/grammar_matcher.h"
 #include "engine/kv_cache.h"
+#include "engine/prefix_cache.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
 #include "model/model.h"
@@ -46,6 +47,10 @@ struct EngineOptions {
   // With threads >= 1: Q8_0/Q4_0 weights on the int8 kernel (policy activations = q8);
   // see ops::MatmulContext::int8_activations.
   bool int8_activations = false;
+  // Prefix cache (prefix_cache.h): finished sequences' KV kept up to this many bytes, so a prompt
+  // that starts with cached tokens prefills only the rest, with the same logits. 0: off.
+  uint64_t prefix_cache_bytes = 0;
+  int64_t prefix_cache_min_tokens = 16;  // shorter common prefixes are prefilled
 };
 
 struct GenerationRequest {
@@ -80,6 +85,7 @@ struct GenerationEvent {
   bool stopped_degenerate = false;  // ended early by the degeneracy policy
   DegeneracyVerdict verdict;
   int64_t prompt_tokens = 0, generated_tokens = 0;
+  int64_t cached_tokens = 0;        // prompt tokens restored from the prefix cache, not prefilled
   double queue_seconds = 0, prefill_seconds = 0, decode_seconds = 0;  // decode: first token -> end
   double ttft_seconds = 0;  // submit -> first token
   double grammar_seconds = 0;  // time in the grammar matcher (masks and advancing; the sampler's
@@ -107,8 +113,10 @@ class Engine {
 
   int running() const;
   int waiting() const;
-  // Prompt tokens run through the forward pass since construction (choices share theirs).
+  // Prompt tokens run through the forward pass since construction (choices share theirs; a
+  // prefix-cache hit skips its tokens).
   int64_t prefilled_tokens() const;
+  PrefixCacheStats prefix_cache_stats() const;  // zeros when the cache is off
   uint64_t kv_bytes_in_use() const;
   const EngineOptions& options() const { return opts_; }
   const Model& model() const { return model_; }
@@ -120,6 +128,7 @@ class Engine {
   void start_state(Sequence& s);  // sampler, stop matcher, guard, text stream, grammar matcher
   bool fork_choices(Sequence& s);
   void sample_and_emit(Sequence& s, const float* logits);
+  bool make_room(int64_t blocks);  // evicts prefix-cache entries until `blocks` are free
   void finish(Sequence& s, const std::string& reason, const std::string& error = "", bool degenerate_stop = false);
 
   const Model& model_;
@@ -137,6 +146,8 @@ class Engine {
   uint64_t kv_bytes_ = 0;                           // guarded by mu_
   int64_t prefilled_ = 0;                           // guarded by mu_
   std::vector<float> logits_;                       // engine thread only: the last step's logits
+  std::unique_ptr<PrefixCache> prefix_;             // engine thread only; null when off
+  PrefixCacheStats prefix_stats_;                   // guarded by mu_ (a copy for other threads)
 };
 
 }  // namespace g4

@@ -26,9 +26,10 @@ KvCache::KvCache(const ModelConfig& c, KvCacheOptions o) : cfg_(c), opts_(o) {
 
 KvCache::~KvCache() = default;
 
-int KvCache::add_sequence() {
+int KvCache::add_sequence(bool history) {
   const int id = next_seq_++;
   Sequence& s = seqs_[id];
+  s.keeps_history = history;
   for (size_t i = 0; i < cfg_.layers.size(); ++i) {
     const LayerPlan& p = cfg_.layers[i];
     if (p.kv_shared) continue;
@@ -37,6 +38,7 @@ int KvCache::add_sequence() {
       s.rings[int(i)] = std::make_unique<Ring>(Ring{KvRows(opts_.dtype, W, p.kv_heads, p.head_dim),
                                                     KvRows(opts_.dtype, W, p.kv_heads, p.head_dim),
                                                     std::vector<int64_t>(size_t(W), -1)});
+      if (history) s.history[int(i)];
     } else {
       s.block_table[int(i)];
     }
@@ -53,6 +55,8 @@ void KvCache::free_sequence(int seq) {
     counted = true;
     for (int32_t b : table) free_[layer].push_back(b);
   }
+  for (auto& [layer, table] : it->second.history)
+    for (int32_t b : table) free_[layer].push_back(b);
   seqs_.erase(it);
 }
 
@@ -65,18 +69,67 @@ int KvCache::fork_sequence(int seq) {
   const int id = next_seq_++;
   Sequence& dst = seqs_[id];
   dst.length = src.length;
+  dst.keeps_history = src.keeps_history;
   for (const auto& [layer, ring] : src.rings) dst.rings[layer] = std::make_unique<Ring>(*ring);
-  for (const auto& [layer, table] : src.block_table) {
-    auto& copy = dst.block_table[layer];
-    for (int32_t b : table) {
-      const int32_t nb = take_block(layer);
-      auto& pool = blocks_.at(layer);
-      *pool[size_t(nb)] = *pool[size_t(b)];
-      copy.push_back(nb);
-    }
-  }
+  for (const auto& [layer, table] : src.block_table) dst.block_table[layer] = copy_blocks(layer, table);
+  for (const auto& [layer, table] : src.history) dst.history[layer] = copy_blocks(layer, table);
   blocks_used_ += blocks;
   return id;
+}
+
+std::vector<int32_t> KvCache::copy_blocks(int layer, const std::vector<int32_t>& table, int64_t blocks) {
+  std::vector<int32_t> out;
+  const size_t n = blocks < 0 ? table.size() : std::min(table.size(), size_t(blocks));
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t nb = take_block(layer);
+    auto& pool = blocks_.at(layer);
+    *pool[size_t(nb)] = *pool[size_t(table[i])];
+    out.push_back(nb);
+  }
+  return out;
+}
+
+int KvCache::restore_prefix(int seq, int64_t m) {
+  const Sequence& src = seq_or_throw(seq);
+  if (m < 1 || m > src.length)
+    throw Error("KV cache: restoring " + std::to_string(m) + " positions of sequence " + std::to_string(seq) + " which holds " +
+                std::to_string(src.length));
+  if (!src.rings.empty() && !src.keeps_history)
+    throw Error("KV cache: sequence " + std::to_string(seq) + " keeps no history of its sliding layers to restore from");
+  const int64_t bt = opts_.block_tokens, blocks = (m + bt - 1) / bt;
+  if (!src.block_table.empty() && blocks > free_blocks())
+    throw Error("KV cache full: restoring " + std::to_string(m) + " positions needs " + std::to_string(blocks) +
+                " blocks per full layer, " + std::to_string(free_blocks()) + " are free");
+  const int id = add_sequence(/*history=*/true);
+  Sequence& dst = seqs_.at(id);
+  for (const auto& [layer, table] : src.block_table) dst.block_table[layer] = copy_blocks(layer, table, blocks);
+  if (!src.block_table.empty()) blocks_used_ += blocks;
+  const int64_t W = cfg_.sliding_window;
+  for (const auto& [layer, table] : src.history) {
+    dst.history[layer] = copy_blocks(layer, table, blocks);
+    Ring& r = *dst.rings.at(layer);
+    const auto& pool = blocks_.at(layer);
+    for (int64_t pos = std::max<int64_t>(0, m - W); pos < m; ++pos) {
+      const Block& b = *pool[size_t(table[size_t(pos / bt)])];
+      r.k.copy_rows(pos % W, b.k, pos % bt, 1);
+      r.v.copy_rows(pos % W, b.v, pos % bt, 1);
+      r.slot_pos[size_t(pos % W)] = pos;
+    }
+  }
+  dst.length = m;
+  return id;
+}
+
+bool KvCache::has_history(int seq) const { return seq_or_throw(seq).keeps_history; }
+
+uint64_t KvCache::sequence_bytes(int seq) const {
+  const Sequence& s = seq_or_throw(seq);
+  uint64_t b = 0;
+  for (const auto& [layer, r] : s.rings) b += r->k.bytes() + r->v.bytes();
+  for (const auto* tables : {&s.block_table, &s.history})
+    for (const auto& [layer, table] : *tables)
+      if (!table.empty()) b += uint64_t(table.size()) * (blocks_.at(layer)[0]->k.bytes() * 2);
+  return b;
 }
 
 int64_t KvCache::blocks_for(int64_t length) const {
@@ -105,11 +158,7 @@ bool KvCache::can_grow(int seq, int64_t new_length) const {
 
 uint64_t KvCache::bytes_in_use() const {
   uint64_t b = 0;
-  for (const auto& [id, s] : seqs_) {
-    for (const auto& [layer, r] : s.rings) b += r->k.bytes() + r->v.bytes();
-    for (const auto& [layer, table] : s.block_table)
-      if (!table.empty()) b += uint64_t(table.size()) * (blocks_.at(layer)[0]->k.bytes() * 2);
-  }
+  for (const auto& [id, s] : seqs_) b += sequence_bytes(id);
   return b;
 }
 
@@ -125,6 +174,12 @@ int32_t KvCache::take_block(int layer) {
   pool.push_back(std::make_unique<Block>(Block{KvRows(opts_.dtype, opts_.block_tokens, p.kv_heads, p.head_dim),
                                                KvRows(opts_.dtype, opts_.block_tokens, p.kv_heads, p.head_dim)}));
   return int32_t(pool.size() - 1);
+}
+
+void KvCache::ensure_history(Sequence& s, int layer, int64_t positions) {
+  auto& table = s.history.at(layer);
+  const int64_t need = (positions + opts_.block_tokens - 1) / opts_.block_tokens;
+  while (int64_t(table.size()) < need) table.push_back(take_block(layer));
 }
 
 void KvCache::ensure_blocks(Sequence& s, int layer, int64_t positions) {
@@ -244,10 +299,20 @@ void KvCache::write(int layer, int seq, int64_t begin, int64_t n, const float* k
       r.v.write(slot, v + (pos - begin) * row_w);
       r.slot_pos[size_t(slot)] = pos;
     }
+    if (s.keeps_history) {  // every position, for restore_prefix
+      ensure_history(s, layer, begin + n);
+      write_rows(layer, s.history.at(layer), begin, n, k, v);
+    }
     return;
   }
   ensure_blocks(s, layer, begin + n);
-  const auto& table = s.block_table.at(layer);
+  write_rows(layer, s.block_table.at(layer), begin, n, k, v);
+}
+
+void KvCache::write_rows(int layer, const std::vector<int32_t>& table, int64_t begin, int64_t n, const float* k,
+                         const float* v) {
+  const LayerPlan& p = cfg_.layers[size_t(layer)];
+  const int64_t row_w = int64_t(p.kv_heads) * p.head_dim;
   auto& pool = blocks_.at(layer);
   for (int64_t pos = begin; pos < begin + n; ++pos) {
     Block& b = *pool[size_t(table[size_t(pos / opts_.block_tokens)])];

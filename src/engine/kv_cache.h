@@ -44,7 +44,10 @@ class KvCache : public KvStore {
   KvCache(const ModelConfig& c, KvCacheOptions o = {});
   ~KvCache() override;
 
-  int add_sequence();              // a new empty sequence; returns its id
+  // A new empty sequence; returns its id. With `history`, sliding layers also keep every
+  // position in blocks (beside the ring), so that any prefix of the sequence can later be
+  // restored exactly (restore_prefix): what the prefix cache needs.
+  int add_sequence(bool history = false);
   void free_sequence(int seq);     // releases its rings and blocks
   // A new sequence holding a copy of `seq`'s K/V at every position (rings and blocks are copied,
   // not shared): the n choices of one request start from one prefill this way. Throws when the
@@ -52,6 +55,14 @@ class KvCache : public KvStore {
   int fork_sequence(int seq);
   // Full-layer blocks one sequence of `length` positions holds (0 when no full layer owns KV).
   int64_t blocks_for(int64_t length) const;
+  // A new sequence (with history) holding positions [0, m) of `seq`, bit for bit: full layers
+  // copy their blocks, sliding layers copy their history and rebuild the ring from its last
+  // `sliding_window` positions, each slot holding the position it would hold had the sequence
+  // been fed m tokens from the start. `seq` must have history (or no sliding layer) and
+  // 1 <= m <= length(seq). Throws when the block pool cannot hold the copy.
+  int restore_prefix(int seq, int64_t m);
+  bool has_history(int seq) const;
+  uint64_t sequence_bytes(int seq) const;  // every ring, block and history block it holds
   bool has_sequence(int seq) const { return seqs_.count(seq) != 0; }
   // Can `seq` grow to `new_length` positions without exceeding the block pool?
   bool can_grow(int seq, int64_t new_length) const;
@@ -83,14 +94,21 @@ class KvCache : public KvStore {
   };
   struct Sequence {
     int64_t length = 0;
+    bool keeps_history = false;
     std::map<int, std::unique_ptr<Ring>> rings;      // sliding owning layer -> ring
     std::map<int, std::vector<int32_t>> block_table;  // full owning layer -> block ids
+    std::map<int, std::vector<int32_t>> history;      // sliding owning layer -> block ids (with history)
   };
   const Sequence& seq_or_throw(int seq) const;
   void check_read_range(const Sequence& s, int seq, int64_t begin, int64_t end) const;
   void check_slot(const Ring& r, int layer, int64_t pos) const;
   void ensure_blocks(Sequence& s, int layer, int64_t positions);
   int32_t take_block(int layer);
+  void ensure_history(Sequence& s, int layer, int64_t positions);
+  // Positions [begin, begin + n) of k, v ([n, kv_heads·head_dim] each) into a block table.
+  void write_rows(int layer, const std::vector<int32_t>& table, int64_t begin, int64_t n, const float* k, const float* v);
+  // Copies of the first `blocks` blocks of `table` (all when negative), from layer's pool.
+  std::vector<int32_t> copy_blocks(int layer, const std::vector<int32_t>& table, int64_t blocks = -1);
 
   const ModelConfig& cfg_;
   KvCacheOptions opts_;

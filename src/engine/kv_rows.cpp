@@ -92,6 +92,21 @@ void KvRows::write(int64_t row, const float* src) {
   }
 }
 
+void KvRows::copy_rows(int64_t dst_row, const KvRows& src, int64_t src_row, int64_t n) {
+  if (src.dtype_ != dtype_ || src.kv_heads_ != kv_heads_ || src.head_dim_ != head_dim_)
+    throw Error("KV rows: copy between rows of different types or shapes");
+  const size_t w = size_t(kv_heads_ * head_dim_), d = size_t(dst_row) * w, s = size_t(src_row) * w, c = size_t(n) * w;
+  switch (dtype_) {
+    case KvDType::F32: std::copy_n(src.f32_.begin() + std::ptrdiff_t(s), c, f32_.begin() + std::ptrdiff_t(d)); break;
+    case KvDType::F16:
+    case KvDType::BF16: std::copy_n(src.half_.begin() + std::ptrdiff_t(s), c, half_.begin() + std::ptrdiff_t(d)); break;
+    case KvDType::Int8:
+      std::copy_n(src.q_.begin() + std::ptrdiff_t(s), c, q_.begin() + std::ptrdiff_t(d));
+      std::copy_n(src.scales_.begin() + src_row * kv_heads_, size_t(n * kv_heads_), scales_.begin() + dst_row * kv_heads_);
+      break;
+  }
+}
+
 void KvRows::read(int64_t row, float* dst) const {
   const int64_t w = kv_heads_ * head_dim_;
   const size_t base = size_t(row * w);

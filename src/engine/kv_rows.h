@@ -19,6 +19,9 @@ class KvRows {
   KvRows(KvDType dtype, int64_t rows, int64_t kv_heads, int64_t head_dim);
   void write(int64_t row, const float* src);  // src: [kv_heads, head_dim]
   void read(int64_t row, float* dst) const;   // dst: [kv_heads, head_dim]
+  // Rows [src_row, src_row + n) of `src` (same dtype and row shape) into [dst_row, dst_row + n),
+  // as stored: no conversion, so the copy is bit for bit.
+  void copy_rows(int64_t dst_row, const KvRows& src, int64_t src_row, int64_t n);
   uint64_t bytes() const;
   KvDType dtype() const { return dtype_; }
   // The stored elements of `row` ([kv_heads, head_dim] of the stored type: float, uint16_t f16/bf16
