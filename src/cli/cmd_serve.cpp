@@ -36,7 +36,7 @@ const char* kUsage =
     "                [--max-tokens-default N] [--request-timeout S] [--drain-timeout S] [--max-body BYTES]\n"
     "                [--ready-interval S] [--ready-tokens N] [--threads N] [--stop-on-degenerate]\n"
     "                [--listen-backlog N] [--weight-memory auto|huge|mapped] [--compute f32|bf16]\n"
-    "                [--weights q8|q4]\n\n"
+    "                [--weights q8|q4] [--prefix-cache-mb N]\n\n"
     "Serves the model over HTTP in the OpenAI wire format (see README, \"Serving\"):\n"
     "  POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize; GET /v1/models,\n"
     "  /health (liveness), /ready (200 once a real generation through the whole path passed its\n"
@@ -64,6 +64,9 @@ const char* kUsage =
     "  --compute f32|bf16   compute dtype (default: the device policy; bf16 where the CPU has\n"
     "                       confirmed AVX512_BF16 and the weights are bf16; see `g4 info`; f32 also\n"
     "                       keeps activations f32 for q8/q4 weights instead of int8 products on VNNI)\n"
+    "  --prefix-cache-mb N  keep finished conversations' KV up to N MiB (default 1024; 0: off), so a\n"
+    "                       request that starts with cached tokens prefills only the rest, with the\n"
+    "                       same logits (usage.prompt_tokens_details.cached_tokens says how many)\n"
     "  --weights q8|q4      re-encode the weight matrices as Q8_0 / Q4_0 in memory at load; the startup\n"
     "                       line and /v1/models report the time and how far the logits moved on an\n"
     "                       8-token probe (the checkpoint's weights with f32 compute against the\n"
@@ -82,7 +85,7 @@ int run(const std::vector<std::string>& argv) {
          {"--model", "--tokenizer", "--host", "--port", "--api-key", "--max-seqs", "--ctx", "--queue", "--name", "--kv",
           "--max-tokens-default", "--request-timeout", "--drain-timeout", "--max-body", "--ready-interval",
           "--ready-tokens", "--chunk", "--threads", "--listen-backlog", "--weight-memory", "--compute",
-          "--weights"},
+          "--weights", "--prefix-cache-mb"},
          {"--stop-on-degenerate"});
   // Shutdown signals go to one thread (sigwait); every thread started from here inherits the mask.
   sigset_t sigs = shutdown_signals();
@@ -146,6 +149,9 @@ int run(const std::vector<std::string>& argv) {
   }
   so.engine.kv.max_total_tokens =
       (so.engine.max_context * so.engine.max_seqs + so.engine.kv.block_tokens) / so.engine.kv.block_tokens * so.engine.kv.block_tokens;
+  const int64_t prefix_mb = a.get_int("--prefix-cache-mb", 1024);
+  if (prefix_mb < 0 || prefix_mb > (int64_t(1) << 20)) throw Error("--prefix-cache-mb must be in 0..1048576");
+  so.engine.prefix_cache_bytes = uint64_t(prefix_mb) << 20;
   so.queue_limit = int(a.get_int("--queue", 64));
   if (so.queue_limit < 0) throw Error("--queue must be >= 0");
   so.request_timeout_s = a.get_double("--request-timeout", 600);
@@ -180,6 +186,7 @@ int run(const std::vector<std::string>& argv) {
                             {"ctx", so.engine.max_context},
                             {"queue", so.queue_limit},
                             {"listen_backlog", ho.listen_backlog},
+                            {"prefix_cache_mb", prefix_mb},
                             {"dtype_policy", policy_to_json(model.policy)},
                             {"device", host_cpu().name},
                             {"synthetic", model.synthetic},

@@ -434,9 +434,9 @@ bool Engine::step() {
   running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& s) { return s->done; }), running_.end());
   std::lock_guard<std::mutex> lock(mu_);
   running_count_ = int(running_.size());
-  kv_bytes_ = kv_.bytes_in_use();
   prefilled_ += prompt_rows;
   if (prefix_) prefix_stats_ = prefix_->stats();
+  kv_bytes_ = kv_.bytes_in_use() - prefix_stats_.bytes;  // the live sequences'; the cache's is its own
   return !rows.empty() || !running_.empty() || !waiting_.empty();
 }
 

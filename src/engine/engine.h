@@ -117,7 +117,7 @@ class Engine {
   // prefix-cache hit skips its tokens).
   int64_t prefilled_tokens() const;
   PrefixCacheStats prefix_cache_stats() const;  // zeros when the cache is off
-  uint64_t kv_bytes_in_use() const;
+  uint64_t kv_bytes_in_use() const;  // live sequences (the prefix cache's bytes are in its stats)
   const EngineOptions& options() const { return opts_; }
   const Model& model() const { return model_; }
 

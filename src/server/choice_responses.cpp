@@ -53,7 +53,10 @@ int64_t ChoiceResponses::completion_tokens() const {
 
 json ChoiceResponses::usage() const {
   const int64_t prompt = choices_[0].final_event().prompt_tokens, completion = completion_tokens();
-  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", completion},
+          {"total_tokens", prompt + completion},
+          {"prompt_tokens_details", {{"cached_tokens", choices_[0].final_event().cached_tokens}}}};
 }
 
 json ChoiceResponses::final_response() const {

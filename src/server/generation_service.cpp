@@ -287,6 +287,7 @@ MetricGauges GenerationService::gauges(bool ready) const {
   g.running_sequences = engine_.running();
   g.kv_cache_bytes = engine_.kv_bytes_in_use();
   g.kv_cache_capacity_bytes = kv_capacity_bytes_;
+  g.prefix_cache = engine_.prefix_cache_stats();
   g.ready = ready;
   return g;
 }

@@ -117,6 +117,20 @@ std::string Metrics::render(const MetricGauges& g) const {
   o += "# HELP g4_kv_cache_usage_ratio KV cache bytes in use over capacity.\n# TYPE g4_kv_cache_usage_ratio gauge\n";
   o += "g4_kv_cache_usage_ratio " +
        num(g.kv_cache_capacity_bytes ? double(g.kv_cache_bytes) / double(g.kv_cache_capacity_bytes) : 0.0) + "\n";
+  const PrefixCacheStats& pc = g.prefix_cache;
+  o += "# HELP g4_prefix_cache_hit_tokens_total Prompt tokens restored from the prefix cache.\n"
+       "# TYPE g4_prefix_cache_hit_tokens_total counter\n";
+  o += "g4_prefix_cache_hit_tokens_total " + std::to_string(pc.hit_tokens) + "\n";
+  o += "# HELP g4_prefix_cache_miss_tokens_total Prompt tokens prefilled while the prefix cache was on.\n"
+       "# TYPE g4_prefix_cache_miss_tokens_total counter\n";
+  o += "g4_prefix_cache_miss_tokens_total " + std::to_string(pc.miss_tokens) + "\n";
+  o += "# HELP g4_prefix_cache_evictions_total Prefix cache entries dropped (budget or KV pressure).\n"
+       "# TYPE g4_prefix_cache_evictions_total counter\n";
+  o += "g4_prefix_cache_evictions_total " + std::to_string(pc.evictions) + "\n";
+  o += "# HELP g4_prefix_cache_bytes KV bytes the prefix cache holds.\n# TYPE g4_prefix_cache_bytes gauge\n";
+  o += "g4_prefix_cache_bytes " + std::to_string(pc.bytes) + "\n";
+  o += "# HELP g4_prefix_cache_entries Sequences the prefix cache holds.\n# TYPE g4_prefix_cache_entries gauge\n";
+  o += "g4_prefix_cache_entries " + std::to_string(pc.entries) + "\n";
   o += "# HELP g4_ready 1 once the readiness self-check passed.\n# TYPE g4_ready gauge\n";
   o += std::string("g4_ready ") + (g.ready ? "1" : "0") + "\n";
   return o;

@@ -2,6 +2,7 @@
 // Counters and histograms are updated from handler threads and the engine thread (one mutex);
 // gauges (queue depth, running sequences, KV cache use, readiness) are sampled at scrape time.
 #pragma once
+#include "engine/prefix_cache.h"
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -31,6 +32,7 @@ struct MetricGauges {
   int64_t running_sequences = 0;
   uint64_t kv_cache_bytes = 0;
   uint64_t kv_cache_capacity_bytes = 0;
+  PrefixCacheStats prefix_cache;  // counters since start; zeros when the cache is off
   bool ready = false;
 };
 

@@ -200,7 +200,8 @@ std::string ResponseBuilder::finish_reason() const {
 json ResponseBuilder::usage() const {
   return {{"prompt_tokens", final_.prompt_tokens},
           {"completion_tokens", final_.generated_tokens},
-          {"total_tokens", final_.prompt_tokens + final_.generated_tokens}};
+          {"total_tokens", final_.prompt_tokens + final_.generated_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", final_.cached_tokens}}}};
 }
 
 json ResponseBuilder::usage_chunk(json usage) const {

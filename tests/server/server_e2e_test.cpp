@@ -486,7 +486,10 @@ TEST_F(ServerE2E, ChoicesEachEqualTheirSeedAlone) {
     const json ev = json::parse(p);
     if (ev.contains("usage") && !ev["usage"].is_null()) {
       ++usage_chunks;
-      EXPECT_EQ(ev["usage"], r.body["usage"]);
+      for (const char* k : {"prompt_tokens", "completion_tokens", "total_tokens"})  // cached_tokens differ: a repeat
+        EXPECT_EQ(ev["usage"][k], r.body["usage"][k]) << k;
+      EXPECT_EQ(ev["usage"]["prompt_tokens_details"]["cached_tokens"], r.body["usage"]["prompt_tokens"].get<int>() - 1)
+          << "the same prompt again: all but its last token restored";
     }
     for (const auto& ch : ev["choices"]) {
       const int i = ch["index"];
@@ -713,6 +716,43 @@ TEST(ServerE2EAlone, WeightsReencodedAtLoadServeWhatGenerateGives) {
   std::string bad;
   EXPECT_NE(0, test::g4_command("serve --model " + model + " --weights q5 --port 0", &bad));
   EXPECT_NE(bad.find("q5"), std::string::npos) << bad;
+}
+
+// A chat resent turn after turn: the server with the prefix cache (the default) restores the
+// shared part of each turn's prompt and answers exactly as a server without it.
+TEST(ServerE2EAlone, PrefixCacheAnswersLaterTurnsExactlyAndSaysWhatItReused) {
+  TempDir dir;
+  synth_model(dir / "tiny-e");
+  const std::string model = (dir / "tiny-e").string();
+  ServerProcess hot({"--model", model, "--ready-interval", "0"}, dir / "hot.log");
+  ServerProcess cold({"--model", model, "--ready-interval", "0", "--prefix-cache-mb", "0"}, dir / "cold.log");
+  hot.wait_ready();
+  cold.wait_ready();
+  auto h = hot.client();
+  auto c = cold.client();
+  json messages = json::array({{{"role", "system"}, {"content", "You are a terse assistant who answers in one line."}},
+                               {{"role", "user"}, {"content", "Name a sea."}}});
+  int64_t reused = 0;
+  for (int turn = 0; turn < 4; ++turn) {
+    const json body = {{"model", "tiny-e"}, {"messages", messages}, {"max_tokens", 12}, {"temperature", 1},
+                       {"seed", turn}, {"logprobs", true}};
+    Reply a = post(h, "/v1/chat/completions", body), b = post(c, "/v1/chat/completions", body);
+    ASSERT_EQ(a.status, 200) << a.raw;
+    ASSERT_EQ(b.status, 200) << b.raw;
+    EXPECT_EQ(a.body["choices"], b.body["choices"]) << "turn " << turn;
+    EXPECT_EQ(b.body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+    const int64_t cached = a.body["usage"]["prompt_tokens_details"]["cached_tokens"];
+    if (turn > 0) {
+      EXPECT_GT(cached, 0) << "turn " << turn << ": " << a.raw;
+    }
+    reused += cached;
+    messages.push_back({{"role", "assistant"}, {"content", a.body["choices"][0]["message"]["content"]}});
+    messages.push_back({{"role", "user"}, {"content", "And another, turn " + std::to_string(turn) + "?"}});
+  }
+  const std::string met = h.Get("/metrics")->body;
+  EXPECT_EQ(metric(met, "g4_prefix_cache_hit_tokens_total"), reused);
+  EXPECT_GT(metric(met, "g4_prefix_cache_bytes"), 0);
+  EXPECT_EQ(metric(c.Get("/metrics")->body, "g4_prefix_cache_hit_tokens_total"), 0);
 }
 
 TEST(ServerE2EAlone, StopOnDegenerateEndsLoopsEarly) {
