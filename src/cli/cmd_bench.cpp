@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cli/args.h"
+#include "cli/bench_engine.h"
 #include "cli/bench_grammar.h"
 #include "cli/command.h"
 #include "cli/compute_choice.h"
@@ -41,7 +42,7 @@ const char* kUsage =
     "usage: g4 bench --model DIR [--prompt-len 512] [--gen 128] [--depth 4096] [--threads N]\n"
     "                [--repeat 5] [--kv f32|f16|bf16|int8] [--weights q8|q4] [--weight-memory auto|huge|mapped]\n"
     "                [--compute f32|bf16] [--reference] [--json FILE]\n"
-    "                [--json-schema FILE | --json-object | --grammar FILE]\n\n"
+    "                [--json-schema FILE | --json-object | --grammar FILE] [--streams LIST] [--chat-turns N]\n\n"
     "Measures, in one run: cold load time; cold and warm prefill tok/s (--prompt-len tokens);\n"
     "time to first token; decode tok/s at depth 0 and at --depth, the runs alternating (the cache\n"
     "is filled with synthetic K/V to that length: attention cost depends on length, not content),\n"
@@ -75,6 +76,12 @@ const char* kUsage =
     "tokens under that grammar at temperature 1 and reports its token masks' time per token against\n"
     "the decode step beside them: cold (the first sentence, on a freshly compiled grammar) and warm\n"
     "(later sentences, its contexts cached).\n"
+    "--streams LIST (e.g. 1,2,4,8) also runs the engine with that many requests decoding together\n"
+    "(continuous batching: one weight read per step for all of them; --prompt-len 64-token prompts,\n"
+    "--gen tokens each): aggregate and per-stream tok/s, inter-token latency, the gain over 1 stream.\n"
+    "--chat-turns N also plays an N-turn chat through the engine (a --prompt-len opening, 32-token\n"
+    "messages, 16-token answers, everything resent each turn), with the prefix cache and without:\n"
+    "time to first token per turn and the prompt tokens the cache restored.\n"
     "--json FILE also writes the figures with the device, the dtype policy, the kernels, the decode\n"
     "streaming plan and the prefill panel rows as one JSON object.";
 
@@ -151,7 +158,7 @@ double prefill_macs_per_token(Model& m, int64_t prompt_len) {
 
 int run(const std::vector<std::string>& argv) {
   Args a(argv, {"--model", "--prompt-len", "--gen", "--depth", "--threads", "--repeat", "--json", "--kv", "--weights", "--weight-memory", "--compute",
-                            "--json-schema", "--grammar"},
+                            "--json-schema", "--grammar", "--streams", "--chat-turns"},
          {"--reference", "--json-object"});
   const int64_t prompt_len = a.get_int("--prompt-len", 512), gen = a.get_int("--gen", 128),
                 depth = a.get_int("--depth", 4096), repeat = a.get_int("--repeat", 5);
@@ -328,6 +335,32 @@ int run(const std::vector<std::string>& argv) {
                                   std::vector<int>(stops.ids.begin(), stops.ids.end()), bos.empty() ? 0 : int(bos[0]), gen);
   }
 
+  EngineOptions engine_options;  // the engine on the bench's model, as g4 serve would run it
+  engine_options.threads = reference ? 0 : threads;
+  engine_options.bf16_compute = !reference && compute.bf16;
+  engine_options.int8_activations = !reference && compute.int8;
+  engine_options.kv.dtype = ko.dtype;
+  engine_options.max_context = c.max_position_embeddings;
+  engine_options.kv.max_total_tokens = int64_t(1) << 18;
+  std::vector<StreamsResult> streams;
+  if (auto list = a.get("--streams")) {
+    for (int n : parse_int_list(*list, "--streams")) {
+      if (n < 1 || n > 256) throw Error("--streams: each count must be in 1..256, got " + std::to_string(n));
+      std::fprintf(stderr, "[bench] %d stream(s) decoding %lld tokens each ...\n", n, (long long)gen);
+      streams.push_back(bench_streams(*model, engine_options, n, 64, gen));
+    }
+  }
+  std::vector<ChatTurn> turns_cached, turns_cold;
+  if (auto t = a.get("--chat-turns")) {
+    const int turns = int(a.get_int("--chat-turns", 10));
+    if (turns < 2 || turns > 100) throw Error("--chat-turns must be in 2..100, got " + *t);
+    EngineOptions with_cache = engine_options;
+    with_cache.prefix_cache_bytes = uint64_t(1) << 30;
+    std::fprintf(stderr, "[bench] a %d-turn chat with the prefix cache, then without ...\n", turns);
+    turns_cached = bench_chat_turns(*model, with_cache, turns, prompt_len, 32, 16);
+    turns_cold = bench_chat_turns(*model, engine_options, turns, prompt_len, 32, 16);
+  }
+
   const uint64_t bytes_tok = weight_bytes_per_token(*model);
   const double roofline = bw.best_gb_per_s * 1e9 / double(bytes_tok);
   const double d0 = median(dec0), dd = decd.empty() ? 0 : median(decd);
@@ -433,6 +466,24 @@ int run(const std::vector<std::string>& argv) {
                   "grammar masks / decode step, warm", 100.0 * g.warm_ms() / g.step_ms, g.warm_ms(), (long long)g.warm_tokens,
                   g.sentences);
   }
+  for (const StreamsResult& st : streams)
+    std::printf("  %-34s %10.2f tok/s  (%.2f per stream, %.2fx 1 stream; inter-token median %.1f ms, p90 %.1f ms)\n",
+                ("decode, " + std::to_string(st.streams) + " stream" + (st.streams > 1 ? "s" : "")).c_str(),
+                st.aggregate_tok_s, st.per_stream_tok_s,
+                streams.empty() || streams[0].streams != 1 ? 0.0 : st.aggregate_tok_s / streams[0].aggregate_tok_s,
+                st.inter_token_ms_median, st.inter_token_ms_p90);
+  if (!turns_cached.empty()) {
+    const ChatTurn& first = turns_cached.front();
+    const ChatTurn& last = turns_cached.back();
+    int64_t restored = 0;
+    for (const ChatTurn& t : turns_cached) restored += t.cached_tokens;
+    std::printf("  %-34s %10.3f s  (turn 1, %lld prompt tokens: %.3f s; last turn / turn 1 = %.2fx; its %lld prompt "
+                "tokens, %lld restored from the prefix cache; %lld restored over all turns; without the cache the "
+                "last turn: %.3f s)\n",
+                ("time to first token, chat turn " + std::to_string(turns_cached.size())).c_str(), last.ttft_s,
+                (long long)first.prompt_tokens, first.ttft_s, last.ttft_s / first.ttft_s, (long long)last.prompt_tokens,
+                (long long)last.cached_tokens, (long long)restored, turns_cold.back().ttft_s);
+  }
   std::printf("  %-34s %10.1f GFLOP/s  (%s)\n", "FMA throughput, all threads", fma.all_threads_gflops,
               describe_fma_scaling(fma).c_str());
   std::printf("  %-34s %10.1f MiB  (the engine: the most sampled after the load, each prefill and each decode run; the "
@@ -523,6 +574,22 @@ int run(const std::vector<std::string>& argv) {
         {"decode_streaming", ops::decode_plan_to_json(ops::plan_decode_streaming(host_cpu()))},  // as mm.decode
         {"prefill_panel_rows", mm.panel_rows},
     };
+    if (!streams.empty()) {
+      nlohmann::json sj = nlohmann::json::array();
+      for (const StreamsResult& st : streams)
+        sj.push_back({{"streams", st.streams}, {"aggregate_tok_s", st.aggregate_tok_s}, {"per_stream_tok_s", st.per_stream_tok_s},
+                      {"inter_token_ms_median", st.inter_token_ms_median}, {"inter_token_ms_p90", st.inter_token_ms_p90}});
+      j["streams"] = sj;
+    }
+    if (!turns_cached.empty()) {
+      auto turns_json = [](const std::vector<ChatTurn>& ts) {
+        nlohmann::json arr = nlohmann::json::array();
+        for (const ChatTurn& t : ts)
+          arr.push_back({{"prompt_tokens", t.prompt_tokens}, {"cached_tokens", t.cached_tokens}, {"ttft_s", t.ttft_s}});
+        return arr;
+      };
+      j["chat_turns"] = {{"with_prefix_cache", turns_json(turns_cached)}, {"without", turns_json(turns_cold)}};
+    }
     if (masks)
       j["grammar_masks"] = {{"tokens", masks->tokens},
                             {"sentences", masks->sentences},

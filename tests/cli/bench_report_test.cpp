@@ -209,6 +209,34 @@ TEST(BenchReport, GrammarMasksCountEveryTokenOnceAndRestartPerSentence) {
   EXPECT_NE(out.find("bad.json: schema keyword 'format'"), std::string::npos) << out;
 }
 
+// --streams: one entry per count, the aggregate being the per-stream rate times the count.
+// --chat-turns: with the prefix cache every later turn restores all it resends but the previous
+// answer's last token (sampled, never fed) and the new 32-token message; without it, nothing.
+TEST(BenchReport, StreamsAndChatTurns) {
+  std::string out;
+  const nlohmann::json j = bench_tiny_e("--depth 0 --repeat 1 --gen 8 --streams 1,3 --chat-turns 4", &out);
+  ASSERT_FALSE(j.is_null()) << out;
+  const nlohmann::json& st = j.at("streams");
+  ASSERT_EQ(st.size(), 2u) << st.dump();
+  for (const auto& e : st) {
+    EXPECT_GT(e.at("aggregate_tok_s").get<double>(), 0.0);
+    EXPECT_NEAR(e.at("per_stream_tok_s").get<double>() * e.at("streams").get<double>(), e.at("aggregate_tok_s").get<double>(),
+                1e-6 * e.at("aggregate_tok_s").get<double>());
+  }
+  const nlohmann::json& hot = j.at("chat_turns").at("with_prefix_cache");
+  const nlohmann::json& cold = j.at("chat_turns").at("without");
+  ASSERT_EQ(hot.size(), 4u);
+  ASSERT_EQ(cold.size(), 4u);
+  for (size_t t = 0; t < 4; ++t) {
+    EXPECT_EQ(hot[t].at("prompt_tokens"), cold[t].at("prompt_tokens"));
+    EXPECT_EQ(cold[t].at("cached_tokens"), 0);
+    EXPECT_EQ(hot[t].at("cached_tokens").get<int64_t>(), t == 0 ? 0 : hot[t].at("prompt_tokens").get<int64_t>() - 32 - 1)
+        << "turn " << t;
+  }
+  EXPECT_NE(out.find("decode, 3 streams"), std::string::npos) << out;
+  EXPECT_NE(out.find("time to first token, chat turn 4"), std::string::npos) << out;
+}
+
 TEST(BenchReport, LogitsMovedByWeightsAreThoseOfTheReferenceLoops) {
   const auto hf = test::fixtures_dir() / "gemma4-tiny" / "tiny-e" / "hf";
   test::TempDir dir;
