@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <thread>
 
 #include "platform/error.h"
@@ -44,7 +45,7 @@ std::string now_iso() {
 }
 
 std::string route_label(const std::string& path) {
-  static const char* kRoutes[] = {"/v1/chat/completions", "/v1/completions", "/v1/models", "/tokenize",
+  static const char* kRoutes[] = {"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/models", "/tokenize",
                                   "/detokenize",          "/health",         "/ready",     "/metrics"};
   for (const char* r : kRoutes)
     if (path == r) return r;
@@ -89,6 +90,37 @@ void record_generation(const ChoiceResponses& choices, bool stream) {
   r["degeneracy"] = v;
   if (f.stopped_degenerate) r["stopped_degenerate"] = true;
   r["ttft_s"] = f.ttft_seconds;
+}
+
+ApiError deadline_error_of(const ActiveRequest& a) {
+  const double budget = std::chrono::duration<double>(a.deadline - a.submitted).count();
+  return ApiError{504, "the request did not finish within its deadline of " + std::to_string(budget) + " s", "timeout_error",
+                  "", "deadline_exceeded"};
+}
+
+// Cancels on a deadline and waits (bounded) for the engine to confirm, so the cache is freed.
+void expire(GenerationService& service, ActiveRequest& a, ChoiceResponses& b) {
+  service.cancel(a.engine_id);
+  GenerationEvent ev;
+  while (!b.finished() && a.pop(ev, Clock::now() + std::chrono::seconds(10))) b.on_event(ev);
+}
+
+// A response that is not streamed: every event until finished, or the error to send (deadline,
+// engine failure). Records the log fields either way.
+std::optional<ApiError> await_all(GenerationService& service, ActiveRequest& a, ChoiceResponses& b) {
+  GenerationEvent ev;
+  while (!b.finished()) {
+    if (!a.pop(ev, a.deadline)) {
+      expire(service, a, b);
+      t_record.fields["deadline_exceeded"] = true;
+      return deadline_error_of(a);
+    }
+    b.on_event(ev);
+  }
+  record_generation(b, false);
+  if (const ResponseBuilder* failed = b.failed())
+    return ApiError{500, "generation failed: " + failed->final_event().error, "server_error", "", "engine_error"};
+  return std::nullopt;
 }
 
 // httplib::Server keeps its listening socket in a protected member; a pointer to member formed
@@ -431,29 +463,9 @@ void HttpServer::routes() {
     auto builder = std::make_shared<ChoiceResponses>(ctx, spec.n);
     GenerationService* service = &service_;
 
-    // Cancels on a deadline and waits (bounded) for the engine to confirm, so the cache is freed.
-    auto expire = [service](ActiveRequest& a, ChoiceResponses& b) {
-      service->cancel(a.engine_id);
-      GenerationEvent ev;
-      while (!b.finished() && a.pop(ev, Clock::now() + std::chrono::seconds(10))) b.on_event(ev);
-    };
-    const double budget = std::chrono::duration<double>(active->deadline - active->submitted).count();
-    const ApiError deadline_error{504, "the request did not finish within its deadline of " + std::to_string(budget) + " s",
-                                  "timeout_error", "", "deadline_exceeded"};
-
+    const ApiError deadline_error = deadline_error_of(*active);
     if (!spec.stream) {
-      GenerationEvent ev;
-      while (!builder->finished()) {
-        if (!active->pop(ev, active->deadline)) {
-          expire(*active, *builder);
-          t_record.fields["deadline_exceeded"] = true;
-          return send_error(res, deadline_error);
-        }
-        builder->on_event(ev);
-      }
-      record_generation(*builder, false);
-      if (const ResponseBuilder* failed = builder->failed())
-        return send_error(res, ApiError{500, "generation failed: " + failed->final_event().error, "server_error", "", "engine_error"});
+      if (auto e = await_all(*service, *active, *builder)) return send_error(res, *e);
       return send_json(res, 200, builder->final_response());
     }
 
@@ -461,7 +473,7 @@ void HttpServer::routes() {
     res.set_header("X-Accel-Buffering", "no");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [active, builder, expire, deadline_error](size_t, httplib::DataSink& sink) {
+        [active, builder, service, deadline_error](size_t, httplib::DataSink& sink) {
           auto write = [&](const std::string& data) { return sink.write(data.data(), data.size()); };
           for (const json& c : builder->opening_chunks())
             if (!write(sse_event(c))) return false;
@@ -469,7 +481,7 @@ void HttpServer::routes() {
           while (!builder->finished()) {
             const auto now = Clock::now();
             if (now >= active->deadline) {
-              expire(*active, *builder);
+              expire(*service, *active, *builder);
               t_record.fields["deadline_exceeded"] = true;
               t_record.fields["error"] = deadline_error.message;
               write(sse_event(error_body(deadline_error)));
@@ -514,6 +526,99 @@ void HttpServer::routes() {
          [generate](const httplib::Request& req, httplib::Response& res) { generate(Endpoint::chat, req, res); });
   s.Post("/v1/completions",
          [generate](const httplib::Request& req, httplib::Response& res) { generate(Endpoint::completion, req, res); });
+  s.Post("/v1/responses", [this](const httplib::Request& req, httplib::Response& res) { responses(req, res); });
+}
+
+void HttpServer::responses(const httplib::Request& req, httplib::Response& res) {
+  auto parsed = parse_json_object(req.body);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
+  auto rr_or = responses_to_chat(std::get<json>(parsed), stored_responses_);
+  if (auto* e = std::get_if<ApiError>(&rr_or)) return send_error(res, *e);
+  auto rr = std::make_shared<ResponsesRequest>(std::move(std::get<ResponsesRequest>(rr_or)));
+  auto spec_or = parse_chat_request(rr->chat_body, service_.limits());
+  if (auto* e = std::get_if<ApiError>(&spec_or)) return send_error(res, *e);
+  const GenerationSpec& spec = std::get<GenerationSpec>(spec_or);
+  auto started = service_.start(spec);
+  if (auto* e = std::get_if<ApiError>(&started)) return send_error(res, *e);
+  std::shared_ptr<ActiveRequest> active = std::get<std::shared_ptr<ActiveRequest>>(started);
+
+  ResponseContext ctx;
+  ctx.endpoint = Endpoint::chat;
+  ctx.id = make_id("resp_");
+  ctx.model = service_.model().id;
+  ctx.created = int64_t(std::time(nullptr));
+  ctx.tokenizer = service_.model().tokenizer.get();
+  ctx.stop_token_ids = service_.stop_token_ids();
+  if (service_.model().missing_template_tokens.empty()) ctx.forced_prefix = forced_tool_call_prefix(spec);
+  t_record.fields["request_id"] = ctx.id;
+  t_record.fields["model"] = ctx.model;
+  auto chat = std::make_shared<ChoiceResponses>(ctx, 1);
+  auto out = std::make_shared<ResponsesBuilder>(ctx.id, ctx.model, ctx.created, rr->echo);
+  GenerationService* service = &service_;
+  ResponseStore* store = &stored_responses_;
+  auto remember = [rr, chat, store, id = ctx.id] {
+    if (!rr->store) return;
+    json conversation = rr->conversation;
+    for (auto& m : ResponsesBuilder::output_as_messages(*chat)) conversation.push_back(m);
+    store->put(id, std::move(conversation));
+  };
+  const ApiError deadline_error = deadline_error_of(*active);
+  if (!rr->stream) {
+    if (auto e = await_all(*service, *active, *chat)) return send_error(res, *e);
+    remember();
+    return send_json(res, 200, out->final_object(*chat));
+  }
+
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [active, chat, out, service, deadline_error, remember](size_t, httplib::DataSink& sink) {
+        auto write = [&](const std::vector<ResponsesBuilder::Event>& events) {
+          for (const auto& [type, payload] : events) {
+            const std::string s = sse_named_event(type, payload);
+            if (!sink.write(s.data(), s.size())) return false;
+          }
+          return true;
+        };
+        auto fail = [&](const ApiError& e) {
+          const std::string s = sse_named_event("error", {{"type", "error"}, {"code", e.code}, {"message", e.message}});
+          sink.write(s.data(), s.size());
+          sink.done();
+          return true;
+        };
+        if (!write(out->opening())) return false;
+        GenerationEvent ev;
+        while (!chat->finished()) {
+          const auto now = Clock::now();
+          if (now >= active->deadline) {
+            expire(*service, *active, *chat);
+            t_record.fields["deadline_exceeded"] = true;
+            return fail(deadline_error);
+          }
+          if (!active->pop(ev, std::min(active->deadline, now + std::chrono::seconds(1)))) {
+            if (!sink.write(": keep-alive\n\n", 14)) {
+              t_record.fields["client_disconnected"] = true;
+              return false;
+            }
+            continue;
+          }
+          if (!write(out->on_chat_chunks(chat->on_event(ev)))) {
+            t_record.fields["client_disconnected"] = true;
+            return false;
+          }
+        }
+        record_generation(*chat, true);
+        if (const ResponseBuilder* failed = chat->failed())
+          return fail(ApiError{500, "generation failed: " + failed->final_event().error, "server_error", "", "engine_error"});
+        remember();
+        write(out->finish(*chat));
+        sink.done();
+        return true;
+      },
+      [active, chat, service](bool) {
+        if (!chat->finished()) service->cancel(active->engine_id);
+      });
 }
 
 }  // namespace g4::server

@@ -3,7 +3,7 @@
 // openai_response.h; all generation goes through GenerationService.
 //
 // Routes (those marked * need "Authorization: Bearer KEY" when --api-key is set):
-//   POST /v1/chat/completions*  POST /v1/completions*  GET /v1/models*  GET /v1/models/{id}*
+//   POST /v1/chat/completions*  POST /v1/completions*  POST /v1/responses*  GET /v1/models*  GET /v1/models/{id}*
 //   POST /tokenize*  POST /detokenize*  GET /health  GET /ready  GET /metrics
 #pragma once
 #include <condition_variable>
@@ -15,9 +15,12 @@
 #include "server/generation_service.h"
 #include "server/metrics.h"
 #include "server/readiness.h"
+#include "server/responses_api.h"
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace g4::server {
@@ -47,6 +50,7 @@ class HttpServer {
 
  private:
   void routes();
+  void responses(const httplib::Request& req, httplib::Response& res);  // POST /v1/responses
   void readiness_loop();
 
   GenerationService& service_;
@@ -54,6 +58,7 @@ class HttpServer {
   HttpOptions opts_;
   std::unique_ptr<httplib::Server> svr_;
   ReadinessState readiness_;
+  ResponseStore stored_responses_;  // previous_response_id
   std::thread ready_thread_;
   std::mutex ready_mu_;
   std::condition_variable ready_cv_;

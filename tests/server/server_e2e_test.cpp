@@ -519,6 +519,98 @@ TEST_F(ServerE2E, ChoicesEachEqualTheirSeedAlone) {
   }
 }
 
+// /v1/responses is the chat path in other clothes: its output equals the chat completion of the
+// messages it means (the independent path), streamed events come in the documented order and
+// add up to the final object, previous_response_id continues a stored conversation from the
+// prefix cache, a forced function call comes back as a function_call item, and what g4 cannot
+// honour is refused naming the field.
+TEST_F(ServerE2E, ResponsesApiIsTheChatPathInOtherClothes) {
+  auto c = server_->client();
+  const json body = {{"model", "tiny-e"}, {"instructions", "Be brief."}, {"input", "Name a sea."},
+                     {"max_output_tokens", 10}, {"temperature", 0}};
+  Reply r = post(c, "/v1/responses", body);
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(r.body["object"], "response");
+  EXPECT_EQ(r.body["status"], "incomplete");
+  EXPECT_EQ(r.body["incomplete_details"]["reason"], "max_output_tokens");
+  ASSERT_EQ(r.body["output"].size(), 1u) << r.raw;
+  const std::string text = r.body["output"][0]["content"][0]["text"];
+  Reply chat = post(c, "/v1/chat/completions",
+                    {{"model", "tiny-e"}, {"max_tokens", 10}, {"temperature", 0},
+                     {"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Name a sea."}}}}});
+  ASSERT_EQ(chat.status, 200) << chat.raw;
+  EXPECT_EQ(text, chat.body["choices"][0]["message"]["content"]);
+  EXPECT_EQ(r.body["usage"]["input_tokens"], chat.body["usage"]["prompt_tokens"]);
+  EXPECT_EQ(r.body["usage"]["output_tokens"], chat.body["usage"]["completion_tokens"]);
+
+  // Streamed: the documented order, sequence numbers 0, 1, 2, ..., deltas adding up to the text.
+  json sb = body;
+  sb["stream"] = true;
+  Stream s = post_stream(c, "/v1/responses", sb);
+  ASSERT_EQ(s.status, 200) << s.raw;
+  std::vector<std::string> types;
+  std::string deltas;
+  json last;
+  for (size_t i = 0; i < s.payloads.size(); ++i) {
+    const json ev = json::parse(s.payloads[i]);
+    EXPECT_EQ(ev["sequence_number"], i);
+    types.push_back(ev["type"]);
+    if (ev["type"] == "response.output_text.delta") deltas += ev["delta"].get<std::string>();
+    last = ev;
+  }
+  ASSERT_GE(types.size(), 7u);
+  EXPECT_EQ(types[0], "response.created");
+  EXPECT_EQ(types[1], "response.in_progress");
+  EXPECT_EQ(types[2], "response.output_item.added");
+  EXPECT_EQ(types[3], "response.content_part.added");
+  EXPECT_EQ(types[types.size() - 4], "response.output_text.done");
+  EXPECT_EQ(types[types.size() - 3], "response.content_part.done");
+  EXPECT_EQ(types[types.size() - 2], "response.output_item.done");
+  EXPECT_EQ(types.back(), "response.incomplete");
+  EXPECT_EQ(deltas, text);
+  EXPECT_EQ(last["response"]["output"][0]["content"], r.body["output"][0]["content"]);
+  for (const std::string& t : types) EXPECT_NE(s.raw.find("event: " + t + "\ndata: "), std::string::npos) << t;
+
+  // previous_response_id: the stored conversation goes first (instructions are not carried
+  // over, as OpenAI specifies, so they are given again), restored from the prefix cache; the
+  // answer equals the chat completion of the whole conversation.
+  Reply next = post(c, "/v1/responses", {{"model", "tiny-e"}, {"previous_response_id", r.body["id"]}, {"input", "Another?"},
+                                         {"instructions", "Be brief."}, {"max_output_tokens", 6}, {"temperature", 0}});
+  ASSERT_EQ(next.status, 200) << next.raw;
+  EXPECT_GT(next.body["usage"]["input_tokens_details"]["cached_tokens"].get<int>(), 16) << next.raw;
+  Reply chat2 = post(c, "/v1/chat/completions",
+                     {{"model", "tiny-e"}, {"max_tokens", 6}, {"temperature", 0},
+                      {"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Name a sea."}},
+                                    {{"role", "assistant"}, {"content", text}}, {{"role", "user"}, {"content", "Another?"}}}}});
+  EXPECT_EQ(next.body["output"][0]["content"][0]["text"], chat2.body["choices"][0]["message"]["content"]);
+
+  // A forced function call: a function_call item whose arguments parse and match the schema.
+  const json tools = json::parse(R"([{"type":"function","name":"get_weather","parameters":{"type":"object",
+    "properties":{"city":{"type":"string","maxLength":12}},"required":["city"],"additionalProperties":false}}])");
+  Reply call = post(c, "/v1/responses", {{"model", "tiny-e"}, {"input", "Weather in Paris?"}, {"tools", tools},
+                                         {"tool_choice", {{"type", "function"}, {"name", "get_weather"}}},
+                                         {"max_output_tokens", 60}, {"temperature", 1}});
+  ASSERT_EQ(call.status, 200) << call.raw;
+  const json& item = call.body["output"].back();
+  EXPECT_EQ(item["type"], "function_call") << call.raw;
+  EXPECT_EQ(item["name"], "get_weather");
+  EXPECT_TRUE(json::parse(item["arguments"].get<std::string>())["city"].is_string()) << item;
+
+  // Refusals name the field.
+  for (const auto& [bad, param] : std::vector<std::pair<json, std::string>>{
+           {{{"input", {{{"role", "user"}, {"content", {{{"type", "input_image"}, {"image_url", "x"}}}}}}}}, "input[0].content[0].type"},
+           {{{"input", "x"}, {"reasoning", {{"effort", "low"}}}}, "reasoning"},
+           {{{"input", "x"}, {"previous_response_id", "resp_nope"}}, "previous_response_id"},
+           {{{"input", "x"}, {"tools", {{{"type", "web_search"}}}}}, "tools[0].type"},
+           {{{"input", "x"}, {"text", {{"verbosity", "low"}}}}, "text.verbosity"}}) {
+    json b = bad;
+    b["model"] = "tiny-e";
+    Reply e = post(c, "/v1/responses", b);
+    EXPECT_EQ(e.status, 400) << e.raw;
+    EXPECT_EQ(e.body["error"]["param"], param) << e.raw;
+  }
+}
+
 TEST_F(ServerE2E, DeadlineEndsTheRequest) {
   auto c = server_->client();
   Reply r = post(c, "/v1/chat/completions", chat_body({{"max_tokens", 480}, {"g4", {{"deadline_ms", 1}}}}));

@@ -138,7 +138,13 @@ inline std::vector<std::string> sse_payloads(const std::string& body) {
     size_t end = body.find("\n\n", at);
     if (end == std::string::npos) end = body.size();
     const std::string event = body.substr(at, end - at);
-    if (event.rfind("data: ", 0) == 0) out.push_back(event.substr(6));
+    // "data: ..." alone, or after an "event: NAME" line (the Responses API names its events).
+    if (event.rfind("data: ", 0) == 0) {
+      out.push_back(event.substr(6));
+    } else if (event.rfind("event: ", 0) == 0) {
+      const size_t data = event.find("\ndata: ");
+      if (data != std::string::npos) out.push_back(event.substr(data + 7));
+    }
     at = end + 2;
   }
   return out;

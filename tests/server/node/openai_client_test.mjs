@@ -140,6 +140,27 @@ async function main() {
   await assert.rejects(client.chat.completions.create({ model, messages, n: 99, max_tokens: 4 }), (e) => e.status === 400 && e.param === "n");
   console.log("structured output ok");
 
+  // Responses API: create, stream, previous_response_id; output equal to the chat completion
+  const resp = await client.responses.create({ model, instructions: "Be brief.", input: "Name a sea.", max_output_tokens: 10, temperature: 0 });
+  assert.equal(resp.object, "response");
+  const viaChat = await client.chat.completions.create({
+    model, max_tokens: 10, temperature: 0,
+    messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Name a sea." }],
+  });
+  assert.equal(resp.output_text, viaChat.choices[0].message.content);
+  const rs = client.responses.stream({ model, instructions: "Be brief.", input: "Name a sea.", max_output_tokens: 10, temperature: 0 });
+  let streamedText = "";
+  rs.on("response.output_text.delta", (e) => { streamedText += e.delta; });
+  const finalResp = await rs.finalResponse();
+  assert.equal(streamedText, resp.output_text);
+  assert.equal(finalResp.output[0].content[0].text, resp.output_text);
+  const follow = await client.responses.create({
+    model, instructions: "Be brief.", previous_response_id: resp.id, input: "Another one?", max_output_tokens: 6, temperature: 0,
+  });
+  assert.ok(follow.usage.input_tokens_details.cached_tokens > 0, JSON.stringify(follow.usage));
+  await assert.rejects(client.responses.create({ model, input: "x", reasoning: { effort: "low" } }), (e) => e.status === 400 && e.param === "reasoning");
+  console.log("responses ok: follow-up restored", follow.usage.input_tokens_details.cached_tokens, "of", follow.usage.input_tokens, "input tokens");
+
   // legacy completions
   const comp = await client.completions.create({ model, prompt: "Once upon a time", max_tokens: 8 });
   assert.equal(typeof comp.choices[0].text, "string");
