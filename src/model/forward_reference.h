@@ -1,6 +1,6 @@
 // The f32 reference forward pass of the Gemma 4 text decoder over one whole sequence.
 // Simple loops, no cache, no batching: the oracle every faster path is tested against.
-// Spec: ../shared/docs/gemma4-architecture.md section 3.
+// Spec: docs/architecture.md section 3.
 #pragma once
 #include <vector>
 
