@@ -5,6 +5,7 @@
 # threads (scripts/soak_driver.py states the pass rules). Then SIGTERM: the server must drain
 # and exit 0.
 #   scripts/soak.sh [SECONDS]       (uses build/g4, or $G4_BINARY; builds when missing)
+#   G4_SOAK_WORKERS=64 (concurrent clients, default 6), G4_SOAK_PREFIX_MB=8 (the server's prefix cache)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-600}"
@@ -20,8 +21,11 @@ trap cleanup EXIT
 
 "$G4" synth --preset tiny-e --seed 7 --out "$WORK/model" >"$WORK/synth.log" 2>&1
 # Small limits so that bursts overflow the queue (429) and sequences contend for batch slots.
+# A small prefix cache, so that it fills and evicts during the warm-up and the memory check
+# after it sees a full cache.
+PREFIX_MB="${G4_SOAK_PREFIX_MB:-8}"
 "$G4" serve --model "$WORK/model" --host 127.0.0.1 --port 0 --max-seqs 4 --queue 6 --ctx 1024 \
-  --request-timeout 120 --drain-timeout 30 >"$WORK/serve.log" 2>&1 &
+  --request-timeout 120 --drain-timeout 30 --prefix-cache-mb "$PREFIX_MB" >"$WORK/serve.log" 2>&1 &
 SERVER_PID=$!
 PORT=""
 for _ in $(seq 1 600); do
@@ -42,7 +46,8 @@ PY
 done
 echo "== soak: g4 serve pid $SERVER_PID on 127.0.0.1:$PORT for ${SECS}s"
 set +e
-python3 scripts/soak_driver.py --port "$PORT" --pid "$SERVER_PID" --seconds "$SECS" --report "${G4_SOAK_REPORT:-$WORK/report.json}"
+python3 scripts/soak_driver.py --port "$PORT" --pid "$SERVER_PID" --seconds "$SECS" --workers "${G4_SOAK_WORKERS:-6}" \
+  --prefix-cache-mb "$PREFIX_MB" --report "${G4_SOAK_REPORT:-$WORK/report.json}"
 rc=$?
 set -e
 kill -TERM "$SERVER_PID"

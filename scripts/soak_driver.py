@@ -13,7 +13,9 @@ Fails (exit 1) when:
   * resident memory grows after warm-up: samples after the first --warmup fraction of the run are
     split in thirds and max(RSS, last third) must be <= max(RSS, first third) * 1.10 + 8 MiB;
   * open file descriptors or threads, measured idle after the load, exceed their idle values
-    measured before it (they must return to baseline).
+    measured before it (they must return to baseline);
+  * with --prefix-cache-mb, the server's prefix cache restored no token (most chats share a long
+    system prompt) or holds more than its budget.
 A connection reset before any response byte (the kernel's accept queue overflowed) is counted and
 reported, not failed. Writes a JSON report (--report) with the samples and counts."""
 import argparse, http.client, json, os, random, socket, sys, threading, time
@@ -27,6 +29,7 @@ P.add_argument("--sample", type=float, default=2.0)
 P.add_argument("--warmup", type=float, default=0.2)
 P.add_argument("--model", default="")
 P.add_argument("--report", default="")
+P.add_argument("--prefix-cache-mb", type=float, default=0, help="the server's budget: its cache must stay within it")
 A = P.parse_args()
 
 lock = threading.Lock()
@@ -61,9 +64,21 @@ def request(method, path, body=None, raw=None):
         c.close()
 
 
+# Most chats share one long system prompt, and some resend an earlier turn: the prefix cache
+# restores those prefixes under load (its hit tokens and bytes are checked at the end).
+SYSTEM = ("You are the assistant of a harbour office. Answer questions about tides, berths, pilots, cargo "
+          "manifests and customs forms. Be brief, state units, and say when you are unsure. ") * 3
+
+
 def chat_body(stream, max_tokens):
+    user = random.choice(["hi", "Name three rivers.", "2+2?", "Write a haiku."])
+    messages = [{"role": "user", "content": user}]
+    if random.random() < 0.7:
+        messages.insert(0, {"role": "system", "content": SYSTEM})
+    if random.random() < 0.3:
+        messages[-1:-1] = [{"role": "user", "content": "When is high tide?"}, {"role": "assistant", "content": "At 14:05."}]
     return {"model": A.model, "stream": stream, "max_tokens": max_tokens, "temperature": random.choice([0, 0.8]),
-            "messages": [{"role": "user", "content": random.choice(["hi", "Name three rivers.", "2+2?", "Write a haiku."])}]}
+            "messages": messages}
 
 
 def completion_body(stream, max_tokens):
@@ -284,6 +299,16 @@ if end["fds"] > baseline["fds"]:
     fail("open file descriptors did not return to baseline: %d idle before, %d idle after" % (baseline["fds"], end["fds"]))
 if end["threads"] > baseline["threads"]:
     fail("threads did not return to baseline: %d idle before, %d idle after" % (baseline["threads"], end["threads"]))
+if A.prefix_cache_mb > 0:
+    metrics = request("GET", "/metrics")[1].decode()
+    value = lambda name: float(next((l.split()[1] for l in metrics.splitlines() if l.startswith(name + " ")), "0"))
+    verdict["prefix_cache_hit_tokens"] = value("g4_prefix_cache_hit_tokens_total")
+    verdict["prefix_cache_bytes"] = value("g4_prefix_cache_bytes")
+    verdict["prefix_cache_evictions"] = value("g4_prefix_cache_evictions_total")
+    if verdict["prefix_cache_hit_tokens"] <= 0:
+        fail("the prefix cache restored nothing although most chats share a system prompt")
+    if verdict["prefix_cache_bytes"] > A.prefix_cache_mb * (1 << 20):
+        fail("the prefix cache holds %d bytes, over its budget of %g MiB" % (verdict["prefix_cache_bytes"], A.prefix_cache_mb))
 if counts.get("status_429", 0) == 0:
     print("soak: note: no request was refused with 429 (the bursts did not overflow the queue)")
 

@@ -377,8 +377,6 @@ bool Engine::step() {
   for (auto& sp : running_) {
     Sequence& s = *sp;
     if (s.done || s.pending < 0) continue;
-    if (prefix_ && !kv_.can_grow(s.kv_seq, s.fed + 1))  // a new block: cached prefixes give way
-      make_room(kv_.blocks_for(s.fed + 1) - kv_.blocks_for(s.fed));
     rows.push_back({s.kv_seq, s.fed, s.pending, true});
     row_owner.push_back(&s);
     --budget;
@@ -388,7 +386,6 @@ bool Engine::step() {
     const int64_t prompt_len = int64_t(s.req.prompt.size());
     if (s.done || s.fed >= prompt_len || budget <= 0) continue;
     const int64_t n = std::min({opts_.prefill_chunk, prompt_len - s.fed, budget});
-    if (prefix_ && !kv_.can_grow(s.kv_seq, s.fed + n)) make_room(kv_.blocks_for(s.fed + n) - kv_.blocks_for(s.fed));
     for (int64_t k = 0; k < n; ++k) {
       const int64_t pos = s.fed + k;
       rows.push_back({s.kv_seq, pos, s.req.prompt[size_t(pos)], pos + 1 == prompt_len});
@@ -396,6 +393,20 @@ bool Engine::step() {
     }
     budget -= n;
     prompt_rows += n;
+  }
+  if (prefix_) {
+    // The blocks this batch adds, all sequences together: cached prefixes give way to them.
+    // (Without a cache the pool holds max_seqs full contexts by construction.)
+    int64_t need = 0;
+    const Sequence* prev_owner = nullptr;
+    for (size_t r = 0; r < rows.size(); ++r) {
+      if (row_owner[r] == prev_owner) continue;
+      prev_owner = row_owner[r];
+      int64_t last = rows[r].pos;
+      for (size_t q = r; q < rows.size() && row_owner[q] == prev_owner; ++q) last = rows[q].pos;
+      need += kv_.blocks_needed(prev_owner->kv_seq, last + 1);
+    }
+    make_room(need);
   }
   if (!rows.empty()) {
     blocks::Exec ex;

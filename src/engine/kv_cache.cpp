@@ -148,12 +148,14 @@ int64_t KvCache::length(int seq) const { return seq_or_throw(seq).length; }
 
 int64_t KvCache::free_blocks() const { return opts_.max_total_tokens / opts_.block_tokens - blocks_used_; }
 
-bool KvCache::can_grow(int seq, int64_t new_length) const {
+bool KvCache::can_grow(int seq, int64_t new_length) const { return blocks_needed(seq, new_length) <= free_blocks(); }
+
+int64_t KvCache::blocks_needed(int seq, int64_t new_length) const {
   const Sequence& s = seq_or_throw(seq);
-  if (s.block_table.empty()) return true;  // no full layer owns KV
+  if (s.block_table.empty()) return 0;  // no full layer owns KV
   const int64_t have = int64_t(s.block_table.begin()->second.size());
   const int64_t need = (new_length + opts_.block_tokens - 1) / opts_.block_tokens;
-  return need - have <= free_blocks();
+  return std::max<int64_t>(0, need - have);
 }
 
 uint64_t KvCache::bytes_in_use() const {

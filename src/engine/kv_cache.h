@@ -66,6 +66,8 @@ class KvCache : public KvStore {
   bool has_sequence(int seq) const { return seqs_.count(seq) != 0; }
   // Can `seq` grow to `new_length` positions without exceeding the block pool?
   bool can_grow(int seq, int64_t new_length) const;
+  // Full-layer blocks `seq` still needs to hold `new_length` positions (0 when it has them).
+  int64_t blocks_needed(int seq, int64_t new_length) const;
   int64_t free_blocks() const;
   uint64_t bytes_in_use() const;
   const KvCacheOptions& options() const { return opts_; }

@@ -147,6 +147,35 @@ TEST(PrefixCache, EvictionUnderPressureNeverChangesOutput) {
   EXPECT_GT(st.hits, 0);
 }
 
+// Cached entries fill the block pool while four sequences grow at once: the step makes room for
+// all their new blocks together (each alone would fit; together they would not), and nothing
+// changes in what is served.
+TEST(PrefixCache, SequencesGrowingTogetherEvictEntriesInsteadOfFailing) {
+  auto m = load_model(test::fixtures_dir() / "gemma4-tiny" / "tiny-31b" / "hf");
+  auto opts = [](bool cache) {
+    EngineOptions o = options(cache, 0);
+    o.max_context = 64;
+    o.kv.max_total_tokens = 4 * 64;  // exactly max_seqs full contexts, as g4 serve sizes it
+    return o;
+  };
+  Engine cached(*m, opts(true)), cold(*m, opts(false));
+  const std::vector<int> shared = random_tokens(20, 11);
+  std::vector<Output> hot(12), ref(12);
+  for (size_t i = 0; i < hot.size(); ++i) {
+    std::vector<int> p = shared;
+    for (int t : random_tokens(4 + i % 3, 400 + uint32_t(i))) p.push_back(t);
+    cached.submit({p, sampled(i, 30)}, collect(hot[i]));
+    cold.submit({p, sampled(i, 30)}, collect(ref[i]));
+  }
+  cached.run_until_idle();
+  cold.run_until_idle();
+  for (size_t i = 0; i < hot.size(); ++i) {
+    EXPECT_EQ(hot[i].final_event.finish_reason, "length") << i << ": " << hot[i].final_event.error;
+    EXPECT_EQ(hot[i].logprobs, ref[i].logprobs) << "request " << i;
+  }
+  EXPECT_GT(cached.prefix_cache_stats().evictions, 0);
+}
+
 // A multi-turn chat: each turn's prompt is the previous turns plus the previous answer plus a new
 // message; every turn after the first prefills only its new tokens.
 TEST(PrefixCache, ChatTurnsPrefillOnlyWhatIsNew) {
