@@ -447,7 +447,9 @@ bool Engine::step() {
   running_count_ = int(running_.size());
   prefilled_ += prompt_rows;
   if (prefix_) prefix_stats_ = prefix_->stats();
-  kv_bytes_ = kv_.bytes_in_use() - prefix_stats_.bytes;  // the live sequences'; the cache's is its own
+  kv_bytes_ = 0;  // the live sequences' (blocks they share counted in each); the cache's is in its stats
+  for (const auto& sp : running_)
+    if (sp->kv_seq >= 0) kv_bytes_ += kv_.sequence_bytes(sp->kv_seq);
   return !rows.empty() || !running_.empty() || !waiting_.empty();
 }
 

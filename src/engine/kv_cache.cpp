@@ -22,6 +22,8 @@ KvCache::KvCache(const ModelConfig& c, KvCacheOptions o) : cfg_(c), opts_(o) {
   if (opts_.max_total_tokens < opts_.block_tokens)
     throw Error("KV cache: max_total_tokens " + std::to_string(opts_.max_total_tokens) + " is below one block (" +
                 std::to_string(opts_.block_tokens) + ")");
+  for (size_t i = 0; i < c.layers.size() && first_full_layer_ < 0; ++i)
+    if (!c.layers[i].kv_shared && c.layers[i].type != LayerType::Sliding) first_full_layer_ = int(i);
 }
 
 KvCache::~KvCache() = default;
@@ -49,41 +51,46 @@ int KvCache::add_sequence(bool history) {
 void KvCache::free_sequence(int seq) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;
-  bool counted = false;
-  for (auto& [layer, table] : it->second.block_table) {
-    if (!counted) blocks_used_ -= int64_t(table.size());
-    counted = true;
-    for (int32_t b : table) free_[layer].push_back(b);
-  }
-  for (auto& [layer, table] : it->second.history)
-    for (int32_t b : table) free_[layer].push_back(b);
+  for (const auto* tables : {&it->second.block_table, &it->second.history})
+    for (const auto& [layer, table] : *tables)
+      for (int32_t b : table) release(layer, b);
   seqs_.erase(it);
+}
+
+void KvCache::release(int layer, int32_t block) {
+  int32_t& r = refs_.at(layer).at(size_t(block));
+  if (r <= 0) throw Error("KV cache: block " + std::to_string(block) + " of layer " + std::to_string(layer) + " released twice");
+  if (--r == 0) free_[layer].push_back(block);
 }
 
 int KvCache::fork_sequence(int seq) {
   const Sequence& src = seq_or_throw(seq);
-  const int64_t blocks = src.block_table.empty() ? 0 : int64_t(src.block_table.begin()->second.size());
-  if (blocks > free_blocks())
-    throw Error("KV cache full: copying sequence " + std::to_string(seq) + " needs " + std::to_string(blocks) +
-                " blocks per full layer, " + std::to_string(free_blocks()) + " are free");
+  const int64_t copies = !src.block_table.empty() && src.length % opts_.block_tokens != 0 ? 1 : 0;
+  if (copies > free_blocks())
+    throw Error("KV cache full: copying sequence " + std::to_string(seq) + " needs " + std::to_string(copies) +
+                " block per full layer, " + std::to_string(free_blocks()) + " are free");
   const int id = next_seq_++;
   Sequence& dst = seqs_[id];
   dst.length = src.length;
   dst.keeps_history = src.keeps_history;
   for (const auto& [layer, ring] : src.rings) dst.rings[layer] = std::make_unique<Ring>(*ring);
-  for (const auto& [layer, table] : src.block_table) dst.block_table[layer] = copy_blocks(layer, table);
-  for (const auto& [layer, table] : src.history) dst.history[layer] = copy_blocks(layer, table);
-  blocks_used_ += blocks;
+  for (const auto& [layer, table] : src.block_table) dst.block_table[layer] = share_blocks(layer, table, src.length);
+  for (const auto& [layer, table] : src.history) dst.history[layer] = share_blocks(layer, table, src.length);
   return id;
 }
 
-std::vector<int32_t> KvCache::copy_blocks(int layer, const std::vector<int32_t>& table, int64_t blocks) {
+std::vector<int32_t> KvCache::share_blocks(int layer, const std::vector<int32_t>& table, int64_t positions) {
+  const int64_t bt = opts_.block_tokens, whole = positions / bt, all = (positions + bt - 1) / bt;
   std::vector<int32_t> out;
-  const size_t n = blocks < 0 ? table.size() : std::min(table.size(), size_t(blocks));
-  for (size_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < all && i < int64_t(table.size()); ++i) {
+    if (i < whole) {
+      ++refs_.at(layer).at(size_t(table[size_t(i)]));
+      out.push_back(table[size_t(i)]);
+      continue;
+    }
     const int32_t nb = take_block(layer);
     auto& pool = blocks_.at(layer);
-    *pool[size_t(nb)] = *pool[size_t(table[i])];
+    *pool[size_t(nb)] = *pool[size_t(table[size_t(i)])];
     out.push_back(nb);
   }
   return out;
@@ -96,17 +103,16 @@ int KvCache::restore_prefix(int seq, int64_t m) {
                 std::to_string(src.length));
   if (!src.rings.empty() && !src.keeps_history)
     throw Error("KV cache: sequence " + std::to_string(seq) + " keeps no history of its sliding layers to restore from");
-  const int64_t bt = opts_.block_tokens, blocks = (m + bt - 1) / bt;
-  if (!src.block_table.empty() && blocks > free_blocks())
-    throw Error("KV cache full: restoring " + std::to_string(m) + " positions needs " + std::to_string(blocks) +
-                " blocks per full layer, " + std::to_string(free_blocks()) + " are free");
+  const int64_t bt = opts_.block_tokens, copies = !src.block_table.empty() && m % bt != 0 ? 1 : 0;
+  if (copies > free_blocks())
+    throw Error("KV cache full: restoring " + std::to_string(m) + " positions needs " + std::to_string(copies) +
+                " block per full layer, " + std::to_string(free_blocks()) + " are free");
   const int id = add_sequence(/*history=*/true);
   Sequence& dst = seqs_.at(id);
-  for (const auto& [layer, table] : src.block_table) dst.block_table[layer] = copy_blocks(layer, table, blocks);
-  if (!src.block_table.empty()) blocks_used_ += blocks;
+  for (const auto& [layer, table] : src.block_table) dst.block_table[layer] = share_blocks(layer, table, m);
   const int64_t W = cfg_.sliding_window;
   for (const auto& [layer, table] : src.history) {
-    dst.history[layer] = copy_blocks(layer, table, blocks);
+    dst.history[layer] = share_blocks(layer, table, m);
     Ring& r = *dst.rings.at(layer);
     const auto& pool = blocks_.at(layer);
     for (int64_t pos = std::max<int64_t>(0, m - W); pos < m; ++pos) {
@@ -146,7 +152,14 @@ const KvCache::Sequence& KvCache::seq_or_throw(int seq) const {
 
 int64_t KvCache::length(int seq) const { return seq_or_throw(seq).length; }
 
-int64_t KvCache::free_blocks() const { return opts_.max_total_tokens / opts_.block_tokens - blocks_used_; }
+int64_t KvCache::full_blocks_in_use() const {
+  if (first_full_layer_ < 0) return 0;
+  const auto pool = blocks_.find(first_full_layer_);
+  const auto fl = free_.find(first_full_layer_);
+  return (pool == blocks_.end() ? 0 : int64_t(pool->second.size())) - (fl == free_.end() ? 0 : int64_t(fl->second.size()));
+}
+
+int64_t KvCache::free_blocks() const { return opts_.max_total_tokens / opts_.block_tokens - full_blocks_in_use(); }
 
 bool KvCache::can_grow(int seq, int64_t new_length) const { return blocks_needed(seq, new_length) <= free_blocks(); }
 
@@ -158,23 +171,32 @@ int64_t KvCache::blocks_needed(int seq, int64_t new_length) const {
   return std::max<int64_t>(0, need - have);
 }
 
-uint64_t KvCache::bytes_in_use() const {
+uint64_t KvCache::bytes_in_use() const {  // shared blocks once
   uint64_t b = 0;
-  for (const auto& [id, s] : seqs_) b += sequence_bytes(id);
+  for (const auto& [id, s] : seqs_)
+    for (const auto& [layer, r] : s.rings) b += r->k.bytes() + r->v.bytes();
+  for (const auto& [layer, pool] : blocks_) {
+    const auto fl = free_.find(layer);
+    const uint64_t used = pool.size() - (fl == free_.end() ? 0 : fl->second.size());
+    if (!pool.empty()) b += used * pool[0]->k.bytes() * 2;
+  }
   return b;
 }
 
 int32_t KvCache::take_block(int layer) {
   auto& fl = free_[layer];
+  auto& refs = refs_[layer];
   if (!fl.empty()) {
     int32_t b = fl.back();
     fl.pop_back();
+    refs[size_t(b)] = 1;
     return b;
   }
   const LayerPlan& p = cfg_.layers[size_t(layer)];
   auto& pool = blocks_[layer];
   pool.push_back(std::make_unique<Block>(Block{KvRows(opts_.dtype, opts_.block_tokens, p.kv_heads, p.head_dim),
                                                KvRows(opts_.dtype, opts_.block_tokens, p.kv_heads, p.head_dim)}));
+  refs.push_back(1);
   return int32_t(pool.size() - 1);
 }
 
@@ -189,11 +211,8 @@ void KvCache::ensure_blocks(Sequence& s, int layer, int64_t positions) {
   const int64_t need = (positions + opts_.block_tokens - 1) / opts_.block_tokens;
   const bool first_full_layer = &table == &s.block_table.begin()->second;
   while (int64_t(table.size()) < need) {
-    if (first_full_layer) {
-      if (free_blocks() <= 0)
-        throw Error("KV cache full: " + std::to_string(opts_.max_total_tokens) + " token slots per full layer in use");
-      ++blocks_used_;
-    }
+    if (first_full_layer && free_blocks() <= 0)
+      throw Error("KV cache full: " + std::to_string(opts_.max_total_tokens) + " token slots per full layer in use");
     table.push_back(take_block(layer));
   }
 }
@@ -316,8 +335,13 @@ void KvCache::write_rows(int layer, const std::vector<int32_t>& table, int64_t b
   const LayerPlan& p = cfg_.layers[size_t(layer)];
   const int64_t row_w = int64_t(p.kv_heads) * p.head_dim;
   auto& pool = blocks_.at(layer);
+  const auto& refs = refs_.at(layer);
   for (int64_t pos = begin; pos < begin + n; ++pos) {
-    Block& b = *pool[size_t(table[size_t(pos / opts_.block_tokens)])];
+    const int32_t id = table[size_t(pos / opts_.block_tokens)];
+    if (refs[size_t(id)] != 1)  // shared blocks lie wholly below every holder's length
+      throw Error("KV cache: write at position " + std::to_string(pos) + " of layer " + std::to_string(layer) +
+                  " into a block shared by " + std::to_string(refs[size_t(id)]) + " sequences");
+    Block& b = *pool[size_t(id)];
     b.k.write(pos % opts_.block_tokens, k + (pos - begin) * row_w);
     b.v.write(pos % opts_.block_tokens, v + (pos - begin) * row_w);
   }

@@ -49,20 +49,21 @@ class KvCache : public KvStore {
   // restored exactly (restore_prefix): what the prefix cache needs.
   int add_sequence(bool history = false);
   void free_sequence(int seq);     // releases its rings and blocks
-  // A new sequence holding a copy of `seq`'s K/V at every position (rings and blocks are copied,
-  // not shared): the n choices of one request start from one prefill this way. Throws when the
-  // block pool cannot hold the copy.
+  // A new sequence holding `seq`'s K/V at every position: the n choices of one request start
+  // from one prefill this way. Whole blocks are shared by reference (refcounted; a sequence only
+  // ever writes at positions past its length, so a shared block is never written), the partly
+  // filled last block and the rings are copied. Throws when the block pool cannot hold the copy.
   int fork_sequence(int seq);
   // Full-layer blocks one sequence of `length` positions holds (0 when no full layer owns KV).
   int64_t blocks_for(int64_t length) const;
   // A new sequence (with history) holding positions [0, m) of `seq`, bit for bit: full layers
-  // copy their blocks, sliding layers copy their history and rebuild the ring from its last
-  // `sliding_window` positions, each slot holding the position it would hold had the sequence
+  // and sliding layers' history share the blocks wholly below m and copy the one m falls in,
+  // and each ring is rebuilt from the history's last `sliding_window` positions, each slot holding the position it would hold had the sequence
   // been fed m tokens from the start. `seq` must have history (or no sliding layer) and
   // 1 <= m <= length(seq). Throws when the block pool cannot hold the copy.
   int restore_prefix(int seq, int64_t m);
   bool has_history(int seq) const;
-  uint64_t sequence_bytes(int seq) const;  // every ring, block and history block it holds
+  uint64_t sequence_bytes(int seq) const;  // every ring, block and history block it holds (shared ones too)
   bool has_sequence(int seq) const { return seqs_.count(seq) != 0; }
   // Can `seq` grow to `new_length` positions without exceeding the block pool?
   bool can_grow(int seq, int64_t new_length) const;
@@ -109,8 +110,11 @@ class KvCache : public KvStore {
   void ensure_history(Sequence& s, int layer, int64_t positions);
   // Positions [begin, begin + n) of k, v ([n, kv_heads·head_dim] each) into a block table.
   void write_rows(int layer, const std::vector<int32_t>& table, int64_t begin, int64_t n, const float* k, const float* v);
-  // Copies of the first `blocks` blocks of `table` (all when negative), from layer's pool.
-  std::vector<int32_t> copy_blocks(int layer, const std::vector<int32_t>& table, int64_t blocks = -1);
+  // The table holding positions [0, positions) of `table`: blocks wholly below `positions`
+  // shared (one more reference), the block `positions` falls inside copied.
+  std::vector<int32_t> share_blocks(int layer, const std::vector<int32_t>& table, int64_t positions);
+  void release(int layer, int32_t block);  // one reference fewer; free at none
+  int64_t full_blocks_in_use() const;      // distinct blocks of one full owning layer
 
   const ModelConfig& cfg_;
   KvCacheOptions opts_;
@@ -119,7 +123,8 @@ class KvCache : public KvStore {
   // Per full owning layer: all blocks ever made, and the free list.
   std::map<int, std::vector<std::unique_ptr<Block>>> blocks_;
   std::map<int, std::vector<int32_t>> free_;
-  int64_t blocks_used_ = 0;  // per full layer (all full layers grow in step), summed over sequences
+  std::map<int, std::vector<int32_t>> refs_;  // per layer: references to each block
+  int first_full_layer_ = -1;                   // the layer whose blocks count against the pool
 };
 
 }  // namespace g4

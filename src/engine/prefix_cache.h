@@ -6,17 +6,19 @@
 // How a hit stays exact. An entry is a KvCache sequence kept with history (kv_cache.h): full
 // layers hold every position in blocks as always, and sliding layers keep every position in
 // history blocks beside their ring. A hit of m tokens restores positions [0, m) into a new
-// sequence (KvCache::restore_prefix): blocks copied, the ring rebuilt from the history's last
+// sequence (KvCache::restore_prefix): blocks shared by reference (the one m falls in is
+// copied), the ring rebuilt from the history's last
 // `sliding_window` positions, each slot holding the absolute position it holds in a cold run.
 // The values are the stored bits of the same computation, so the logits after a hit are those
 // of the cold run (tested bit for bit). KV-shared layers own nothing and follow their source.
 // A ring alone could not do this: once a sequence runs past the window, the positions a shorter
 // prefix needs have been overwritten.
 //
-// Granularity is the token: any common prefix of at least `min_tokens` counts (the last prompt
-// token is always fed again, to produce the logits). Memory is bounded by `budget_bytes`
-// (least recently used entries go first); an entry is only ever copied, never handed out, so
-// eviction cannot touch a running sequence. Not thread-safe: the engine thread owns it.
+// Granularity is the token: any common prefix of at least `min_tokens` counts, up to the prompt's
+// length - 1 (its last token is always fed, to produce the logits). Memory is bounded by `budget_bytes`
+// (least recently used entries go first; an entry's bytes count the blocks it shares with
+// others, so the budget errs safe). Blocks are refcounted, so evicting an entry never takes a
+// block a running sequence holds. Not thread-safe: the engine thread owns it.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -228,6 +228,41 @@ TEST(KvCacheBlocks, AllocatesOnDemandAndRefusesWhenFull) {
   EXPECT_EQ(kv.free_blocks(), 4);
 }
 
+// A fork shares the blocks wholly below its length and copies the one it falls in: one block
+// taken, not three; writes past the length land in its own blocks and leave the original alone;
+// a shared block outlives the sequence that made it; nothing leaks once all are freed.
+TEST(KvCacheBlocks, ForksShareWholeBlocksAndCopyThePartOne) {
+  ModelConfig c = preset_config("tiny-31b");
+  const int layer = 3;  // a full layer
+  ASSERT_EQ(c.layers[layer].type, LayerType::Full);
+  const int64_t w = int64_t(c.layers[layer].kv_heads) * c.layers[layer].head_dim;
+  KvCache kv(c, {KvDType::F32, 4, 64});  // 16 blocks per full layer
+  const int a = kv.add_sequence();
+  std::vector<float> rows(size_t(10 * w));
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = float(i);
+  for (size_t l = 0; l < c.layers.size(); ++l)
+    if (!c.layers[l].kv_shared) kv.write(int(l), a, 0, 10, rows.data(), rows.data());
+  kv.commit(a, 10);  // blocks 0, 1 whole; block 2 holds positions 8, 9
+  EXPECT_EQ(kv.free_blocks(), 13);
+  const uint64_t before = kv.bytes_in_use();
+  const int b = kv.fork_sequence(a);
+  EXPECT_EQ(kv.free_blocks(), 12) << "only the part-filled block is copied";
+  EXPECT_LT(kv.bytes_in_use(), 2 * before);
+  std::vector<float> other(size_t(2 * w), -7.0f);
+  kv.write(layer, b, 10, 2, other.data(), other.data());  // into b's own copy of block 2
+  kv.commit(b, 12);
+  std::vector<float> k(size_t(12 * w)), v(size_t(12 * w));
+  kv.read(layer, a, 0, 10, k.data(), v.data());
+  EXPECT_TRUE(std::equal(k.begin(), k.begin() + 10 * w, rows.begin())) << "the original is untouched";
+  kv.free_sequence(a);  // b still holds the shared blocks
+  kv.read(layer, b, 0, 12, k.data(), v.data());
+  EXPECT_TRUE(std::equal(k.begin(), k.begin() + 10 * w, rows.begin()));
+  EXPECT_EQ(k[size_t(10 * w)], -7.0f);
+  kv.free_sequence(b);
+  EXPECT_EQ(kv.free_blocks(), 16);
+  EXPECT_EQ(kv.bytes_in_use(), 0u);
+}
+
 }  // namespace
 }  // namespace g4
 
