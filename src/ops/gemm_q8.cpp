@@ -1,5 +1,7 @@
 #include "ops/gemm_q8.h"
 
+#include <iterator>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -345,10 +347,13 @@ G4_VNNI_TARGET void decode16(const std::byte* w, uint64_t group_bytes, const Q8A
 // tokens with 24 accumulators in registers. VPDPBUSD/s, 1 thread: 2 groups x 6 tokens 3.0-3.4 G,
 // 3 x 4 2.6-3.2 G, 4 x 3 2.4-2.9 G, 1 x 8 2.1 G, the former 2 x 4 tile 1.6-1.8 G (it kept every
 // broadcast of a block live and spilled them); 5.3 G is the register-only peak.
-template <int G, bool kQ4>
+// C: the panel's real tokens (1..6). The activations keep their 6-token panel layout (stride P);
+// a panel of fewer tokens (the tail of a prefill, or 2-5 sequences decoding together) computes
+// only its own C lanes instead of 6, the same steps per token, so no bit changes.
+template <int G, bool kQ4, int C>
 G4_VNNI_TARGET void prefill16(const std::byte* w, uint64_t group_bytes, const Q8Activations& a, int64_t t, float* y,
-                              int64_t ldy, int count) {
-  constexpr int C = int(kPanelTokens);
+                              int64_t ldy) {
+  constexpr int P = int(kPanelTokens);
   constexpr uint64_t kColumnBytes = kQ4 ? 288 : 544;
   const int64_t blocks = a.in / kQ8Block;
   const size_t first = a.panel_cell(t, 0);  // t starts a panel
@@ -361,7 +366,7 @@ G4_VNNI_TARGET void prefill16(const std::byte* w, uint64_t group_bytes, const Q8
     #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) acc[g][c] = _mm512_setzero_ps();
   const __m512i nibble = _mm512_set1_epi8(0x0F);
-  for (int64_t b = 0; b < blocks; ++b, xq += C * kQ8Block, start += C, xs += C) {
+  for (int64_t b = 0; b < blocks; ++b, xq += P * kQ8Block, start += P, xs += P) {
     const std::byte* values = w + interleaved_values_at(kColumnBytes, blocks, b);
     const std::byte* scales = w + interleaved_scales_at(kColumnBytes, b);
     __m512i s[G][C];
@@ -405,7 +410,18 @@ G4_VNNI_TARGET void prefill16(const std::byte* w, uint64_t group_bytes, const Q8
         acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[g][c]), _mm512_mul_ps(ws, _mm512_set1_ps(xs[c])), acc[g][c]);
     }
   }
-  x86::store_group_panel<G, C>(acc, y, ldy, count);
+  x86::store_group_panel<G, C>(acc, y, ldy, C);
+}
+
+template <int G, bool kQ4>
+using PrefillFn = void (*)(const std::byte*, uint64_t, const Q8Activations&, int64_t, float*, int64_t);
+
+template <int G, bool kQ4>
+PrefillFn<G, kQ4> prefill16_for(int count) {
+  static constexpr PrefillFn<G, kQ4> kByCount[] = {prefill16<G, kQ4, 1>, prefill16<G, kQ4, 2>, prefill16<G, kQ4, 3>,
+                                                   prefill16<G, kQ4, 4>, prefill16<G, kQ4, 5>, prefill16<G, kQ4, 6>};
+  static_assert(std::size(kByCount) == size_t(kPanelTokens));
+  return kByCount[count - 1];
 }
 
 void gemm_interleaved_rows(const Q8Activations& a, const std::byte* w, bool q4, int64_t o_begin, int64_t o_end, float* y,
@@ -425,8 +441,12 @@ void gemm_interleaved_rows(const Q8Activations& a, const std::byte* w, bool q4, 
         fn(w + uint64_t(g) * group_bytes, group_bytes, a, y + g * kInterleaveRows, decode.prefetch_bytes);
       },
       [&](bool pair, int64_t g, int64_t t, int count) {
-        (pair ? (q4 ? prefill16<2, true> : prefill16<2, false>) : (q4 ? prefill16<1, true> : prefill16<1, false>))(
-            w + uint64_t(g) * group_bytes, group_bytes, a, t, y + t * ldy + g * kInterleaveRows, ldy, count);
+        const std::byte* wg = w + uint64_t(g) * group_bytes;
+        float* yt = y + t * ldy + g * kInterleaveRows;
+        if (pair)
+          (q4 ? prefill16_for<2, true>(count) : prefill16_for<2, false>(count))(wg, group_bytes, a, t, yt, ldy);
+        else
+          (q4 ? prefill16_for<1, true>(count) : prefill16_for<1, false>(count))(wg, group_bytes, a, t, yt, ldy);
       });
 }
 
