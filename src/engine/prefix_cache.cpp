@@ -75,37 +75,25 @@ void PrefixCache::insert(std::vector<int> tokens, int kv_seq) {
 
 PrefixCache::Hit PrefixCache::lookup(const std::vector<int>& prompt) {
   ++stats_.lookups;
-  const int64_t limit = int64_t(prompt.size()) - 1;  // the last prompt token is fed again for its logits
+  const int64_t limit = int64_t(prompt.size()) - 1;  // the last prompt token is always fed, for its logits
+  size_t best = entries_.size();
+  int64_t best_len = 0;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const int64_t m = std::min(common_prefix(entries_[i].tokens, prompt), limit);
+    if (m > best_len) best = i, best_len = m;
+  }
   Hit hit;
-  for (int attempt = 0; attempt < 2 && hit.tokens == 0; ++attempt) {
-    size_t best = entries_.size();
-    int64_t best_len = 0;
-    for (size_t i = 0; i < entries_.size(); ++i) {
-      const int64_t m = std::min(common_prefix(entries_[i].tokens, prompt), limit);
-      if (m > best_len) best = i, best_len = m;
-    }
-    if (best == entries_.size() || best_len < min_tokens_) break;
+  // A restore takes at most one new block per full layer (the one the prefix ends inside), which
+  // the engine's admission has made room for; a pool that still cannot give it is no hit.
+  if (best < entries_.size() && best_len >= min_tokens_) {
     try {
       hit.kv_seq = kv_.restore_prefix(entries_[best].kv_seq, best_len);
       hit.tokens = best_len;
       entries_[best].last_used = ++clock_;
-    } catch (const Error&) {  // the pool is full: make room from the other entries, once
-      const Entry keep = entries_[best];
-      bool evicted = false;
-      while (entries_.size() > 1 && !evicted) {
-        size_t oldest = entries_.size();
-        for (size_t i = 0; i < entries_.size(); ++i)
-          if (entries_[i].kv_seq != keep.kv_seq && (oldest == entries_.size() || entries_[i].last_used < entries_[oldest].last_used))
-            oldest = i;
-        if (oldest == entries_.size()) break;
-        drop(oldest);
-        ++stats_.evictions;
-        evicted = kv_.free_blocks() >= kv_.blocks_for(best_len);
-      }
-      if (!evicted) break;
+      ++stats_.hits;
+    } catch (const Error&) {
     }
   }
-  if (hit.tokens > 0) ++stats_.hits;
   stats_.hit_tokens += hit.tokens;
   stats_.miss_tokens += int64_t(prompt.size()) - hit.tokens;
   return hit;

@@ -51,8 +51,7 @@ class PrefixCache {
     int64_t tokens = 0;  // 0: no hit (kv_seq -1)
   };
   // The longest cached prefix of `prompt` (at most prompt.size() - 1 tokens), restored into a
-  // new sequence. Counts hit and miss tokens. A hit the block pool cannot hold evicts entries
-  // and tries again, then gives up (no hit).
+  // new sequence. Counts hit and miss tokens. A hit the block pool cannot hold is no hit.
   Hit lookup(const std::vector<int>& prompt);
 
   // Drops the least recently used entry; false when there is none.

@@ -447,19 +447,7 @@ void HttpServer::routes() {
     if (auto* e = std::get_if<ApiError>(&started)) return send_error(res, *e);
     std::shared_ptr<ActiveRequest> active = std::get<std::shared_ptr<ActiveRequest>>(started);
 
-    ResponseContext ctx;
-    ctx.endpoint = endpoint;
-    ctx.id = make_id(endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-");
-    ctx.model = service_.model().id;
-    ctx.created = int64_t(std::time(nullptr));
-    ctx.logprobs = spec.sampling.logprobs;
-    ctx.top_logprobs = spec.sampling.top_logprobs;
-    ctx.include_usage = spec.include_usage;
-    ctx.tokenizer = service_.model().tokenizer.get();
-    ctx.stop_token_ids = service_.stop_token_ids();
-    if (service_.model().missing_template_tokens.empty()) ctx.forced_prefix = forced_tool_call_prefix(spec);
-    t_record.fields["request_id"] = ctx.id;
-    t_record.fields["model"] = ctx.model;
+    const ResponseContext ctx = response_context(spec, endpoint, endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-");
     auto builder = std::make_shared<ChoiceResponses>(ctx, spec.n);
     GenerationService* service = &service_;
 
@@ -529,6 +517,24 @@ void HttpServer::routes() {
   s.Post("/v1/responses", [this](const httplib::Request& req, httplib::Response& res) { responses(req, res); });
 }
 
+ResponseContext HttpServer::response_context(const GenerationSpec& spec, Endpoint endpoint,
+                                             const std::string& id_prefix) const {
+  ResponseContext ctx;
+  ctx.endpoint = endpoint;
+  ctx.id = make_id(id_prefix);
+  ctx.model = service_.model().id;
+  ctx.created = int64_t(std::time(nullptr));
+  ctx.logprobs = spec.sampling.logprobs;
+  ctx.top_logprobs = spec.sampling.top_logprobs;
+  ctx.include_usage = spec.include_usage;
+  ctx.tokenizer = service_.model().tokenizer.get();
+  ctx.stop_token_ids = service_.stop_token_ids();
+  if (service_.model().missing_template_tokens.empty()) ctx.forced_prefix = forced_tool_call_prefix(spec);
+  t_record.fields["request_id"] = ctx.id;
+  t_record.fields["model"] = ctx.model;
+  return ctx;
+}
+
 void HttpServer::responses(const httplib::Request& req, httplib::Response& res) {
   auto parsed = parse_json_object(req.body);
   if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
@@ -536,22 +542,13 @@ void HttpServer::responses(const httplib::Request& req, httplib::Response& res) 
   if (auto* e = std::get_if<ApiError>(&rr_or)) return send_error(res, *e);
   auto rr = std::make_shared<ResponsesRequest>(std::move(std::get<ResponsesRequest>(rr_or)));
   auto spec_or = parse_chat_request(rr->chat_body, service_.limits());
-  if (auto* e = std::get_if<ApiError>(&spec_or)) return send_error(res, *e);
+  if (auto* e = std::get_if<ApiError>(&spec_or)) return send_error(res, responses_error(*e));
   const GenerationSpec& spec = std::get<GenerationSpec>(spec_or);
   auto started = service_.start(spec);
   if (auto* e = std::get_if<ApiError>(&started)) return send_error(res, *e);
   std::shared_ptr<ActiveRequest> active = std::get<std::shared_ptr<ActiveRequest>>(started);
 
-  ResponseContext ctx;
-  ctx.endpoint = Endpoint::chat;
-  ctx.id = make_id("resp_");
-  ctx.model = service_.model().id;
-  ctx.created = int64_t(std::time(nullptr));
-  ctx.tokenizer = service_.model().tokenizer.get();
-  ctx.stop_token_ids = service_.stop_token_ids();
-  if (service_.model().missing_template_tokens.empty()) ctx.forced_prefix = forced_tool_call_prefix(spec);
-  t_record.fields["request_id"] = ctx.id;
-  t_record.fields["model"] = ctx.model;
+  const ResponseContext ctx = response_context(spec, Endpoint::chat, "resp_");
   auto chat = std::make_shared<ChoiceResponses>(ctx, 1);
   auto out = std::make_shared<ResponsesBuilder>(ctx.id, ctx.model, ctx.created, rr->echo);
   GenerationService* service = &service_;

@@ -51,6 +51,8 @@ class HttpServer {
  private:
   void routes();
   void responses(const httplib::Request& req, httplib::Response& res);  // POST /v1/responses
+  // The response's context for a started spec; also records its id and model in the log line.
+  ResponseContext response_context(const GenerationSpec& spec, Endpoint endpoint, const std::string& id_prefix) const;
   void readiness_loop();
 
   GenerationService& service_;

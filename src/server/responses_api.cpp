@@ -198,6 +198,21 @@ std::variant<ResponsesRequest, ApiError> responses_to_chat(const json& body, con
   return r;
 }
 
+ApiError responses_error(ApiError e) {
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"max_tokens", "max_output_tokens"}, {"response_format.json_schema", "text.format"},
+      {"response_format", "text.format"}, {"messages", "input"}};
+  for (const auto& [chat, responses] : kNames) {
+    const std::string from = chat;
+    if (e.param.rfind(from, 0) != 0) continue;
+    const std::string to = responses + e.param.substr(from.size());
+    for (size_t at; (at = e.message.find("'" + e.param)) != std::string::npos;) e.message.replace(at + 1, e.param.size(), to);
+    e.param = to;
+    break;
+  }
+  return e;
+}
+
 std::string sse_named_event(const std::string& type, const json& payload) {
   return "event: " + type + "\ndata: " + payload.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
 }

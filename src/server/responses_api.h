@@ -48,6 +48,11 @@ struct ResponsesRequest {
 // Body -> the chat request it means, or the 4xx naming the field (input[i]..., text.format, ...).
 std::variant<ResponsesRequest, ApiError> responses_to_chat(const nlohmann::json& body, const ResponseStore& store);
 
+// An error of the chat request a Responses request became, naming the field the client sent:
+// max_tokens -> max_output_tokens, response_format -> text.format, messages -> input (the
+// message index is the chat's, which counts instructions and any stored conversation first).
+ApiError responses_error(ApiError chat_error);
+
 // Builds the Responses object and, when streaming, its events in the documented order:
 // response.created, response.in_progress, then per output item output_item.added (and for a
 // message content_part.added, output_text.delta..., output_text.done, content_part.done; for a

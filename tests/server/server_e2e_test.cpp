@@ -602,12 +602,15 @@ TEST_F(ServerE2E, ResponsesApiIsTheChatPathInOtherClothes) {
            {{{"input", "x"}, {"reasoning", {{"effort", "low"}}}}, "reasoning"},
            {{{"input", "x"}, {"previous_response_id", "resp_nope"}}, "previous_response_id"},
            {{{"input", "x"}, {"tools", {{{"type", "web_search"}}}}}, "tools[0].type"},
-           {{{"input", "x"}, {"text", {{"verbosity", "low"}}}}, "text.verbosity"}}) {
+           {{{"input", "x"}, {"text", {{"verbosity", "low"}}}}, "text.verbosity"},
+           {{{"input", "x"}, {"max_output_tokens", -1}}, "max_output_tokens"},  // checked by the chat parser, named as sent
+           {{{"input", {{{"role", "user"}, {"content", "x"}}, {{"role", "user"}, {"content", nullptr}}}}}, "input[1].content"}}) {
     json b = bad;
     b["model"] = "tiny-e";
     Reply e = post(c, "/v1/responses", b);
     EXPECT_EQ(e.status, 400) << e.raw;
     EXPECT_EQ(e.body["error"]["param"], param) << e.raw;
+    EXPECT_EQ(e.raw.find("max_tokens"), std::string::npos) << e.raw;
   }
 }
 
