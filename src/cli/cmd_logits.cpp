@@ -7,43 +7,85 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/compute_choice.h"
+#include "cli/weights_at_load.h"
 #include "engine/kv_cache.h"
 #include "model/forward_cached.h"
 #include "model/forward_reference.h"
 #include "model/model.h"
 #include "platform/error.h"
+#include "model/weight_placement.h"
+#include "platform/device.h"
+#include "platform/thread_pool.h"
 
 namespace g4::cli {
 namespace {
 
 const char* kUsage =
     "usage: g4 logits --model DIR --tokens 5,17,... [--out FILE] [--mode full|incremental|chunked]\n"
-    "                 [--chunk N] [--kv f32|f16|bf16|int8]\n\n"
+    "                 [--chunk N] [--kv f32|f16|bf16|int8] [--threads N [--compute f32|bf16] [--weights q8|q4]]\n\n"
     "Runs the forward pass over the sequence (positions from 0, no BOS added) and prints the top-5\n"
     "of the last row. --mode full (default): the f32 reference over the whole sequence at once;\n"
     "incremental: one token at a time through the KV cache; chunked: --chunk tokens per step\n"
-    "(default 64). All modes give the same logits (f32 KV).\n\n"
+    "(default 64). All modes give the same logits (f32 KV) on the reference loops.\n\n"
     "  --model DIR     Hugging Face checkpoint directory (config.json + safetensors) or a .gguf file\n"
     "  --tokens LIST   comma-separated token ids\n"
-    "  --out FILE      write float32 little-endian logits of shape [T, vocab]; row i = logits after token i";
+    "  --out FILE      write float32 little-endian logits of shape [T, vocab]; row i = logits after token i\n"
+    "  --threads N     incremental/chunked only: the SIMD kernels the engine runs, on N threads, with\n"
+    "                  the device policy's compute and KV dtype (as g4 generate; --kv overrides)\n"
+    "  --compute C     f32|bf16, as g4 generate (needs --threads)\n"
+    "  --weights W     q8|q4: re-encode the weight matrices at load, as g4 generate (needs --threads)";
+
+// The fast path's setup as g4 generate does it: weights re-encoded (--weights), placed and
+// interleaved for the kernels the policy picks. `mm` must outlive the returned Exec.
+blocks::Exec simd_exec(const Args& a, Model& m, ThreadPool& pool, std::optional<ops::MatmulContext>& mm,
+                       KvDType& kv_dtype) {
+  std::optional<WeightsAtLoad> requant = start_weights_at_load(a, m, pool, "[g4]");
+  place_weights(m, WeightMemory::Auto, &pool);
+  const ComputeChoice compute = resolve_compute(a, m);
+  const std::string line = describe_interleave(prepare_weights(compute, m, &pool));
+  if (!line.empty()) std::fprintf(stderr, "[g4] weights: %s\n", line.c_str());
+  mm = ops::make_matmul_context(&pool, host_cpu(), m.config.widest_matmul_input(), compute.bf16, compute.int8);
+  blocks::Exec ex;
+  ex.matmul = &*mm;
+  if (requant) finish_weights_at_load(*requant, m, pool, ex, "[g4]");
+  kv_dtype = resolve_kv(a, compute, false);
+  std::fprintf(stderr, "[g4] SIMD path: compute %s%s, KV %s\n", compute.bf16 ? "bf16" : "f32",
+               compute.int8 ? " (int8 activations)" : "", kv_dtype_name(kv_dtype));
+  return ex;
+}
 
 int run(const std::vector<std::string>& argv) {
-  Args a(argv, {"--model", "--tokens", "--out", "--mode", "--chunk", "--kv"}, {});
+  Args a(argv, {"--model", "--tokens", "--out", "--mode", "--chunk", "--kv", "--threads", "--compute", "--weights"}, {});
   const std::string mode = a.get_or("--mode", "full");
   if (mode != "full" && mode != "incremental" && mode != "chunked")
     throw Error("--mode '" + mode + "': expected full, incremental or chunked");
   const long long chunk = mode == "incremental" ? 1 : a.get_int("--chunk", 64);
   if (chunk < 1) throw Error("--chunk must be >= 1");
+  const bool simd = a.has("--threads");
+  if (simd && mode == "full") throw Error("--threads: the SIMD path runs through the KV cache; use --mode incremental or chunked");
+  for (const char* f : {"--compute", "--weights"})
+    if (a.has(f) && !simd) throw Error(std::string(f) + " needs --threads (the SIMD path)");
   const auto tokens = parse_int_list(a.require("--tokens"), "--tokens");
   auto t0 = std::chrono::steady_clock::now();
   auto model = load_model(a.require("--model"));
+  std::optional<ThreadPool> pool;
+  std::optional<ops::MatmulContext> mm;
+  blocks::Exec ex;
+  KvDType kv_dtype = kv_dtype_from_name(a.get_or("--kv", "f32"));
+  if (simd) {
+    const long long threads = a.get_int("--threads", 1);
+    if (threads < 1) throw Error("--threads must be >= 1");
+    pool.emplace(int(threads));
+    ex = simd_exec(a, *model, *pool, mm, kv_dtype);
+  }
   auto t1 = std::chrono::steady_clock::now();
   std::vector<float> logits;
   if (mode == "full") {
     logits = forward_reference(*model, tokens);
   } else {
     KvCacheOptions ko;
-    ko.dtype = kv_dtype_from_name(a.get_or("--kv", "f32"));
+    ko.dtype = kv_dtype;
     ko.max_total_tokens = (int64_t(tokens.size()) + ko.block_tokens - 1) / ko.block_tokens * ko.block_tokens;
     KvCache kv(model->config, ko);
     const int seq = kv.add_sequence();
@@ -51,7 +93,7 @@ int run(const std::vector<std::string>& argv) {
       std::vector<BatchRow> rows;
       for (size_t t = start; t < std::min(tokens.size(), start + size_t(chunk)); ++t)
         rows.push_back({seq, int64_t(t), tokens[t], true});
-      const auto l = forward_cached(*model, rows, kv);
+      const auto l = forward_cached(*model, rows, kv, ex);
       logits.insert(logits.end(), l.begin(), l.end());
     }
   }
@@ -76,7 +118,7 @@ int run(const std::vector<std::string>& argv) {
   for (int i = 0; i < k; ++i) std::printf("  %8d  %10.5f\n", idx[size_t(i)], last[idx[size_t(i)]]);
   std::fprintf(stderr, "load %.3f s, forward %.3f s (%lld tokens, %s)\n",
                std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count(),
-               (long long)T, mode == "full" ? "f32 reference, whole sequence" : "through the KV cache");
+               (long long)T, mode == "full" ? "f32 reference, whole sequence" : simd ? "SIMD kernels through the KV cache" : "through the KV cache");
   return 0;
 }
 

@@ -1,0 +1,54 @@
+// `g4 logits --threads N`: the engine's SIMD kernels through the KV cache, written as raw f32.
+// Checked against llama.cpp's logits for the shared fixture (an independent implementation),
+// not against g4's own reference loops; and the flag combinations it cannot honour are refused.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace g4 {
+namespace {
+
+TEST(LogitsCommand, SimdPathMatchesLlamaCppOnTheFixture) {
+  const auto dir = test::fixtures_dir() / "gemma4-tiny" / "tiny-e";
+  const auto j = nlohmann::json::parse(test::read_file(dir / "expected.json"));
+  const auto& seq = j["sequences"][1];
+  const auto tokens = seq["tokens"].get<std::vector<int>>();
+  const int64_t V = j["vocab_size"].get<int64_t>(), offset = seq["row_offset"].get<int64_t>();
+  std::string list;
+  for (int t : tokens) list += (list.empty() ? "" : ",") + std::to_string(t);
+  test::TempDir tmp;
+  const auto out_file = tmp.path() / "l.f32";
+  std::string out;
+  ASSERT_EQ(0, test::g4_command("logits --model " + (dir / "hf").string() + " --tokens " + list +
+                                    " --mode chunked --chunk 5 --threads 2 --compute f32 --kv f32 --out " +
+                                    out_file.string(),
+                                &out))
+      << out;
+  EXPECT_NE(out.find("SIMD kernels through the KV cache"), std::string::npos) << out;
+  const auto got = test::read_f32(out_file);
+  const auto want = test::read_f32(dir / "expected_logits.f32");
+  ASSERT_EQ(got.size(), tokens.size() * size_t(V));
+  float worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[size_t(offset * V) + i]));
+  EXPECT_LE(worst, 1e-3f);  // the fixture's bound for f32 compute and f32 KV
+}
+
+TEST(LogitsCommand, RefusesFlagsItCannotHonour) {
+  const std::string model = (test::fixtures_dir() / "gemma4-tiny" / "tiny-e" / "hf").string();
+  std::string out;
+  EXPECT_NE(0, test::g4_command("logits --model " + model + " --tokens 1,2 --threads 2", &out));
+  EXPECT_NE(out.find("--threads: the SIMD path runs through the KV cache"), std::string::npos) << out;
+  EXPECT_NE(0, test::g4_command("logits --model " + model + " --tokens 1,2 --mode chunked --weights q4", &out));
+  EXPECT_NE(out.find("--weights needs --threads"), std::string::npos) << out;
+  EXPECT_NE(0, test::g4_command("logits --model " + model + " --tokens 1,2 --mode chunked --threads 0", &out));
+  EXPECT_NE(out.find("--threads must be >= 1"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace g4
