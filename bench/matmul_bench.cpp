@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "ops/matmul.h"
-#include "ops/quant_dot.h"
+#include "ops/matmul/matmul.h"
+#include "ops/matmul/quant_dot.h"
 #include "platform/device.h"
 #include "platform/dtype.h"
 #include "platform/huge_pages.h"

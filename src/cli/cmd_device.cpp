@@ -9,8 +9,8 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
-#include "ops/attention_bf16_tiles.h"
-#include "ops/matmul.h"
+#include "ops/amx/attention_bf16_tiles.h"
+#include "ops/matmul/matmul.h"
 #include "platform/bandwidth.h"
 #include "platform/device.h"
 #include "platform/fma_throughput.h"

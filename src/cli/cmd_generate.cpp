@@ -15,7 +15,7 @@
 #include "engine/engine.h"
 #include "model/model.h"
 #include "model/weight_placement.h"
-#include "ops/matmul.h"
+#include "ops/matmul/matmul.h"
 #include "platform/device.h"
 #include "platform/error.h"
 #include "text/chat_template.h"

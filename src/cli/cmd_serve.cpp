@@ -12,7 +12,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
-#include "ops/dot_kernels.h"
+#include "ops/matmul/dot_kernels.h"
 #include "platform/device.h"
 #include "platform/dtype_policy.h"
 #include "platform/error.h"
@@ -23,7 +23,7 @@
 #include "engine/kv_cache.h"
 #include "model/forward_cached.h"
 #include "model/weight_placement.h"
-#include "ops/matmul.h"
+#include "ops/matmul/matmul.h"
 #include "platform/thread_pool.h"
 #include "server/served_model.h"
 

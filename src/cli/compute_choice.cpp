@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include "ops/gemm_bf16.h"
-#include "ops/gemm_q8.h"
+#include "ops/matmul/gemm_bf16.h"
+#include "ops/matmul/gemm_q8.h"
 #include "platform/device.h"
 #include "platform/error.h"
 

@@ -14,7 +14,7 @@
 #include "model/decoder_blocks.h"
 #include "model/model.h"
 #include "model/requantize.h"
-#include "ops/matmul.h"
+#include "ops/matmul/matmul.h"
 #include "platform/thread_pool.h"
 
 namespace g4::cli {

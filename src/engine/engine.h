@@ -19,7 +19,7 @@
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
 #include "model/model.h"
-#include "ops/matmul.h"
+#include "ops/matmul/matmul.h"
 #include "platform/thread_pool.h"
 
 namespace g4 {

@@ -6,7 +6,7 @@
 #include <limits>
 #include <numeric>
 
-#include "ops/row_reductions.h"
+#include "ops/rows/row_reductions.h"
 
 namespace g4 {
 

@@ -6,9 +6,9 @@
 #include <numeric>
 
 #include "model/forward_reference.h"
-#include "ops/activation_kernels.h"
-#include "ops/reference_ops.h"
-#include "ops/row_reductions.h"
+#include "ops/rows/activation_kernels.h"
+#include "ops/ref/reference_ops.h"
+#include "ops/rows/row_reductions.h"
 #include "platform/error.h"
 #include "platform/thread_pool.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "model/model.h"
-#include "ops/matmul.h"
+#include "ops/matmul/matmul.h"
 #include "platform/scope_timer.h"
 
 namespace g4::blocks {

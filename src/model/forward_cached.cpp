@@ -6,11 +6,11 @@
 #include <set>
 
 #include "model/decoder_blocks.h"
-#include "ops/reference_ops.h"
-#include "ops/attention_bf16.h"
-#include "ops/attention_bf16_tiles.h"
-#include "ops/attention_int8.h"
-#include "ops/attention_kernels.h"
+#include "ops/ref/reference_ops.h"
+#include "ops/attention/attention_bf16.h"
+#include "ops/amx/attention_bf16_tiles.h"
+#include "ops/attention/attention_int8.h"
+#include "ops/attention/attention_kernels.h"
 #include "platform/dtype.h"
 #include "platform/error.h"
 #include "platform/quantize_int8.h"

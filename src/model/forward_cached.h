@@ -18,11 +18,11 @@ struct BatchRow {
   bool want_logits = false;
 };
 
-// True when the SIMD pass (ex.matmul set) attends with the bf16 kernel (ops/attention_bf16.h):
+// True when the SIMD pass (ex.matmul set) attends with the bf16 kernel (ops/attention/attention_bf16.h):
 // policy compute = bf16 (ex.matmul->bf16_compute), a store whose views hold bf16, and a CPU
-// that confirmed AVX512_BF16. Otherwise it uses the f32 kernel (ops/attention_kernels.h).
+// that confirmed AVX512_BF16. Otherwise it uses the f32 kernel (ops/attention/attention_kernels.h).
 bool uses_bf16_attention(const KvStore& kv, const blocks::Exec& ex);
-// True when the SIMD pass attends with the int8 kernel (ops/attention_int8.h): policy
+// True when the SIMD pass attends with the int8 kernel (ops/attention/attention_int8.h): policy
 // activations = q8 (ex.matmul->int8_activations), a store whose views hold int8, and a CPU that
 // confirmed AVX512_VNNI. The step's own K/V rows are then quantized as the cache will store them.
 bool uses_int8_attention(const KvStore& kv, const blocks::Exec& ex);

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "model/decoder_blocks.h"
-#include "ops/reference_ops.h"
+#include "ops/ref/reference_ops.h"
 #include "platform/error.h"
 
 namespace g4 {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "ops/reference_ops.h"
+#include "ops/ref/reference_ops.h"
 #include "platform/error.h"
 
 namespace g4 {

@@ -6,7 +6,7 @@
 #include <optional>
 #include <vector>
 
-#include "ops/attention_kernels.h"
+#include "ops/attention/attention_kernels.h"
 
 namespace g4 {
 

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <vector>
 
-#include "ops/dot_kernels.h"
-#include "ops/quant_dot.h"
+#include "ops/matmul/dot_kernels.h"
+#include "ops/matmul/quant_dot.h"
 #include "platform/error.h"
 #include "platform/mapped_file.h"
 

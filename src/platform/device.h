@@ -89,7 +89,7 @@ struct DeviceInfo {
   // AVX-512 F/BW/VL in cpuid and the OS saving the ZMM state: what the plain AVX-512 code paths need.
   bool avx512_usable() const { return isa.avx512f && isa.avx512bw && isa.avx512vl && os_avx512_state; }
   bool avx512_bf16_usable() const { return isa.avx512_bf16 && avx512_bf16_selftest.passed(); }
-  // The int8 weight-product kernel (ops/gemm_q8.h) also needs AVX-512 BW and VL.
+  // The int8 weight-product kernel (ops/matmul/gemm_q8.h) also needs AVX-512 BW and VL.
   bool avx512_vnni_usable() const {
     return isa.avx512_vnni && isa.avx512bw && isa.avx512vl && avx512_vnni_selftest.passed();
   }

@@ -18,7 +18,7 @@
 #include "model/presets.h"
 #include "model/requantize.h"
 #include "model/synth.h"
-#include "ops/gemm_bf16.h"
+#include "ops/matmul/gemm_bf16.h"
 #include "platform/device.h"
 #include "test_util.h"
 

@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "ops/gemm_bf16.h"
-#include "ops/gemm_q8.h"
+#include "ops/matmul/gemm_bf16.h"
+#include "ops/matmul/gemm_q8.h"
 #include "test_util.h"
 
 namespace g4 {

@@ -15,7 +15,7 @@
 #include "model/forward_reference.h"
 #include "model/presets.h"
 #include "model/synth.h"
-#include "ops/reference_ops.h"
+#include "ops/ref/reference_ops.h"
 #include "platform/error.h"
 #include "platform/thread_pool.h"
 #include "engine/cache_feed.h"

@@ -20,11 +20,11 @@
 #include "model/requantize.h"
 #include "model/weight_interleave.h"
 #include "model/weight_placement.h"
-#include "ops/attention_bf16.h"
-#include "ops/attention_int8.h"
-#include "ops/gemm_bf16.h"
-#include "ops/gemm_q8.h"
-#include "ops/matmul.h"
+#include "ops/attention/attention_bf16.h"
+#include "ops/attention/attention_int8.h"
+#include "ops/matmul/gemm_bf16.h"
+#include "ops/matmul/gemm_q8.h"
+#include "ops/matmul/matmul.h"
 #include "platform/row_interleave.h"
 #include "engine/cache_feed.h"
 #include "kquant_wide_config.h"
@@ -154,7 +154,7 @@ TEST_F(Bf16Compute, InterleavingChangesNoValue) {
   }
 }
 
-// With a bf16 KV cache the attention runs on the bf16 kernel too (ops/attention_bf16.h), and the
+// With a bf16 KV cache the attention runs on the bf16 kernel too (ops/attention/attention_bf16.h), and the
 // step's own rows are rounded as the cache stores them: prefilling 5 rows at once and decoding
 // one at a time still give the same bits.
 TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheBf16AttentionKernel) {
@@ -332,7 +332,7 @@ TEST_F(Int8Activations, BatchingAndChunkingAreBitExactOnTheTiles) {
     }
 }
 
-// With an int8 KV cache the attention runs on the int8 kernel too (ops/attention_int8.h), and the
+// With an int8 KV cache the attention runs on the int8 kernel too (ops/attention/attention_int8.h), and the
 // step's own rows are quantized as the cache stores them: prefilling 5 rows at once and decoding
 // one at a time still give the same bits.
 TEST_F(Int8Activations, BatchingAndChunkingAreBitExactOnTheInt8AttentionKernel) {
@@ -452,7 +452,7 @@ TEST_F(Int8Activations, CostsNoMoreThanQ8WeightsAgainstTheF32Reference) {
 }
 
 // K-quant GGUF weights (Q4_K, Q6_K, as a Q4_K_M file holds) read in place by the int8 K-quant
-// tiles (ops/gemm_kquant.h), and also interleaved 16 rows at a time (Q4_K_R16, Q5_K_R16, Q6_K_R16). The fixtures are 64 wide and K-quants need rows of whole 256-value
+// tiles (ops/matmul/gemm_kquant.h), and also interleaved 16 rows at a time (Q4_K_R16, Q5_K_R16, Q6_K_R16). The fixtures are 64 wide and K-quants need rows of whole 256-value
 // super-blocks, so a tiny-e shaped model 256 wide is written as GGUFs (matrices whose rows are
 // not whole super-blocks stay F32). Batching and chunking change no bit; against the reference
 // loops on the same weights, the int8 activations cost no more than 2.5x what rounding the
@@ -490,7 +490,7 @@ TEST_F(Int8Activations, KQuantGgufWeightsAreBitExactUnderBatchingAndCostAboutWha
     EXPECT_LT(mean, 2.5 * q8_weights_cost);
     // In memory g4 owns (as generate/bench/serve place it) the matrices are interleaved (Q4_K_R16,
     // Q6_K_R16) and
-    // read 16 rows per VPDPBUSD (ops/gemm_kquant.h): batching still changes no bit, and against
+    // read 16 rows per VPDPBUSD (ops/matmul/gemm_kquant.h): batching still changes no bit, and against
     // the same reference loops (which read each row back out of its group) the cost stays
     // within the same yardstick.
     place_weights(*m, WeightMemory::Huge, &pool);

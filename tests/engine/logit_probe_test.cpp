@@ -10,7 +10,7 @@
 #include <set>
 
 #include "model/forward_reference.h"
-#include "ops/matmul.h"
+#include "ops/matmul/matmul.h"
 #include "platform/device.h"
 #include "platform/error.h"
 #include "platform/thread_pool.h"

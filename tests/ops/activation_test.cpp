@@ -1,5 +1,5 @@
 // SIMD GELU(tanh) and soft-capping against the reference scalar ops.
-#include "ops/activation_kernels.h"
+#include "ops/rows/activation_kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "ops/reference_ops.h"
+#include "ops/ref/reference_ops.h"
 
 namespace g4 {
 namespace {

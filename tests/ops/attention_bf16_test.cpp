@@ -7,8 +7,8 @@
 // (bit for bit), split ranges merge to the whole, and what it refuses. The same for the kernel on
 // AMX-BF16 tiles (attention_bf16_tiles.h), on the CPU's tiles where its check passed and on the
 // software model of them everywhere: it sums in another order, within the same bound.
-#include "ops/attention_bf16.h"
-#include "ops/attention_bf16_tiles.h"
+#include "ops/attention/attention_bf16.h"
+#include "ops/amx/attention_bf16_tiles.h"
 
 #include <gtest/gtest.h>
 
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "ops/attention_span_checks.h"
-#include "ops/matmul.h"
+#include "ops/matmul/matmul.h"
 #include "platform/device_presets.h"
 #include "platform/dtype.h"
 #include "platform/error.h"

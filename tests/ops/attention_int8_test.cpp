@@ -7,7 +7,7 @@
 // measured against what the cache's own int8 rounding already costs; that the result does not
 // depend on how positions are cut into spans (bit for bit); that split ranges merge to the whole;
 // and what it refuses.
-#include "ops/attention_int8.h"
+#include "ops/attention/attention_int8.h"
 
 #include <gtest/gtest.h>
 

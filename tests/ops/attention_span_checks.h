@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "ops/attention_kernels.h"
+#include "ops/attention/attention_kernels.h"
 
 namespace g4::test {
 

@@ -8,7 +8,7 @@
 // rounding only: a different summation order in q·k, exp to 1 ulp, online rescaling. Outputs
 // are convex combinations of values in [-1, 1]; we require |kernel - reference| <= 2e-5 with
 // scores up to about ±40 (measured worst about 2e-6; printed per case).
-#include "ops/attention_kernels.h"
+#include "ops/attention/attention_kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "ops/attention_span_checks.h"
-#include "ops/reference_ops.h"
+#include "ops/ref/reference_ops.h"
 #include "platform/dtype.h"
 #include "platform/error.h"
 

@@ -3,8 +3,8 @@
 // bf16-rounded activations, and their invariance: a token's outputs are bit-identical whatever
 // the batch, the token offset, the row range or the thread count (so batching/chunking cannot
 // change them).
-#include "ops/gemm_bf16.h"
-#include "ops/gemm_bf16_tiles.h"
+#include "ops/matmul/gemm_bf16.h"
+#include "ops/amx/gemm_bf16_tiles.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 #include <cstring>
 #include <random>
 
-#include "ops/matmul.h"
-#include "ops/reference_ops.h"
+#include "ops/matmul/matmul.h"
+#include "ops/ref/reference_ops.h"
 #include "platform/device_presets.h"
 #include "platform/dtype.h"
 #include "platform/row_interleave.h"

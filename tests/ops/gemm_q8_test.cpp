@@ -5,8 +5,8 @@
 // ref::matmul on the dequantized int8 activations (the kernel's own arithmetic, so the error is
 // f32 rounding only), ref::matmul on the original f32 activations (bounded by the activation
 // rounding the quantizer allows), and itself one token at a time (bit for bit).
-#include "ops/gemm_q8.h"
-#include "ops/gemm_q8_tiles.h"
+#include "ops/matmul/gemm_q8.h"
+#include "ops/amx/gemm_q8_tiles.h"
 
 #include <gtest/gtest.h>
 
@@ -17,9 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ops/matmul.h"
-#include "ops/quant_dot.h"
-#include "ops/reference_ops.h"
+#include "ops/matmul/matmul.h"
+#include "ops/matmul/quant_dot.h"
+#include "ops/ref/reference_ops.h"
 #include "platform/device_presets.h"
 #include "platform/dtype.h"
 #include "platform/error.h"

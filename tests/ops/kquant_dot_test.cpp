@@ -5,7 +5,7 @@
 // values). Blocks are random bytes, so every scale and fifth/sixth-bit pattern occurs, including
 // the packed top bits of sub-blocks 4-7. (The int8 tiles' batching, row-range and rounding-bound
 // tests on quantized weights are gemm_q8_test's, parameterised over the K-quants too.)
-#include "ops/kquant_dot_kernels.h"
+#include "ops/matmul/kquant_dot_kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -14,9 +14,9 @@
 #include <random>
 #include <vector>
 
-#include "ops/dot_kernels.h"
-#include "ops/gemm_kquant.h"
-#include "ops/gemm_q8.h"
+#include "ops/matmul/dot_kernels.h"
+#include "ops/matmul/gemm_kquant.h"
+#include "ops/matmul/gemm_q8.h"
 #include "platform/error.h"
 #include "test_util.h"
 

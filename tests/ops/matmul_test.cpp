@@ -1,17 +1,17 @@
 // The SIMD matmul against the reference loop, per stored dtype, for awkward shapes and pool sizes.
-#include "ops/matmul.h"
+#include "ops/matmul/matmul.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "ops/dot_kernels.h"
-#include "ops/quant_dot.h"
-#include "ops/reference_ops.h"
+#include "ops/matmul/dot_kernels.h"
+#include "ops/matmul/quant_dot.h"
+#include "ops/ref/reference_ops.h"
 #include "platform/device_presets.h"
-#include "ops/gemm_bf16.h"
-#include "ops/gemm_q8.h"
+#include "ops/matmul/gemm_bf16.h"
+#include "ops/matmul/gemm_q8.h"
 #include "platform/error.h"
 #include "platform/row_interleave.h"
 #include "test_util.h"

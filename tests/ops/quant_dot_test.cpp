@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "ops/quant_dot.h"
-#include "ops/reference_ops.h"
+#include "ops/matmul/quant_dot.h"
+#include "ops/ref/reference_ops.h"
 #include "test_util.h"
 
 namespace g4 {

@@ -3,7 +3,7 @@
 // lengths around the vector width, with f32 and bf16 weights and without (bf16 read as stored
 // gives the bits of its f32 copy); argmax against the
 // scalar "first strictly greater" scan, with ties, NaN, infinities and all -inf rows.
-#include "ops/row_reductions.h"
+#include "ops/rows/row_reductions.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "ops/reference_ops.h"
+#include "ops/ref/reference_ops.h"
 #include "platform/dtype.h"
 #include "platform/error.h"
 #include "test_util.h"

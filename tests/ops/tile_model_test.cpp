@@ -1,6 +1,6 @@
 // The software tile model (tile_model.h) against the SDM's definitions, computed here element
 // by element: the kernels' tests on CPUs without AMX are only as good as this model.
-#include "ops/tile_model.h"
+#include "ops/amx/tile_model.h"
 
 #include <gtest/gtest.h>
 

@@ -27,8 +27,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ops/gemm_bf16_tiles.h"  // TileKernelCheck
-#include "ops/gemm_q8.h"
+#include "ops/amx/gemm_bf16_tiles.h"  // TileKernelCheck
+#include "ops/matmul/gemm_q8.h"
 #include "platform/dtype.h"
 
 namespace g4::ops {

@@ -1,6 +1,6 @@
 // Highway multi-target compilation: this file is re-included once per target.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "ops/attention_kernels.cpp"
+#define HWY_TARGET_INCLUDE "ops/attention/attention_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
@@ -12,8 +12,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "ops/attention_kernels.h"
-#include "ops/widen-inl.h"
+#include "ops/attention/attention_kernels.h"
+#include "ops/isa/widen-inl.h"
 #include "platform/dtype.h"
 
 HWY_BEFORE_NAMESPACE();

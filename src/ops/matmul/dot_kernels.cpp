@@ -1,6 +1,6 @@
 // Highway multi-target compilation: this file is re-included once per target.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "ops/dot_kernels.cpp"
+#define HWY_TARGET_INCLUDE "ops/matmul/dot_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 #include <hwy/aligned_allocator.h>
@@ -14,8 +14,8 @@
 #include <immintrin.h>
 #endif
 
-#include "ops/dot_kernels.h"
-#include "ops/widen-inl.h"
+#include "ops/matmul/dot_kernels.h"
+#include "ops/isa/widen-inl.h"
 #include "platform/error.h"
 
 HWY_BEFORE_NAMESPACE();

@@ -1,4 +1,4 @@
-#include "ops/gemm_q8.h"
+#include "ops/matmul/gemm_q8.h"
 
 #include <iterator>
 
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "ops/gemm_kquant.h"
+#include "ops/matmul/gemm_kquant.h"
 #include "platform/device.h"
 #include "platform/error.h"
 #include "platform/row_interleave.h"
@@ -15,7 +15,7 @@
 #if defined(__x86_64__)
 #include "platform/avx512_intrinsics.h"
 
-#include "ops/x86_lanes.h"
+#include "ops/isa/x86_lanes.h"
 #define G4_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")))
 #endif
 

@@ -1,9 +1,9 @@
-#include "ops/gemm_bf16.h"
+#include "ops/matmul/gemm_bf16.h"
 
 #include <algorithm>
 #include <string>
 
-#include "ops/gemm_q8.h"
+#include "ops/matmul/gemm_q8.h"
 #include "platform/device.h"
 #include "platform/error.h"
 #include "platform/row_interleave.h"
@@ -11,7 +11,7 @@
 #if defined(__x86_64__)
 #include "platform/avx512_intrinsics.h"
 
-#include "ops/x86_lanes.h"
+#include "ops/isa/x86_lanes.h"
 #define G4_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #endif
 

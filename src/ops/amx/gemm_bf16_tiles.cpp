@@ -1,4 +1,4 @@
-#include "ops/gemm_bf16_tiles.h"
+#include "ops/amx/gemm_bf16_tiles.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,9 +6,9 @@
 #include <random>
 #include <vector>
 
-#include "ops/gemm_bf16.h"  // round_rows_to_bf16
-#include "ops/gemm_q8.h"    // walk_interleaved_groups
-#include "ops/tile_model.h"
+#include "ops/matmul/gemm_bf16.h"  // round_rows_to_bf16
+#include "ops/matmul/gemm_q8.h"    // walk_interleaved_groups
+#include "ops/amx/tile_model.h"
 #include "platform/amx_tile_config.h"
 #include "platform/device.h"
 #include "platform/dtype.h"

@@ -1,4 +1,4 @@
-#include "ops/quant_dot.h"
+#include "ops/matmul/quant_dot.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "ops/attention_int8.h"
+#include "ops/attention/attention_int8.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/gemm_q8.h"
+#include "ops/matmul/gemm_q8.h"
 #include "platform/aligned_rows.h"
 #include "platform/dtype.h"
 #include "platform/error.h"
@@ -15,7 +15,7 @@
 #if defined(__x86_64__)
 #include "platform/avx512_intrinsics.h"
 
-#include "ops/x86_lanes.h"
+#include "ops/isa/x86_lanes.h"
 #define G4_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 #endif
 

@@ -1,6 +1,6 @@
 // Highway multi-target compilation: this file is re-included once per target.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "ops/row_reductions.cpp"
+#define HWY_TARGET_INCLUDE "ops/rows/row_reductions.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/row_reductions.h"
-#include "ops/widen-inl.h"
+#include "ops/rows/row_reductions.h"
+#include "ops/isa/widen-inl.h"
 #include "platform/dtype.h"
 #include "platform/error.h"
 

@@ -1,14 +1,14 @@
 // Highway multi-target compilation: this file is re-included once per target.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "ops/kquant_dot_kernels.cpp"
+#define HWY_TARGET_INCLUDE "ops/matmul/kquant_dot_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "ops/kquant_dot_kernels.h"
-#include "ops/widen-inl.h"
+#include "ops/matmul/kquant_dot_kernels.h"
+#include "ops/isa/widen-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace g4::ops {

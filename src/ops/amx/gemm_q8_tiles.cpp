@@ -1,4 +1,4 @@
-#include "ops/gemm_q8_tiles.h"
+#include "ops/amx/gemm_q8_tiles.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/tile_model.h"
+#include "ops/amx/tile_model.h"
 #include "platform/amx_tile_config.h"
 #include "platform/device.h"
 #include "platform/error.h"

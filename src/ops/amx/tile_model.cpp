@@ -1,4 +1,4 @@
-#include "ops/tile_model.h"
+#include "ops/amx/tile_model.h"
 
 #include <cmath>
 #include <cstring>

@@ -19,13 +19,13 @@
 #include <cstring>
 #include <string>
 
-#include "ops/gemm_kquant.h"
+#include "ops/matmul/gemm_kquant.h"
 #include "platform/error.h"
 #include "platform/row_interleave.h"
 
-#include "ops/x86_vnni_target.h"
+#include "ops/isa/x86_vnni_target.h"
 #if defined(__x86_64__)
-#include "ops/x86_lanes.h"
+#include "ops/isa/x86_lanes.h"
 #endif
 
 namespace g4::ops {

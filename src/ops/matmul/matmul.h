@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "ops/gemm_bf16_tiles.h"
-#include "ops/gemm_q8.h"
-#include "ops/gemm_q8_tiles.h"
+#include "ops/amx/gemm_bf16_tiles.h"
+#include "ops/matmul/gemm_q8.h"
+#include "ops/amx/gemm_q8_tiles.h"
 #include "platform/device.h"
 #include "platform/fma_throughput.h"
 #include "platform/tensor_view.h"

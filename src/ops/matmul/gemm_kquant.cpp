@@ -1,4 +1,4 @@
-#include "ops/gemm_kquant.h"
+#include "ops/matmul/gemm_kquant.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,9 +6,9 @@
 
 #include "platform/error.h"
 
-#include "ops/x86_vnni_target.h"
+#include "ops/isa/x86_vnni_target.h"
 #if defined(__x86_64__)
-#include "ops/x86_lanes.h"
+#include "ops/isa/x86_lanes.h"
 #endif
 
 namespace g4::ops {

@@ -30,8 +30,8 @@
 #pragma once
 #include <cstdint>
 
-#include "ops/attention_kernels.h"
-#include "ops/gemm_bf16_tiles.h"  // Bf16Tiles, TileKernelCheck
+#include "ops/attention/attention_kernels.h"
+#include "ops/amx/gemm_bf16_tiles.h"  // Bf16Tiles, TileKernelCheck
 
 namespace g4::ops {
 

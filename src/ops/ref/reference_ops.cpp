@@ -1,9 +1,9 @@
-#include "ops/reference_ops.h"
+#include "ops/ref/reference_ops.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "ops/quant_dot.h"
+#include "ops/matmul/quant_dot.h"
 #include "platform/row_interleave.h"
 
 namespace g4::ref {

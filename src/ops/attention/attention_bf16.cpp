@@ -1,4 +1,4 @@
-#include "ops/attention_bf16.h"
+#include "ops/attention/attention_bf16.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,14 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "ops/gemm_bf16.h"
+#include "ops/matmul/gemm_bf16.h"
 #include "platform/aligned_rows.h"
 #include "platform/error.h"
 
 #if defined(__x86_64__)
 #include "platform/avx512_intrinsics.h"
 
-#include "ops/x86_lanes.h"
+#include "ops/isa/x86_lanes.h"
 #define G4_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 #endif
 

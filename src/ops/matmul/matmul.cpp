@@ -1,4 +1,4 @@
-#include "ops/matmul.h"
+#include "ops/matmul/matmul.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,14 +10,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ops/attention_bf16_tiles.h"
-#include "ops/dot_kernels.h"
-#include "ops/gemm_bf16.h"
-#include "ops/gemm_kquant.h"
-#include "ops/gemm_q8.h"
-#include "ops/kquant_dot_kernels.h"
-#include "ops/quant_dot.h"
-#include "ops/reference_ops.h"
+#include "ops/amx/attention_bf16_tiles.h"
+#include "ops/matmul/dot_kernels.h"
+#include "ops/matmul/gemm_bf16.h"
+#include "ops/matmul/gemm_kquant.h"
+#include "ops/matmul/gemm_q8.h"
+#include "ops/matmul/kquant_dot_kernels.h"
+#include "ops/matmul/quant_dot.h"
+#include "ops/ref/reference_ops.h"
 #include "platform/aligned_rows.h"
 #include "platform/row_interleave.h"
 

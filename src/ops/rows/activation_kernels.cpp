@@ -1,13 +1,13 @@
 // Highway multi-target compilation: this file is re-included once per target.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "ops/activation_kernels.cpp"
+#define HWY_TARGET_INCLUDE "ops/rows/activation_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
 
 #include <cmath>
 
-#include "ops/activation_kernels.h"
+#include "ops/rows/activation_kernels.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace g4::ops {

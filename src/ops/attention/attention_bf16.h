@@ -17,7 +17,7 @@
 #pragma once
 #include <cstdint>
 
-#include "ops/attention_kernels.h"
+#include "ops/attention/attention_kernels.h"
 
 namespace g4::ops {
 

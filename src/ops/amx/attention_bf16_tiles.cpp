@@ -1,4 +1,4 @@
-#include "ops/attention_bf16_tiles.h"
+#include "ops/amx/attention_bf16_tiles.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "ops/attention_bf16.h"  // attention_bf16_available
-#include "ops/gemm_bf16.h"       // round_rows_to_bf16
-#include "ops/tile_model.h"
+#include "ops/attention/attention_bf16.h"  // attention_bf16_available
+#include "ops/matmul/gemm_bf16.h"       // round_rows_to_bf16
+#include "ops/amx/tile_model.h"
 #include "platform/amx_tile_config.h"
 #include "platform/dtype.h"
 #include "platform/error.h"

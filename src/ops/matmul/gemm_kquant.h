@@ -13,7 +13,7 @@
 #pragma once
 #include <cstdint>
 
-#include "ops/gemm_q8.h"
+#include "ops/matmul/gemm_q8.h"
 #include "platform/dtype.h"
 
 namespace g4::ops {
