@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "engine/kv_cache.h"
-#include "model/decoder_blocks.h"
+#include "model/executor.h"
 #include "model/presets.h"
 #include "ops/attention/attention_bf16.h"
 #include "ops/amx/attention_bf16_tiles.h"

@@ -11,7 +11,7 @@
 
 #include "engine/grammar_matcher.h"
 #include "engine/kv_cache.h"
-#include "model/decoder_blocks.h"
+#include "model/executor.h"
 #include "model/model.h"
 
 namespace g4::cli {

@@ -11,7 +11,7 @@
 
 #include "cli/args.h"
 #include "engine/logit_probe.h"
-#include "model/decoder_blocks.h"
+#include "model/executor.h"
 #include "model/model.h"
 #include "model/requantize.h"
 #include "ops/matmul/matmul.h"

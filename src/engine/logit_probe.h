@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "model/decoder_blocks.h"
+#include "model/executor.h"
 #include "model/model.h"
 
 namespace g4 {

@@ -5,7 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "model/decoder_blocks.h"
+#include "model/cached_attention.h"
+#include "model/executor.h"
 #include "model/kv_store.h"
 #include "model/model.h"
 
@@ -17,18 +18,6 @@ struct BatchRow {
   int token = 0;
   bool want_logits = false;
 };
-
-// True when the SIMD pass (ex.matmul set) attends with the bf16 kernel (ops/attention/attention_bf16.h):
-// policy compute = bf16 (ex.matmul->bf16_compute), a store whose views hold bf16, and a CPU
-// that confirmed AVX512_BF16. Otherwise it uses the f32 kernel (ops/attention/attention_kernels.h).
-bool uses_bf16_attention(const KvStore& kv, const blocks::Exec& ex);
-// True when the SIMD pass attends with the int8 kernel (ops/attention/attention_int8.h): policy
-// activations = q8 (ex.matmul->int8_activations), a store whose views hold int8, and a CPU that
-// confirmed AVX512_VNNI. The step's own K/V rows are then quantized as the cache will store them.
-bool uses_int8_attention(const KvStore& kv, const blocks::Exec& ex);
-// What the SIMD pass's attention executes over a store viewing `elem` elements, in words (for
-// bench and the server): nullopt elem means a store without views.
-std::string describe_attention(std::optional<ops::KvElem> elem, const blocks::Exec& ex);
 
 // Rows of one sequence must be contiguous, at consecutive positions starting at kv.length(seq),
 // and each sequence may appear once per step (violations throw g4::Error). Returns logits

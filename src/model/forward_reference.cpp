@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "model/decoder_blocks.h"
+#include "model/gemma4.h"
 #include "ops/ref/reference_ops.h"
 #include "platform/error.h"
 
@@ -19,44 +19,27 @@ float embedding_scale(int64_t width, DType weight_dtype) {
 }
 
 std::vector<float> forward_reference(const Model& m, const std::vector<int>& tokens) {
-  using blocks::Vec;
   const ModelConfig& c = m.config;
-  const int64_t T = int64_t(tokens.size());
+  const int64_t T = int64_t(tokens.size()), nH = c.num_attention_heads;
   if (T == 0) throw Error("forward: empty token sequence");
   blocks::check_tokens(c, tokens);
-  const int64_t L = c.num_hidden_layers, nH = c.num_attention_heads;
-  const blocks::RopeTables rope(c);
-  const blocks::Exec ex;  // reference loops, always
   std::vector<int64_t> positions(static_cast<size_t>(T));
   for (int64_t t = 0; t < T; ++t) positions[size_t(t)] = t;  // one sequence from position 0
-
-  Vec x = blocks::embed(m, tokens);                                            // [T, H]
-  const Vec ple = c.has_ple() ? blocks::per_layer_inputs(m, tokens, x, ex) : Vec{};  // [T, L, P]
-
-  // Every non-shared layer's K and V over the whole sequence [T, kvh, hd]; shared layers read
-  // their source layer's.
-  std::vector<Vec> layer_k(static_cast<size_t>(L)), layer_v(static_cast<size_t>(L));
-  for (int64_t i = 0; i < L; ++i) {
-    const LayerPlan& p = c.layers[size_t(i)];
+  // Keys are the whole sequence's (k, v: [T, kvh, hd]); causal, and sliding layers see keys
+  // with q - k < window, in position space.
+  const blocks::Attend attend = [&](int layer, const blocks::Vec& q, const blocks::Vec& k, const blocks::Vec& v,
+                                    blocks::Vec& a) {
+    const LayerPlan& p = c.layers[size_t(layer)];
     const int64_t hd = p.head_dim, kvh = p.kv_heads;
-    blocks::Qkv qkv = blocks::project_qkv(m, int(i), x, positions, rope, ex);
-    if (!p.kv_shared) {
-      layer_k[size_t(i)] = std::move(qkv.k);
-      layer_v[size_t(i)] = std::move(qkv.v);
-    }
-    const Vec& K = layer_k[size_t(p.kv_source_layer)];
-    const Vec& V = layer_v[size_t(p.kv_source_layer)];
-    // Causal; sliding layers see keys with q - k < window, in position space.
-    Vec a(static_cast<size_t>(T * nH * hd));
     for (int64_t t = 0; t < T; ++t) {
       const int64_t first = p.type == LayerType::Sliding ? std::max<int64_t>(0, t - c.sliding_window + 1) : 0;
-      ref::attend_row(&qkv.q[size_t(t * nH * hd)], &K[size_t(first * kvh * hd)], &V[size_t(first * kvh * hd)],
-                         t - first + 1, nH, kvh, hd, &a[size_t(t * nH * hd)]);
+      ref::attend_row(&q[size_t(t * nH * hd)], &k[size_t(first * kvh * hd)], &v[size_t(first * kvh * hd)], t - first + 1,
+                      nH, kvh, hd, &a[size_t(t * nH * hd)]);
     }
-    blocks::attention_output(m, int(i), a, x, ex);
-    blocks::feed_forward(m, int(i), x, ex);
-    blocks::per_layer_tail(m, int(i), x, ple, ex);
-  }
+  };
+  const blocks::Exec ex;  // reference loops, always
+  blocks::StepKv kv;
+  blocks::Vec x = blocks::decoder_stack(m, tokens, positions, ex, attend, kv);
   return blocks::logits(m, std::move(x), ex);
 }
 
