@@ -1,0 +1,85 @@
+// g4 bench's decode runs: depth 0 and --depth alternate run by run, so that the host's load,
+// drifting over minutes, moves both medians alike instead of their ratio. Each depth-0 run is
+// paired with a bandwidth measurement and a weight read pass just before it: a run against the
+// ceiling of its own moment says how close the kernels come, whatever the host's drift.
+#include <algorithm>
+#include <cstdio>
+
+#include "cli/bench_runs.h"
+#include "cli/bench_stats.h"
+#include "model/forward_cached.h"
+#include "model/weights.h"
+#include "ops/rows/row_reductions.h"
+
+namespace g4::cli {
+namespace {
+
+// Decodes --gen tokens with the cache already `start_depth` long; returns tok/s.
+double time_decode(BenchRig& r, int64_t start_depth, std::vector<TokenTimes>& times) {
+  KvCache& kv = *r.kv;
+  const int64_t gen = r.flags.gen;
+  const int seq = kv.add_sequence();
+  if (start_depth > 0) kv.fill_for_benchmark(seq, start_depth, 42);
+  int tok = 5;
+  std::vector<float> logits;  // kept across tokens, as the engine keeps it
+  blocks::StepTimes st;
+  blocks::Exec timed = r.ex;
+  timed.times = &st;
+  auto t = BenchClock::now();
+  for (int64_t g = 0; g < gen; ++g) {
+    forward_cached(*r.model, {{seq, kv.length(seq), tok, true}}, kv, timed, logits);
+    tok = int(ops::argmax(logits.data(), int64_t(logits.size())));  // greedy, as the sampler
+  }
+  const double s = seconds_since(t);
+  kv.free_sequence(seq);
+  const double per = 1e3 / double(gen);
+  times.push_back({s * per, st.weight_products_s * per, st.attention_s * per});
+  return double(gen) / s;
+}
+
+// The read-pass roofline: the bytes a token streams, read the way decode reads them (the same
+// memory, pool, per-matrix hand-offs and streams per thread), nothing computed. The best of at
+// least 3 passes and 40 ms of them (a small model's pass is short and noisy), alternating the
+// plan's two stream counts: a ceiling, so the ratio errs low, never high.
+double best_read_pass(BenchRig& r, const std::vector<ReadRange>& reads, uint64_t* pass_bytes) {
+  double best = 1e30, spent = 0;
+  for (int k = 0; k < 3 || spent < 0.04; ++k) {
+    const int streams = std::max(1, k % 2 ? r.mm.decode.wide_groups : r.mm.decode.groups);
+    const double s = time_read_pass(reads, *r.pool, streams, r.mm.decode.prefetch_bytes, pass_bytes);
+    best = std::min(best, s);
+    spent += s;
+  }
+  return best;
+}
+
+}  // namespace
+
+DecodeRuns run_decodes(BenchRig& r, EngineRss& rss) {
+  const BenchFlags& f = r.flags;
+  DecodeRuns d;
+  BandwidthOptions one_pass_each = r.bandwidth;
+  one_pass_each.repetitions = 3;  // one pass of each way to read
+  const std::vector<ReadRange> reads = decode_weight_reads(r.model->weights, r.model->config);
+  (void)best_read_pass(r, reads, &d.pass_bytes);  // first touch of anything not yet read
+  for (int64_t i = 0; i < f.repeat; ++i) {
+    d.bandwidth_gb_s.push_back(measure_read_bandwidth(one_pass_each).best_gb_per_s);
+    d.pass_s.push_back(best_read_pass(r, reads, &d.pass_bytes));
+    d.depth0_tok_s.push_back(time_decode(r, 0, d.depth0_times));
+    rss.sample();
+    std::fprintf(stderr, "[bench] decode at depth 0, run %lld: %.2f tok/s\n", (long long)i + 1, d.depth0_tok_s.back());
+    if (f.depth == 0) continue;
+    d.depth_tok_s.push_back(time_decode(r, f.depth, d.depth_times));
+    rss.sample();
+    std::fprintf(stderr, "[bench] decode at depth %lld, run %lld: %.2f tok/s\n", (long long)f.depth, (long long)i + 1,
+                 d.depth_tok_s.back());
+  }
+  std::fprintf(stderr, "[bench] measuring memory-read bandwidth with %d threads ...\n", f.threads);
+  // The best of the measurements before the run, before each depth-0 run and after: a
+  // neighbour's burst lowers some of them, and the highest ceiling is the conservative divisor.
+  d.bandwidth = measure_read_bandwidth(r.bandwidth);
+  if (r.bw_before.best_gb_per_s > d.bandwidth.best_gb_per_s) d.bandwidth = r.bw_before;
+  for (double b : d.bandwidth_gb_s) d.bandwidth.best_gb_per_s = std::max(d.bandwidth.best_gb_per_s, b);
+  return d;
+}
+
+}  // namespace g4::cli

@@ -1,0 +1,73 @@
+#include "cli/bench_optional_runs.h"
+
+#include <cstdio>
+#include <string>
+
+#include "cli/output_grammar.h"
+#include "engine/model_text.h"
+#include "platform/error.h"
+
+namespace g4::cli {
+namespace {
+
+GrammarMaskCost grammar_masks(const Args& a, BenchRig& r) {
+  const Model& model = *r.model;
+  const std::optional<text::Tokenizer> tok = load_model_tokenizer(model, std::nullopt);
+  if (!tok) throw Error(model.path.string() + ": --json-schema, --json-object and --grammar need the model's tokenizer");
+  const text::StopTokens stops = model_stop_tokens(model, &tok->vocab());
+  text::EncodeOptions with_bos;
+  with_bos.add_bos = true;
+  const auto bos = tok->encode("", with_bos);
+  std::fprintf(stderr, "[bench] decoding %lld tokens under the grammar ...\n", (long long)r.flags.gen);
+  return measure_grammar_masks(model, *r.kv, r.ex, compile_output_grammar(a, *tok),
+                               std::vector<int>(stops.ids.begin(), stops.ids.end()), bos.empty() ? 0 : int(bos[0]),
+                               r.flags.gen);
+}
+
+// The engine on the bench's model, as g4 serve would run it.
+EngineOptions engine_options_of(const BenchRig& r) {
+  const bool reference = r.flags.reference;
+  EngineOptions o;
+  o.threads = reference ? 0 : r.flags.threads;
+  o.bf16_compute = !reference && r.compute.bf16;
+  o.int8_activations = !reference && r.compute.int8;
+  o.kv.dtype = r.kv_options.dtype;
+  o.max_context = r.model->config.max_position_embeddings;
+  o.kv.max_total_tokens = int64_t(1) << 18;
+  return o;
+}
+
+std::vector<StreamsResult> streams_runs(const std::string& list, const BenchRig& r, const EngineOptions& o) {
+  std::vector<StreamsResult> streams;
+  for (int n : parse_int_list(list, "--streams")) {
+    if (n < 1 || n > 256) throw Error("--streams: each count must be in 1..256, got " + std::to_string(n));
+    std::fprintf(stderr, "[bench] %d stream(s) decoding %lld tokens each ...\n", n, (long long)r.flags.gen);
+    streams.push_back(bench_streams(*r.model, o, n, 64, r.flags.gen));
+  }
+  return streams;
+}
+
+// A --prompt-len opening, 32-token messages and 16-token answers, with the prefix cache and without.
+void chat_turn_runs(const Args& a, const std::string& flag_value, const BenchRig& r, const EngineOptions& o,
+                    OptionalRuns& out) {
+  const int turns = int(a.get_int("--chat-turns", 10));
+  if (turns < 2 || turns > 100) throw Error("--chat-turns must be in 2..100, got " + flag_value);
+  EngineOptions with_cache = o;
+  with_cache.prefix_cache_bytes = uint64_t(1) << 30;
+  std::fprintf(stderr, "[bench] a %d-turn chat with the prefix cache, then without ...\n", turns);
+  out.turns_cached = bench_chat_turns(*r.model, with_cache, turns, r.flags.prompt_len, 32, 16);
+  out.turns_cold = bench_chat_turns(*r.model, o, turns, r.flags.prompt_len, 32, 16);
+}
+
+}  // namespace
+
+OptionalRuns run_optional(const Args& a, bool grammar_run, BenchRig& rig) {
+  OptionalRuns out;
+  if (grammar_run) out.masks = grammar_masks(a, rig);
+  const EngineOptions options = engine_options_of(rig);
+  if (auto list = a.get("--streams")) out.streams = streams_runs(*list, rig, options);
+  if (auto t = a.get("--chat-turns")) chat_turn_runs(a, *t, rig, options, out);
+  return out;
+}
+
+}  // namespace g4::cli

@@ -1,0 +1,25 @@
+// The runs g4 bench adds on request, after the prefills and decodes: decoding under an output
+// grammar (--json-schema, --json-object, --grammar), several streams decoding together through
+// the engine (--streams LIST) and a chat replayed turn by turn (--chat-turns N).
+#pragma once
+#include <optional>
+#include <vector>
+
+#include "cli/args.h"
+#include "cli/bench_engine.h"
+#include "cli/bench_grammar.h"
+#include "cli/bench_rig.h"
+
+namespace g4::cli {
+
+struct OptionalRuns {
+  std::optional<GrammarMaskCost> masks;
+  std::vector<StreamsResult> streams;  // one per --streams count, in the order given
+  std::vector<ChatTurn> turns_cached, turns_cold;  // with the prefix cache and without
+};
+
+// Runs what the flags ask for, in that order; throws g4::Error naming a flag whose value is out of
+// range (only when that run is reached, as the rest of the bench has already run).
+OptionalRuns run_optional(const Args& a, bool grammar_run, BenchRig& rig);
+
+}  // namespace g4::cli
