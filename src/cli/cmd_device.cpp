@@ -9,7 +9,9 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/kernel_checks.h"
 #include "ops/amx/attention_bf16_tiles.h"
+#include "ops/amx/gemm_q8_tiles.h"
 #include "ops/matmul/matmul.h"
 #include "platform/bandwidth.h"
 #include "platform/device.h"
@@ -39,103 +41,123 @@ const char* kUsage =
     "  --compute F, --kv F, --weights F   resolve the policy with these forced, as a load would\n"
     "  --json          one JSON object instead of text";
 
-int run(const std::vector<std::string>& argv) {
-  Args a(argv, {"--threads", "--checkpoint", "--compute", "--kv", "--weights"}, {"--json", "--bandwidth", "--fma"});
-  const DeviceInfo& device = host_cpu();
+struct DeviceReport {
+  std::vector<std::pair<NumFormat, DevicePolicy>> policies;  // per checkpoint format
+  std::vector<BandwidthResult> bandwidth;                    // per thread count (--bandwidth)
+  std::optional<FmaScaling> fma;                              // --fma
+  std::vector<MacPeak> dot_peaks;  // the products' dot-product instructions this CPU confirmed (--fma)
+};
 
+// Resolved before anything is measured or printed, so a bad request fails with its message alone.
+std::vector<std::pair<NumFormat, DevicePolicy>> resolve_policies(const Args& a, const DeviceInfo& device) {
   UserRequest request;
   if (auto v = a.get("--compute")) request.compute = parse_num_format(*v, "--compute");
   if (auto v = a.get("--kv")) request.kv = parse_num_format(*v, "--kv");
   if (auto v = a.get("--weights")) request.weights = parse_num_format(*v, "--weights");
   std::vector<NumFormat> checkpoints = {NumFormat::F32, NumFormat::BF16, NumFormat::Q8, NumFormat::Q4};
   if (auto v = a.get("--checkpoint")) checkpoints = {parse_num_format(*v, "--checkpoint")};
-
-  // Resolved before anything is printed, so a bad request fails with its message alone.
   std::vector<std::pair<NumFormat, DevicePolicy>> policies;
   for (NumFormat ckpt : checkpoints) policies.emplace_back(ckpt, resolve_policy(device, ckpt, request));
+  return policies;
+}
 
+std::vector<BandwidthResult> measure_bandwidths(const Args& a, const DeviceInfo& device) {
+  std::vector<int> thread_counts = {1, device.logical_cores};
+  if (auto v = a.get("--threads")) thread_counts = parse_int_list(*v, "--threads");
+  std::sort(thread_counts.begin(), thread_counts.end());
+  thread_counts.erase(std::unique(thread_counts.begin(), thread_counts.end()), thread_counts.end());
   std::vector<BandwidthResult> bandwidth;
-  if (a.has("--bandwidth")) {
-    std::vector<int> thread_counts = {1, device.logical_cores};
-    if (auto v = a.get("--threads")) thread_counts = parse_int_list(*v, "--threads");
-    std::sort(thread_counts.begin(), thread_counts.end());
-    thread_counts.erase(std::unique(thread_counts.begin(), thread_counts.end()), thread_counts.end());
-    for (int threads : thread_counts) bandwidth.push_back(measure_read_bandwidth({threads, 0, 3}));
-  }
+  for (int threads : thread_counts) bandwidth.push_back(measure_read_bandwidth({threads, 0, 3}));
+  return bandwidth;
+}
 
-  std::optional<FmaScaling> fma;
-  std::vector<MacPeak> dot_peaks;  // the products' dot-product instructions this CPU confirmed
-  if (a.has("--fma")) {
-    fma = measure_fma_scaling(device.logical_cores);
-    if (device.avx512_bf16_usable()) dot_peaks.push_back(measure_mac_peak(MacUnit::Bf16Dot, device.logical_cores));
-    if (device.avx512_vnni_usable()) dot_peaks.push_back(measure_mac_peak(MacUnit::Int8Dot, device.logical_cores));
-    if (device.amx_bf16_usable()) dot_peaks.push_back(measure_mac_peak(MacUnit::Bf16Tile, device.logical_cores));
-    if (device.amx_int8_usable()) dot_peaks.push_back(measure_mac_peak(MacUnit::Int8Tile, device.logical_cores));
-  }
+void measure_compute(const DeviceInfo& device, DeviceReport& r) {
+  const int cores = device.logical_cores;
+  r.fma = measure_fma_scaling(cores);
+  if (device.avx512_bf16_usable()) r.dot_peaks.push_back(measure_mac_peak(MacUnit::Bf16Dot, cores));
+  if (device.avx512_vnni_usable()) r.dot_peaks.push_back(measure_mac_peak(MacUnit::Int8Dot, cores));
+  if (device.amx_bf16_usable()) r.dot_peaks.push_back(measure_mac_peak(MacUnit::Bf16Tile, cores));
+  if (device.amx_int8_usable()) r.dot_peaks.push_back(measure_mac_peak(MacUnit::Int8Tile, cores));
+}
 
-  if (a.has("--json")) {
-    nlohmann::json out;
-    out["device"] = device_to_json(device);
-    nlohmann::json by_checkpoint = nlohmann::json::object();
-    for (const auto& [ckpt, policy] : policies) by_checkpoint[std::string(num_format_name(ckpt))] = policy_to_json(policy);
-    out["policy_by_checkpoint"] = by_checkpoint;
-    nlohmann::json bw = nlohmann::json::array();
-    for (const auto& r : bandwidth)
-      bw.push_back({{"threads", r.threads},
-                    {"gb_per_s", r.best_gb_per_s},
-                    {"buffer_bytes", r.buffer_bytes},
-                    {"repetitions", r.repetitions},
-                    {"seconds", r.seconds_total}});
-    out["memory_read_bandwidth"] = bw;
-    if (fma)
-      out["fma_scaling"] = {{"threads", fma->threads}, {"one_thread_gflops", fma->one_thread_gflops},
-                            {"all_threads_gflops", fma->all_threads_gflops}, {"cores_worth", fma_cores_worth(*fma)},
-                            {"loop", fma->isa}, {"seconds", fma->seconds_total}};
-    if (fma) {
-      nlohmann::json peaks = nlohmann::json::array();
-      for (const MacPeak& p : dot_peaks)
-        peaks.push_back({{"instruction", mac_unit_name(p.unit)}, {"threads", p.threads}, {"gops", p.gops}});
-      out["dot_product_peaks"] = peaks;
-    }
-    out["decode_streaming"] = ops::decode_plan_to_json(ops::plan_decode_streaming(device));
-    const ops::TileKernelCheck& tiles = ops::amx_bf16_kernel_check();
-    out["amx_bf16_kernel_check"] = {{"run", tiles.run}, {"passed", tiles.passed}, {"detail", tiles.detail}};
-    const ops::TileKernelCheck& int8_tiles = ops::amx_int8_kernel_check();
-    out["amx_int8_kernel_check"] = {{"run", int8_tiles.run}, {"passed", int8_tiles.passed}, {"detail", int8_tiles.detail}};
-    const ops::TileKernelCheck& attention_tiles = ops::amx_attention_kernel_check();
-    out["amx_attention_kernel_check"] = {
-        {"run", attention_tiles.run}, {"passed", attention_tiles.passed}, {"detail", attention_tiles.detail}};
-    std::printf("%s\n", out.dump(2).c_str());
-    return 0;
-  }
+nlohmann::json measurements_json(const DeviceReport& r) {
+  nlohmann::json out = nlohmann::json::object();
+  nlohmann::json bw = nlohmann::json::array();
+  for (const auto& b : r.bandwidth)
+    bw.push_back({{"threads", b.threads},
+                  {"gb_per_s", b.best_gb_per_s},
+                  {"buffer_bytes", b.buffer_bytes},
+                  {"repetitions", b.repetitions},
+                  {"seconds", b.seconds_total}});
+  out["memory_read_bandwidth"] = bw;
+  if (!r.fma) return out;
+  const FmaScaling& fma = *r.fma;
+  out["fma_scaling"] = {{"threads", fma.threads}, {"one_thread_gflops", fma.one_thread_gflops},
+                        {"all_threads_gflops", fma.all_threads_gflops}, {"cores_worth", fma_cores_worth(fma)},
+                        {"loop", fma.isa}, {"seconds", fma.seconds_total}};
+  nlohmann::json peaks = nlohmann::json::array();
+  for (const MacPeak& p : r.dot_peaks)
+    peaks.push_back({{"instruction", mac_unit_name(p.unit)}, {"threads", p.threads}, {"gops", p.gops}});
+  out["dot_product_peaks"] = peaks;
+  return out;
+}
 
-  std::printf("%s", describe_device(device).c_str());
+void print_json(const DeviceInfo& device, const DeviceReport& r) {
+  nlohmann::json out = measurements_json(r);
+  out["device"] = device_to_json(device);
+  nlohmann::json by_checkpoint = nlohmann::json::object();
+  for (const auto& [ckpt, policy] : r.policies) by_checkpoint[std::string(num_format_name(ckpt))] = policy_to_json(policy);
+  out["policy_by_checkpoint"] = by_checkpoint;
+  out["decode_streaming"] = ops::decode_plan_to_json(ops::plan_decode_streaming(device));
+  add_kernel_checks_json(out);
+  std::printf("%s\n", out.dump(2).c_str());
+}
+
+void print_kernel_checks() {
   const ops::TileKernelCheck& tiles = ops::amx_bf16_kernel_check();
-  std::printf("  kernel check amx-bf16 tiles: %s (%s) -> %s\n", !tiles.run ? "not run" : tiles.passed ? "passed" : "failed",
-              tiles.detail.c_str(), tiles.passed ? "BF16 weight products on tiles" : "not used");
+  std::printf("  kernel check amx-bf16 tiles: %s (%s) -> %s\n", kernel_check_status(tiles), tiles.detail.c_str(),
+              tiles.passed ? "BF16 weight products on tiles" : "not used");
   const ops::TileKernelCheck& int8_tiles = ops::amx_int8_kernel_check();
-  std::printf("  kernel check amx-int8 tiles: %s (%s) -> %s\n",
-              !int8_tiles.run ? "not run" : int8_tiles.passed ? "passed" : "failed", int8_tiles.detail.c_str(),
+  std::printf("  kernel check amx-int8 tiles: %s (%s) -> %s\n", kernel_check_status(int8_tiles), int8_tiles.detail.c_str(),
               int8_tiles.passed ? "Q8_0/Q4_0 prefill products on tiles" : "not used");
   const ops::TileKernelCheck& attention_tiles = ops::amx_attention_kernel_check();
-  std::printf("  kernel check amx-bf16 attention: %s (%s) -> %s\n",
-              !attention_tiles.run ? "not run" : attention_tiles.passed ? "passed" : "failed",
+  std::printf("  kernel check amx-bf16 attention: %s (%s) -> %s\n", kernel_check_status(attention_tiles),
               attention_tiles.detail.c_str(), attention_tiles.passed ? "attention over a bf16 cache on tiles" : "not used");
-  for (const auto& r : bandwidth)
-    std::printf("  memory read: %.1f GB/s with %d thread%s (best of %d passes over %s, %.2f s)\n", r.best_gb_per_s,
-                r.threads, r.threads == 1 ? "" : "s", r.repetitions, format_bytes(r.buffer_bytes).c_str(),
-                r.seconds_total);
-  if (bandwidth.empty()) std::printf("  memory read: not measured (g4 device --bandwidth)\n");
-  if (fma) std::printf("  multiply-adds: %s\n", describe_fma_scaling(*fma).c_str());
+}
+
+void print_measurements(const DeviceReport& r) {
+  for (const auto& b : r.bandwidth)
+    std::printf("  memory read: %.1f GB/s with %d thread%s (best of %d passes over %s, %.2f s)\n", b.best_gb_per_s,
+                b.threads, b.threads == 1 ? "" : "s", b.repetitions, format_bytes(b.buffer_bytes).c_str(),
+                b.seconds_total);
+  if (r.bandwidth.empty()) std::printf("  memory read: not measured (g4 device --bandwidth)\n");
+  if (r.fma) std::printf("  multiply-adds: %s\n", describe_fma_scaling(*r.fma).c_str());
   else std::printf("  multiply-adds: not measured (g4 device --fma)\n");
-  for (const MacPeak& p : dot_peaks)
+  for (const MacPeak& p : r.dot_peaks)
     std::printf("  dot products: %s peak %.0f GOP/s on %d threads (%d operations per instruction; what prefill is held "
                 "against)\n",
                 mac_unit_name(p.unit), p.gops, p.threads, mac_unit_operations(p.unit));
+}
+
+void print_text(const DeviceInfo& device, const DeviceReport& r) {
+  std::printf("%s", describe_device(device).c_str());
+  print_kernel_checks();
+  print_measurements(r);
   std::printf("  decode weight streams: %s\n", ops::describe_decode_plan(ops::plan_decode_streaming(device)).c_str());
-  for (const auto& [ckpt, policy] : policies) {
+  for (const auto& [ckpt, policy] : r.policies) {
     std::printf("\ncheckpoint %s -> %s", std::string(num_format_name(ckpt)).c_str(), describe_policy(policy).c_str());
   }
+}
+
+int run(const std::vector<std::string>& argv) {
+  Args a(argv, {"--threads", "--checkpoint", "--compute", "--kv", "--weights"}, {"--json", "--bandwidth", "--fma"});
+  const DeviceInfo& device = host_cpu();
+  DeviceReport report;
+  report.policies = resolve_policies(a, device);
+  if (a.has("--bandwidth")) report.bandwidth = measure_bandwidths(a, device);
+  if (a.has("--fma")) measure_compute(device, report);
+  if (a.has("--json")) print_json(device, report);
+  else print_text(device, report);
   return 0;
 }
 
