@@ -3,11 +3,13 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/kernel_checks.h"
 #include "platform/error.h"
 #include "engine/kv_cache.h"
 #include "model/forward_cached.h"
 #include "model/model.h"
 #include "ops/amx/attention_bf16_tiles.h"
+#include "ops/amx/gemm_q8_tiles.h"
 #include "ops/matmul/dot_kernels.h"
 #include "ops/matmul/matmul.h"
 #include "platform/device.h"
@@ -33,14 +35,9 @@ std::string human_bytes(uint64_t b) {
   return buf;
 }
 
-int run(const std::vector<std::string>& argv) {
-  Args a(argv, {"--model", "--ctx"}, {});
-  const long long ctx = a.get_int("--ctx", 4096);
-  if (ctx < 1) throw Error("--ctx must be >= 1");
-  auto m = load_model(a.require("--model"));
-  const ModelConfig& c = m->config;
-  const ModelWeights& w = m->weights;
-  std::printf("model      %s (%s)\n", m->path.string().c_str(), c.model_type.c_str());
+void print_config(const Model& m) {
+  const ModelConfig& c = m.config;
+  std::printf("model      %s (%s)\n", m.path.string().c_str(), c.model_type.c_str());
   std::printf("geometry   vocab %d, hidden %d, layers %d, heads %d, kv heads %d (full layers: %s)\n", c.vocab_size,
               c.hidden_size, c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads,
               c.num_global_key_value_heads ? std::to_string(*c.num_global_key_value_heads).c_str() : "same");
@@ -60,6 +57,9 @@ int run(const std::vector<std::string>& argv) {
   std::printf("softcap    final %s; norm eps %g; tied head %s\n",
               c.final_logit_softcapping ? std::to_string(*c.final_logit_softcapping).c_str() : "none", c.rms_norm_eps,
               c.tie_word_embeddings ? "yes" : "no");
+}
+
+void print_layers(const ModelConfig& c) {
   std::printf("\nlayer  type     head_dim  kv_heads  kv_source  mlp_width  moe\n");
   for (size_t i = 0; i < c.layers.size(); ++i) {
     const LayerPlan& p = c.layers[i];
@@ -68,10 +68,15 @@ int run(const std::vector<std::string>& argv) {
     std::printf("%5zu  %-7s  %8d  %8d  %-12s %9d  %s\n", i, p.type == LayerType::Full ? "full" : "sliding",
                 p.head_dim, p.kv_heads, src.c_str(), p.mlp_width, p.moe ? "yes" : "-");
   }
+}
+
+void print_sizes(const Model& m, long long ctx) {
+  const ModelConfig& c = m.config;
+  const ModelWeights& w = m.weights;
   std::printf("\nweights    prefix '%s', %llu tensors bound, %.3f B parameters, %s loaded (mmap)\n", w.prefix.c_str(),
               (unsigned long long)w.bound_tensors, double(w.parameter_count) / 1e9, human_bytes(w.bound_bytes).c_str());
   for (const auto& [dt, b] : w.bytes_by_dtype) std::printf("           %-5s %s\n", dt.c_str(), human_bytes(b).c_str());
-  std::printf("files      %zu (%s), %s of tensor data mapped\n", m->files().size(), m->format.c_str(), human_bytes(m->data_bytes()).c_str());
+  std::printf("files      %zu (%s), %s of tensor data mapped\n", m.files().size(), m.format.c_str(), human_bytes(m.data_bytes()).c_str());
   std::printf("\nkv cache   per token (all owning layers; shared layers own none) and per sequence at context %lld:\n", ctx);
   for (KvDType t : {KvDType::F32, KvDType::BF16, KvDType::Int8}) {
     const KvFootprint f = kv_footprint(c, t);
@@ -80,21 +85,13 @@ int run(const std::vector<std::string>& argv) {
                 human_bytes(f.full_bytes_per_token).c_str(), human_bytes(f.bytes_at(ctx, c.sliding_window)).c_str(),
                 c.sliding_window);
   }
-  // The device and the dtype policy resolved from it, with the reasons (lessons.md section 1).
-  const DeviceInfo& dev = host_cpu();
-  const NumFormat fmt = checkpoint_format(w.dtype);
-  std::printf("\ndevice\n%s", describe_device(dev).c_str());
-  std::printf("kernels    matmul SIMD target %s (runtime dispatch)\n", ops::dot_kernel_target());
-  std::printf("\npolicy for %s weights\n%s", std::string(dtype_name(w.dtype)).c_str(),
-              describe_policy(resolve_policy(dev, fmt)).c_str());
-  // What this build actually runs, so the policy above is never mistaken for it.
-  const DevicePolicy policy = resolve_policy(dev, fmt);
-  const ops::MatmulContext mm = ops::make_matmul_context(nullptr, dev, m->config.widest_matmul_input(),
-                                                         policy.compute == NumFormat::BF16, policy.activations == NumFormat::Q8);
-  const PlacementReport placement = plan_placement(*m, WeightMemory::Auto);
-  // Q8_0/Q4_0/Q4_K/Q5_K/Q6_K matrices copied into memory g4 owns are interleaved for the int8 kernels at
-  // load, BF16 ones for the bf16 kernel (model/weight_interleave.h); read through the mapping they
-  // stay row-major.
+}
+
+// The weight products' kernel as layer 0's q_proj takes it, in the layout placement gives it:
+// matrices copied into memory g4 owns are interleaved for the int8 or bf16 kernels at load
+// (model/weight_interleave.h); read through the mapping they stay row-major.
+void print_executed_products(const Model& m, const ops::MatmulContext& mm, const PlacementReport& placement) {
+  const ModelWeights& w = m.weights;
   // The streamed matrices' dtype (layer 0's q_proj): a K-quant mix keeps the embedding in another.
   const DType streamed = w.layers.empty() ? w.dtype : w.layers[0].q_proj->dtype;
   const bool interleaves = placement.placement == "huge" &&
@@ -106,25 +103,53 @@ int run(const std::vector<std::string>& argv) {
               "           loops); AMX-BF16 tile kernel check: %s (%s); AMX-INT8 tile kernel check: %s (%s)\n",
               std::string(dtype_name(streamed)).c_str(),
               ops::describe_matmul(mm, interleaves ? interleaved_dtype(streamed) : streamed).c_str(),
-              !tiles.run ? "not run" : tiles.passed ? "passed" : "failed", tiles.detail.c_str(),
-              !int8_tiles.run ? "not run" : int8_tiles.passed ? "passed" : "failed", int8_tiles.detail.c_str());
-  {
-    const blocks::Exec ex{&mm};
-    std::printf("executed   attention over a bf16 cache: %s;\n"
-                "           over an int8 cache: %s;\n"
-                "           over an f32 or f16 cache: the stored K/V widened to f32, FMA\n",
-                describe_attention(ops::KvElem::BF16, ex).c_str(), describe_attention(ops::KvElem::I8, ex).c_str());
-    const ops::TileKernelCheck& attention_tiles = ops::amx_attention_kernel_check();
-    std::printf("           AMX-BF16 attention kernel check: %s (%s)\n",
-                !attention_tiles.run ? "not run" : attention_tiles.passed ? "passed" : "failed",
-                attention_tiles.detail.c_str());
-  }
+              kernel_check_status(tiles), tiles.detail.c_str(), kernel_check_status(int8_tiles), int8_tiles.detail.c_str());
+}
+
+void print_executed_attention(const ops::MatmulContext& mm) {
+  const blocks::Exec ex{&mm};
+  std::printf("executed   attention over a bf16 cache: %s;\n"
+              "           over an int8 cache: %s;\n"
+              "           over an f32 or f16 cache: the stored K/V widened to f32, FMA\n",
+              describe_attention(ops::KvElem::BF16, ex).c_str(), describe_attention(ops::KvElem::I8, ex).c_str());
+  const ops::TileKernelCheck& attention_tiles = ops::amx_attention_kernel_check();
+  std::printf("           AMX-BF16 attention kernel check: %s (%s)\n", kernel_check_status(attention_tiles),
+              attention_tiles.detail.c_str());
+}
+
+// The device, the dtype policy resolved from it with the reasons, and what this build actually
+// runs, so the policy is never mistaken for it.
+void print_device_and_execution(Model& m) {
+  const ModelWeights& w = m.weights;
+  const DeviceInfo& dev = host_cpu();
+  const NumFormat fmt = checkpoint_format(w.dtype);
+  std::printf("\ndevice\n%s", describe_device(dev).c_str());
+  std::printf("kernels    matmul SIMD target %s (runtime dispatch)\n", ops::dot_kernel_target());
+  std::printf("\npolicy for %s weights\n%s", std::string(dtype_name(w.dtype)).c_str(),
+              describe_policy(resolve_policy(dev, fmt)).c_str());
+  const DevicePolicy policy = resolve_policy(dev, fmt);
+  const ops::MatmulContext mm = ops::make_matmul_context(nullptr, dev, m.config.widest_matmul_input(),
+                                                         policy.compute == NumFormat::BF16, policy.activations == NumFormat::Q8);
+  const PlacementReport placement = plan_placement(m, WeightMemory::Auto);
+  print_executed_products(m, mm, placement);
+  print_executed_attention(mm);
   std::printf("executed   decode weight streams: %s\n", ops::describe_decode_plan(ops::plan_decode_streaming(dev)).c_str());
   std::printf("weights    %s: %d streamed matrices, %.0f MiB (%s); generate/bench/serve --weight-memory\n",
               placement.placement == "huge" ? "copied into 2 MiB huge pages at load" : "read through the mapping",
               placement.tensors, double(placement.bytes) / (1 << 20), placement.reason.c_str());
-  for (const auto& n : c.notes) std::printf("note       %s\n", n.c_str());
-  for (const auto& n : w.notes) std::printf("note       %s\n", n.c_str());
+}
+
+int run(const std::vector<std::string>& argv) {
+  Args a(argv, {"--model", "--ctx"}, {});
+  const long long ctx = a.get_int("--ctx", 4096);
+  if (ctx < 1) throw Error("--ctx must be >= 1");
+  auto m = load_model(a.require("--model"));
+  print_config(*m);
+  print_layers(m->config);
+  print_sizes(*m, ctx);
+  print_device_and_execution(*m);
+  for (const auto& n : m->config.notes) std::printf("note       %s\n", n.c_str());
+  for (const auto& n : m->weights.notes) std::printf("note       %s\n", n.c_str());
   return 0;
 }
 
