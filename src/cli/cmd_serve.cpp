@@ -20,6 +20,7 @@
 #include "server/http_server.h"
 #include "cli/compute_choice.h"
 #include "cli/weights_at_load.h"
+#include "engine/engine.h"
 #include "engine/kv_cache.h"
 #include "model/forward_cached.h"
 #include "model/weight_placement.h"
@@ -80,84 +81,78 @@ sigset_t shutdown_signals() {
   return set;
 }
 
-int run(const std::vector<std::string>& argv) {
-  Args a(argv,
-         {"--model", "--tokenizer", "--host", "--port", "--api-key", "--max-seqs", "--ctx", "--queue", "--name", "--kv",
-          "--max-tokens-default", "--request-timeout", "--drain-timeout", "--max-body", "--ready-interval",
-          "--ready-tokens", "--chunk", "--threads", "--listen-backlog", "--weight-memory", "--compute",
-          "--weights", "--prefix-cache-mb"},
-         {"--stop-on-degenerate"});
-  // Shutdown signals go to one thread (sigwait); every thread started from here inherits the mask.
-  sigset_t sigs = shutdown_signals();
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+// --threads: 0 runs the f32 reference loops.
+int serve_threads(const Args& a) {
+  const int threads = int(a.get_int("--threads", int(std::max(1u, std::thread::hardware_concurrency()))));
+  if (threads < 0) throw Error("--threads must be >= 0");
+  return threads;
+}
 
-  const auto t0 = std::chrono::steady_clock::now();
-  server::ServedModel model = server::ServedModel::load(a.require("--model"), a.get_or("--tokenizer", ""), a.get_or("--name", ""));
-
-  server::ServiceOptions so;
-  so.engine.threads = int(a.get_int("--threads", int(std::max(1u, std::thread::hardware_concurrency()))));
-  if (so.engine.threads < 0) throw Error("--threads must be >= 0");
-  std::optional<WeightsAtLoad> requant;
-  if (a.has("--weights")) {
-    ThreadPool pool(std::max(1, so.engine.threads));
-    requant = start_weights_at_load(a, *model.model, pool, nullptr);
-  }
-  so.engine.max_seqs = int(a.get_int("--max-seqs", 8));
-  if (so.engine.max_seqs < 1 || so.engine.max_seqs > 1024) throw Error("--max-seqs must be in 1..1024");
+// --max-seqs, --ctx (capped by the model) and --chunk, and the batch they imply.
+void set_engine_sizes(const Args& a, const Model& m, EngineOptions& e) {
+  e.max_seqs = int(a.get_int("--max-seqs", 8));
+  if (e.max_seqs < 1 || e.max_seqs > 1024) throw Error("--max-seqs must be in 1..1024");
   const int64_t ctx = a.get_int("--ctx", 4096);
   if (ctx < 16) throw Error("--ctx must be at least 16");
-  so.engine.max_context = std::min<int64_t>(ctx, model.model->config.max_position_embeddings);
-  so.engine.prefill_chunk = a.get_int("--chunk", 256);
-  so.engine.max_batch_tokens = std::max<int64_t>(so.engine.prefill_chunk, so.engine.max_seqs) + so.engine.max_seqs;
-  const ComputeChoice compute = resolve_compute(a, *model.model);
-  model.policy = compute.policy;
-  so.engine.bf16_compute = compute.bf16;
-  so.engine.int8_activations = compute.int8;
-  if (so.engine.threads > 0) {
-    ThreadPool pool(so.engine.threads);
-    const PlacementReport placed =
-        place_weights(*model.model, weight_memory_from_flag(a.get_or("--weight-memory", "auto")), &pool);
-    model.notes.push_back("weights: " + describe_placement(placed));
-    const std::string interleaved = describe_interleave(prepare_weights(compute, *model.model, &pool));
-    if (!interleaved.empty()) model.notes.push_back("weights: " + interleaved);
-  }
-  if (requant) {  // the probe on the path the engine will run
-    ThreadPool pool(std::max(1, so.engine.threads));
-    const ops::MatmulContext mm = ops::make_matmul_context(&pool, host_cpu(), model.model->config.widest_matmul_input(),
-                                                           compute.bf16, compute.int8);
-    blocks::Exec ex;
-    if (so.engine.threads > 0) ex.matmul = &mm;
-    finish_weights_at_load(*requant, *model.model, pool, ex, nullptr);
-    char line[256];
-    std::snprintf(line, sizeof line, "%d matrices re-encoded, %.1f -> %.1f MiB in %.2f s", requant->requantized.tensors,
-                  double(requant->requantized.bytes_before) / (1 << 20), double(requant->requantized.bytes_after) / (1 << 20),
-                  requant->requantized.seconds);
-    model.notes.push_back("weights: --weights " + requant->flag + ": " + line + "; logits on a probe of " +
-                          std::to_string(requant->probe.size()) + " tokens against the checkpoint's weights (f32 compute): " +
-                          describe_logit_shift(requant->shift));
-  }
-  so.engine.kv.dtype = resolve_kv(a, compute, so.engine.threads == 0);
-  {  // after placement and interleaving: the path the products and the attention really take
-    const ops::MatmulContext described = ops::make_matmul_context(nullptr, host_cpu(), model.model->config.widest_matmul_input(),
-                                                                  compute.bf16, compute.int8);
-    model.forward = so.engine.threads == 0
-                        ? "f32 reference loops (--threads 0)"
-                        : ops::describe_matmul(described, model.model->weights.layers[0].q_proj->dtype) + " on " +
-                              std::to_string(so.engine.threads) + " threads; attention: " +
-                              describe_attention(kv_span_element(so.engine.kv.dtype), blocks::Exec{&described});
-  }
-  so.engine.kv.max_total_tokens =
-      (so.engine.max_context * so.engine.max_seqs + so.engine.kv.block_tokens) / so.engine.kv.block_tokens * so.engine.kv.block_tokens;
+  e.max_context = std::min<int64_t>(ctx, m.config.max_position_embeddings);
+  e.prefill_chunk = a.get_int("--chunk", 256);
+  e.max_batch_tokens = std::max<int64_t>(e.prefill_chunk, e.max_seqs) + e.max_seqs;
+}
+
+// Placement (--weight-memory) and the kernels' interleaved layouts, noted for the startup line.
+void place_weights_for_serving(const Args& a, const ComputeChoice& compute, int threads, server::ServedModel& model) {
+  ThreadPool pool(threads);
+  const PlacementReport placed =
+      place_weights(*model.model, weight_memory_from_flag(a.get_or("--weight-memory", "auto")), &pool);
+  model.notes.push_back("weights: " + describe_placement(placed));
+  const std::string interleaved = describe_interleave(prepare_weights(compute, *model.model, &pool));
+  if (!interleaved.empty()) model.notes.push_back("weights: " + interleaved);
+}
+
+// --weights: the probe on the path the engine will run, and the result as a startup note.
+void finish_weights_for_serving(WeightsAtLoad& requant, const ComputeChoice& compute, int threads,
+                                server::ServedModel& model) {
+  ThreadPool pool(std::max(1, threads));
+  const ops::MatmulContext mm = ops::make_matmul_context(&pool, host_cpu(), model.model->config.widest_matmul_input(),
+                                                         compute.bf16, compute.int8);
+  blocks::Exec ex;
+  if (threads > 0) ex.matmul = &mm;
+  finish_weights_at_load(requant, *model.model, pool, ex, nullptr);
+  char line[256];
+  std::snprintf(line, sizeof line, "%d matrices re-encoded, %.1f -> %.1f MiB in %.2f s", requant.requantized.tensors,
+                double(requant.requantized.bytes_before) / (1 << 20), double(requant.requantized.bytes_after) / (1 << 20),
+                requant.requantized.seconds);
+  model.notes.push_back("weights: --weights " + requant.flag + ": " + line + "; logits on a probe of " +
+                        std::to_string(requant.probe.size()) + " tokens against the checkpoint's weights (f32 compute): " +
+                        describe_logit_shift(requant.shift));
+}
+
+// After placement and interleaving: the path the products and the attention really take.
+std::string describe_forward(const ComputeChoice& compute, const EngineOptions& e, const Model& m) {
+  const ops::MatmulContext described =
+      ops::make_matmul_context(nullptr, host_cpu(), m.config.widest_matmul_input(), compute.bf16, compute.int8);
+  if (e.threads == 0) return "f32 reference loops (--threads 0)";
+  return ops::describe_matmul(described, m.weights.layers[0].q_proj->dtype) + " on " + std::to_string(e.threads) +
+         " threads; attention: " + describe_attention(kv_span_element(e.kv.dtype), blocks::Exec{&described});
+}
+
+// The cache for every sequence at full context, the prefix cache (--prefix-cache-mb, returned),
+// the queue and the per-request limits.
+int64_t set_cache_and_requests(const Args& a, server::ServiceOptions& so) {
+  EngineOptions& e = so.engine;
+  e.kv.max_total_tokens = (e.max_context * e.max_seqs + e.kv.block_tokens) / e.kv.block_tokens * e.kv.block_tokens;
   const int64_t prefix_mb = a.get_int("--prefix-cache-mb", 1024);
   if (prefix_mb < 0 || prefix_mb > (int64_t(1) << 20)) throw Error("--prefix-cache-mb must be in 0..1048576");
-  so.engine.prefix_cache_bytes = uint64_t(prefix_mb) << 20;
+  e.prefix_cache_bytes = uint64_t(prefix_mb) << 20;
   so.queue_limit = int(a.get_int("--queue", 64));
   if (so.queue_limit < 0) throw Error("--queue must be >= 0");
   so.request_timeout_s = a.get_double("--request-timeout", 600);
   so.stop_on_degenerate = a.has("--stop-on-degenerate");
-  so.default_max_tokens = int(std::min<int64_t>(a.get_int("--max-tokens-default", 512), so.engine.max_context - 1));
+  so.default_max_tokens = int(std::min<int64_t>(a.get_int("--max-tokens-default", 512), e.max_context - 1));
+  return prefix_mb;
+}
 
+server::HttpOptions http_options(const Args& a) {
   server::HttpOptions ho;
   ho.host = a.get_or("--host", "127.0.0.1");
   ho.port = int(a.get_int("--port", 8080));
@@ -169,33 +164,33 @@ int run(const std::vector<std::string>& argv) {
   ho.ready_max_tokens = int(a.get_int("--ready-tokens", 32));
   ho.listen_backlog = int(a.get_int("--listen-backlog", ho.listen_backlog));
   if (ho.listen_backlog < 1 || ho.listen_backlog > 65535) throw Error("--listen-backlog must be in 1..65535");
-  const double drain_s = a.get_double("--drain-timeout", 30);
+  return ho;
+}
 
-  server::Metrics metrics;
-  server::GenerationService service(model, so, metrics);
-  server::HttpServer http(service, metrics, ho);
-  const int port = http.bind();
+nlohmann::json listening_line(const server::ServedModel& model, const server::ServiceOptions& so,
+                              const server::HttpOptions& ho, int port, double load_s, int64_t prefix_mb) {
+  return {{"event", "listening"},
+          {"host", ho.host},
+          {"port", port},
+          {"model", model.id},
+          {"load_s", load_s},
+          {"auth", ho.api_key.empty() ? "none" : "bearer"},
+          {"max_seqs", so.engine.max_seqs},
+          {"ctx", so.engine.max_context},
+          {"queue", so.queue_limit},
+          {"listen_backlog", ho.listen_backlog},
+          {"prefix_cache_mb", prefix_mb},
+          {"dtype_policy", policy_to_json(model.policy)},
+          {"device", host_cpu().name},
+          {"synthetic", model.synthetic},
+          {"missing_template_tokens", model.missing_template_tokens},
+          {"notes", model.notes}};
+}
 
-  nlohmann::json startup = {{"event", "listening"},
-                            {"host", ho.host},
-                            {"port", port},
-                            {"model", model.id},
-                            {"load_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
-                            {"auth", ho.api_key.empty() ? "none" : "bearer"},
-                            {"max_seqs", so.engine.max_seqs},
-                            {"ctx", so.engine.max_context},
-                            {"queue", so.queue_limit},
-                            {"listen_backlog", ho.listen_backlog},
-                            {"prefix_cache_mb", prefix_mb},
-                            {"dtype_policy", policy_to_json(model.policy)},
-                            {"device", host_cpu().name},
-                            {"synthetic", model.synthetic},
-                            {"missing_template_tokens", model.missing_template_tokens},
-                            {"notes", model.notes}};
-  server::log_line(startup);
-  std::fprintf(stderr, "%s", describe_policy(model.policy).c_str());
-  std::fflush(stderr);
-
+// Serves until SIGTERM/SIGINT, then lets in-flight requests finish for up to drain_s seconds
+// before cancelling them.
+void serve_until_signalled(const sigset_t& sigs, server::GenerationService& service, server::HttpServer& http,
+                           double drain_s) {
   std::atomic<bool> serving{true};
   std::thread signal_thread([&] {
     int sig = 0;
@@ -217,6 +212,53 @@ int run(const std::vector<std::string>& argv) {
   serving = false;
   pthread_kill(signal_thread.native_handle(), SIGTERM);  // no-op for sigwait if it already returned
   signal_thread.join();
+}
+
+int run(const std::vector<std::string>& argv) {
+  Args a(argv,
+         {"--model", "--tokenizer", "--host", "--port", "--api-key", "--max-seqs", "--ctx", "--queue", "--name", "--kv",
+          "--max-tokens-default", "--request-timeout", "--drain-timeout", "--max-body", "--ready-interval",
+          "--ready-tokens", "--chunk", "--threads", "--listen-backlog", "--weight-memory", "--compute",
+          "--weights", "--prefix-cache-mb"},
+         {"--stop-on-degenerate"});
+  // Shutdown signals go to one thread (sigwait); every thread started from here inherits the mask.
+  sigset_t sigs = shutdown_signals();
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+
+  const auto t0 = std::chrono::steady_clock::now();
+  server::ServedModel model = server::ServedModel::load(a.require("--model"), a.get_or("--tokenizer", ""), a.get_or("--name", ""));
+
+  server::ServiceOptions so;
+  EngineOptions& e = so.engine;
+  e.threads = serve_threads(a);
+  std::optional<WeightsAtLoad> requant;
+  if (a.has("--weights")) {
+    ThreadPool pool(std::max(1, e.threads));
+    requant = start_weights_at_load(a, *model.model, pool, nullptr);
+  }
+  set_engine_sizes(a, *model.model, e);
+  const ComputeChoice compute = resolve_compute(a, *model.model);
+  model.policy = compute.policy;
+  e.bf16_compute = compute.bf16;
+  e.int8_activations = compute.int8;
+  if (e.threads > 0) place_weights_for_serving(a, compute, e.threads, model);
+  if (requant) finish_weights_for_serving(*requant, compute, e.threads, model);
+  e.kv.dtype = resolve_kv(a, compute, e.threads == 0);
+  model.forward = describe_forward(compute, e, *model.model);
+  const int64_t prefix_mb = set_cache_and_requests(a, so);
+  const server::HttpOptions ho = http_options(a);
+  const double drain_s = a.get_double("--drain-timeout", 30);
+
+  server::Metrics metrics;
+  server::GenerationService service(model, so, metrics);
+  server::HttpServer http(service, metrics, ho);
+  const int port = http.bind();
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  server::log_line(listening_line(model, so, ho, port, load_s, prefix_mb));
+  std::fprintf(stderr, "%s", describe_policy(model.policy).c_str());
+  std::fflush(stderr);
+  serve_until_signalled(sigs, service, http, drain_s);
   server::log_line({{"event", "stopped"}});
   return 0;
 }
