@@ -69,54 +69,52 @@ class DetokStream : public TokenTextStream {
   text::StreamingDetokenizer d_;
 };
 
-int run(const std::vector<std::string>& argv) {
-  Args a(argv,
-         {"--model", "--prompt", "--tokens", "-n", "--temperature", "--seed", "--top-k", "--top-p", "--min-p",
-          "--tokenizer", "--kv", "--chunk", "--system", "--threads", "--weights", "--weight-memory", "--compute",
-          "--json-schema", "--grammar"},
-         {"--chat", "--stop-on-degenerate", "--reference", "--json-object"});
-  const std::filesystem::path dir = a.require("--model");
-  if (a.has("--prompt") == a.has("--tokens")) throw Error("give exactly one of --prompt or --tokens");
-  auto model = load_model(dir);
-  const int threads = int(a.get_int("--threads", int(std::max(1u, std::thread::hardware_concurrency()))));
-  if (threads < 1) throw Error("--threads must be >= 1");
-  std::optional<WeightsAtLoad> requant;
-  {
-    ThreadPool pool(threads);
-    requant = start_weights_at_load(a, *model, pool, "[g4]");
-    if (!a.has("--reference")) {
-      const PlacementReport pr = place_weights(*model, weight_memory_from_flag(a.get_or("--weight-memory", "auto")), &pool);
-      std::fprintf(stderr, "[g4] weights: %s\n", describe_placement(pr).c_str());
-    }
+// --weights' first probe, then placement (--weight-memory) unless the reference loops run.
+std::optional<WeightsAtLoad> load_weights(const Args& a, Model& m, int threads) {
+  ThreadPool pool(threads);
+  std::optional<WeightsAtLoad> requant = start_weights_at_load(a, m, pool, "[g4]");
+  if (!a.has("--reference")) {
+    const PlacementReport pr = place_weights(m, weight_memory_from_flag(a.get_or("--weight-memory", "auto")), &pool);
+    std::fprintf(stderr, "[g4] weights: %s\n", describe_placement(pr).c_str());
   }
+  return requant;
+}
 
-  std::optional<text::Tokenizer> tok;
+// --tokenizer or the model's own; with --tokens a missing one is only a warning.
+std::optional<text::Tokenizer> load_tokenizer(const Args& a, const Model& m) {
   std::optional<std::filesystem::path> tokenizer_file;
   if (auto tf = a.get("--tokenizer")) tokenizer_file = *tf;
   try {
-    tok = load_model_tokenizer(*model, tokenizer_file);
+    return load_model_tokenizer(m, tokenizer_file);
   } catch (const Error& e) {
     if (a.has("--prompt") || tokenizer_file) throw;
     std::fprintf(stderr, "warning: %s (not needed with --tokens)\n", e.what());
   }
+  return std::nullopt;
+}
 
-  GenerationRequest req;
-  if (auto p = a.get("--prompt")) {
-    if (!tok) throw Error(dir.string() + ": no tokenizer.json; pass --tokenizer FILE or use --tokens");
-    if (a.has("--chat")) {
-      nlohmann::json messages = nlohmann::json::array();
-      if (auto sys = a.get("--system")) messages.push_back({{"role", "system"}, {"content", *sys}});
-      messages.push_back({{"role", "user"}, {"content", *p}});
-      for (int32_t id : text::encode_chat(*tok, messages, nlohmann::json::array(), text::chat_options_for(tok->vocab())))
-        req.prompt.push_back(id);
-    } else {
-      text::EncodeOptions eo;
-      eo.add_bos = true;
-      for (int32_t id : tok->encode(*p, eo)) req.prompt.push_back(id);
-    }
+// --prompt (encoded with one <bos>, or wrapped in the chat template with --chat) or --tokens.
+std::vector<int> prompt_tokens(const Args& a, const std::filesystem::path& dir, const std::optional<text::Tokenizer>& tok) {
+  std::vector<int> prompt;
+  auto p = a.get("--prompt");
+  if (!p) return parse_int_list(a.require("--tokens"), "--tokens");
+  if (!tok) throw Error(dir.string() + ": no tokenizer.json; pass --tokenizer FILE or use --tokens");
+  if (a.has("--chat")) {
+    nlohmann::json messages = nlohmann::json::array();
+    if (auto sys = a.get("--system")) messages.push_back({{"role", "system"}, {"content", *sys}});
+    messages.push_back({{"role", "user"}, {"content", *p}});
+    for (int32_t id : text::encode_chat(*tok, messages, nlohmann::json::array(), text::chat_options_for(tok->vocab())))
+      prompt.push_back(id);
   } else {
-    req.prompt = parse_int_list(a.require("--tokens"), "--tokens");
+    text::EncodeOptions eo;
+    eo.add_bos = true;
+    for (int32_t id : tok->encode(*p, eo)) prompt.push_back(id);
   }
+  return prompt;
+}
+
+// Sampling, the model's stop tokens, the degeneracy guard and the output grammar.
+void set_decoding(const Args& a, const Model& m, const std::optional<text::Tokenizer>& tok, GenerationRequest& req) {
   SamplingParams& sp = req.sampling;
   sp.max_tokens = int(a.get_int("-n", 64));
   sp.temperature = float(a.get_double("--temperature", 0.0));
@@ -124,7 +122,7 @@ int run(const std::vector<std::string>& argv) {
   sp.top_k = int(a.get_int("--top-k", 0));
   sp.top_p = float(a.get_double("--top-p", 1.0));
   sp.min_p = float(a.get_double("--min-p", 0.0));
-  const text::StopTokens stops = model_stop_tokens(*model, tok ? &tok->vocab() : nullptr);
+  const text::StopTokens stops = model_stop_tokens(m, tok ? &tok->vocab() : nullptr);
   for (const auto& problem : stops.problems) std::fprintf(stderr, "warning: %s\n", problem.c_str());
   sp.stop_token_ids.assign(stops.ids.begin(), stops.ids.end());
   req.stop_on_degenerate = a.has("--stop-on-degenerate");
@@ -132,39 +130,45 @@ int run(const std::vector<std::string>& argv) {
     if (!tok) throw Error("--json-schema, --json-object and --grammar need a tokenizer");
     req.grammar = compile_output_grammar(a, *tok);
   }
+}
 
-  EngineOptions eo;
+// One sequence, the kernels --reference and --compute choose, the cache dtype --kv chooses.
+ComputeChoice set_engine_options(const Args& a, const Model& m, int threads, EngineOptions& eo) {
   eo.max_seqs = 1;
   eo.prefill_chunk = a.get_int("--chunk", 256);
-  eo.max_context = model->config.max_position_embeddings;
+  eo.max_context = m.config.max_position_embeddings;
   eo.threads = a.has("--reference") ? 0 : threads;
-  const ComputeChoice compute = resolve_compute(a, *model);
+  const ComputeChoice compute = resolve_compute(a, m);
   eo.kv.dtype = resolve_kv(a, compute, a.has("--reference"));
   eo.bf16_compute = !a.has("--reference") && compute.bf16;
   eo.int8_activations = !a.has("--reference") && compute.int8;
-  const bool fast_kernels = eo.int8_activations || eo.bf16_compute;
-  if (fast_kernels || requant) {
-    ThreadPool pool(threads);
-    if (fast_kernels) {  // they read their interleaved layouts
-      const std::string line = describe_interleave(prepare_weights(compute, *model, &pool));
-      if (!line.empty()) std::fprintf(stderr, "[g4] weights: %s\n", line.c_str());
-    }
-    if (requant) {  // the probe on the products the engine will run
-      const ops::MatmulContext mm = ops::make_matmul_context(&pool, host_cpu(), model->config.widest_matmul_input(),
-                                                             eo.bf16_compute, eo.int8_activations);
-      blocks::Exec ex;
-      if (eo.threads > 0) ex.matmul = &mm;
-      finish_weights_at_load(*requant, *model, pool, ex, "[g4]");
-    }
-  }
-  eo.kv.max_total_tokens = (int64_t(req.prompt.size()) + sp.max_tokens + eo.kv.block_tokens) / eo.kv.block_tokens * eo.kv.block_tokens;
-  TextStreamFactory text_factory;
-  if (tok) text_factory = [&] { return std::make_unique<DetokStream>(*tok); };
-  Engine engine(*model, eo, text_factory);
+  return compute;
+}
 
+// The fast kernels' interleaved layouts, then --weights' probe on the products the engine will run.
+void prepare_kernels(const ComputeChoice& compute, const EngineOptions& eo, std::optional<WeightsAtLoad>& requant,
+                     Model& m, int threads) {
+  const bool fast_kernels = eo.int8_activations || eo.bf16_compute;
+  if (!fast_kernels && !requant) return;
+  ThreadPool pool(threads);
+  if (fast_kernels) {  // they read their interleaved layouts
+    const std::string line = describe_interleave(prepare_weights(compute, m, &pool));
+    if (!line.empty()) std::fprintf(stderr, "[g4] weights: %s\n", line.c_str());
+  }
+  if (requant) {
+    const ops::MatmulContext mm = ops::make_matmul_context(&pool, host_cpu(), m.config.widest_matmul_input(),
+                                                           eo.bf16_compute, eo.int8_activations);
+    blocks::Exec ex;
+    if (eo.threads > 0) ex.matmul = &mm;
+    finish_weights_at_load(*requant, m, pool, ex, "[g4]");
+  }
+}
+
+// Prints the text as it streams (token ids without a tokenizer); returns the final event.
+GenerationEvent generate(Engine& engine, const GenerationRequest& req, bool has_tokenizer) {
   GenerationEvent last;
   engine.submit(req, [&](const GenerationEvent& e) {
-    if (tok) {
+    if (has_tokenizer) {
       std::fwrite(e.text.data(), 1, e.text.size(), stdout);
     } else {
       for (const auto& t : e.tokens) std::printf("%d ", t.token);
@@ -174,6 +178,10 @@ int run(const std::vector<std::string>& argv) {
   });
   engine.run_until_idle();
   std::printf("\n");
+  return last;
+}
+
+void print_summary(const GenerationEvent& last) {
   const double prefill_tps = last.prefill_seconds > 0 ? double(last.prompt_tokens) / last.prefill_seconds : 0;
   const double decode_tps =
       last.decode_seconds > 0 && last.generated_tokens > 1 ? double(last.generated_tokens - 1) / last.decode_seconds : 0;
@@ -188,6 +196,36 @@ int run(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "[g4] grammar: %lld masks, %.3f ms per token (decode step %.2f ms)\n", (long long)last.grammar_masks,
                  1e3 * last.grammar_seconds / double(last.grammar_masks),
                  decode_tps > 0 ? 1e3 / decode_tps : 0.0);
+}
+
+int run(const std::vector<std::string>& argv) {
+  Args a(argv,
+         {"--model", "--prompt", "--tokens", "-n", "--temperature", "--seed", "--top-k", "--top-p", "--min-p",
+          "--tokenizer", "--kv", "--chunk", "--system", "--threads", "--weights", "--weight-memory", "--compute",
+          "--json-schema", "--grammar"},
+         {"--chat", "--stop-on-degenerate", "--reference", "--json-object"});
+  const std::filesystem::path dir = a.require("--model");
+  if (a.has("--prompt") == a.has("--tokens")) throw Error("give exactly one of --prompt or --tokens");
+  auto model = load_model(dir);
+  const int threads = int(a.get_int("--threads", int(std::max(1u, std::thread::hardware_concurrency()))));
+  if (threads < 1) throw Error("--threads must be >= 1");
+  std::optional<WeightsAtLoad> requant = load_weights(a, *model, threads);
+  const std::optional<text::Tokenizer> tok = load_tokenizer(a, *model);
+
+  GenerationRequest req;
+  req.prompt = prompt_tokens(a, dir, tok);
+  set_decoding(a, *model, tok, req);
+  EngineOptions eo;
+  const ComputeChoice compute = set_engine_options(a, *model, threads, eo);
+  prepare_kernels(compute, eo, requant, *model, threads);
+  const int64_t max_tokens = req.sampling.max_tokens;
+  eo.kv.max_total_tokens = (int64_t(req.prompt.size()) + max_tokens + eo.kv.block_tokens) / eo.kv.block_tokens * eo.kv.block_tokens;
+  TextStreamFactory text_factory;
+  if (tok) text_factory = [&] { return std::make_unique<DetokStream>(*tok); };
+  Engine engine(*model, eo, text_factory);
+
+  const GenerationEvent last = generate(engine, req, tok.has_value());
+  print_summary(last);
   if (last.finish_reason == "error") throw Error(last.error);
   return 0;
 }
