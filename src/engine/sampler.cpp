@@ -151,128 +151,118 @@ void Sampler::apply_penalties(float* logits, std::span<const int> prompt_tokens,
   }
 }
 
-int Sampler::draw(float* logits) {
-  Scratch& s = t_scratch;
-  const int V = vocab_size_;
-  // Clamped so a denormal T cannot make 0 * inf = NaN for the top token.
-  const float inv_t = std::min(1.0f / params_.temperature, std::numeric_limits<float>::max());
+namespace {
 
-  float max_logit = kNegInf;
-  for (int i = 0; i < V; ++i) max_logit = std::max(max_logit, logits[i]);
-  if (!(max_logit > kNegInf)) return 0;  // every token impossible: a defined answer, no throw
+// exp((x - max) / T): shifted by the max before scaling, so (x - max) / T <= 0 and a tiny T gives
+// -inf, never NaN. The most likely token gets weight 1.
+struct Weigh {
+  float max_logit;
+  float inv_t;
+  float operator()(float x) const { return std::exp((x - max_logit) * inv_t); }
+};
 
-  // Shift by the max before scaling: (x - max) / T <= 0, so a tiny T gives -inf, never NaN.
-  const auto weight = [&](float x) { return std::exp((x - max_logit) * inv_t); };
-
+// Top-k, then min-p and top-p within it. Leaves the k best in s.candidates in (probability desc,
+// id asc) order with their weights in logits[], then cuts that list; returns the k's total weight.
+double truncate_top_k(float* logits, int V, const SamplingParams& p, const Weigh& weight, Scratch& s) {
   std::vector<int>& cand = s.candidates;
-  const bool top_k_on = params_.top_k > 0 && params_.top_k < V;
-  const bool top_p_on = params_.top_p < 1.0f;
-  const bool min_p_on = params_.min_p > 0.0f;
-  bool all_ids = false;  // no candidate list: every id, in id order
-  double mass = 0;       // unnormalised probability mass top-p measures against
-  cand.clear();
-
-  if (top_k_on) {
-    // Bounded heap of the k best (worst on top): most logits lose one compare against the top.
-    auto& heap = s.heap;
-    heap.clear();
-    const size_t k = size_t(params_.top_k);
-    const auto better = [](const std::pair<float, int>& a, const std::pair<float, int>& b) {
-      return a.first > b.first || (a.first == b.first && a.second < b.second);
-    };
-    for (int i = 0; i < V; ++i) {
-      if (heap.size() == k) {
-        if (!better({logits[i], i}, heap.front())) continue;
-        std::pop_heap(heap.begin(), heap.end(), better);
-        heap.back() = {logits[i], i};
-      } else {
-        heap.push_back({logits[i], i});
-      }
-      std::push_heap(heap.begin(), heap.end(), better);
+  // Bounded heap of the k best (worst on top): most logits lose one compare against the top.
+  auto& heap = s.heap;
+  heap.clear();
+  const size_t k = size_t(p.top_k);
+  const auto better = [](const std::pair<float, int>& a, const std::pair<float, int>& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
+  for (int i = 0; i < V; ++i) {
+    if (heap.size() == k) {
+      if (!better({logits[i], i}, heap.front())) continue;
+      std::pop_heap(heap.begin(), heap.end(), better);
+      heap.back() = {logits[i], i};
+    } else {
+      heap.push_back({logits[i], i});
     }
-    std::sort_heap(heap.begin(), heap.end(), better);  // best first
-    for (const auto& [logit, t] : heap) {
-      cand.push_back(t);
-      mass += (logits[t] = weight(logit));
-    }
-    // cand is in (probability desc, id asc) order; min-p keeps a prefix of it.
-    if (min_p_on) std::erase_if(cand, [&](int t) { return logits[t] < params_.min_p; });
-    if (top_p_on) {
-      const double target = double(params_.top_p) * mass;
-      double cum = 0;
-      for (size_t i = 0; i < cand.size(); ++i) {
-        cum += logits[cand[i]];
-        if (cum >= target) {
-          cand.resize(i + 1);
-          break;
-        }
-      }
-    }
-  } else {
-    for (int i = 0; i < V; ++i) mass += (logits[i] = weight(logits[i]));
-    // From here logits[] holds exp((x - max) / T): the most likely token has weight 1, so
-    // min-p (p >= min_p * p_max) is simply weight >= min_p.
-    if (min_p_on) {
-      for (int i = 0; i < V; ++i)
-        if (logits[i] >= params_.min_p) cand.push_back(i);
-    }
-    if (top_p_on) {
-      // Nucleus without a sort: a histogram of mass over weight buckets finds the bucket where
-      // the cumulative mass crosses top_p * mass; only that bucket's tokens are sorted.
-      auto& bucket_mass = s.bucket_mass;
-      bucket_mass.assign(kWeightBuckets, 0.0);
-      const auto each_candidate = [&](auto&& visit) {
-        if (min_p_on) {
-          for (int t : cand) visit(t);
-        } else {
-          for (int t = 0; t < V; ++t) visit(t);
-        }
-      };
-      each_candidate([&](int t) { bucket_mass[weight_bucket(logits[t])] += logits[t]; });
-      const double target = double(params_.top_p) * mass;
-      double cum = 0;
-      uint32_t crossing = kWeightBuckets;  // none: the survivors never reach the target, keep all
-      for (uint32_t b = 0; b < kWeightBuckets; ++b) {
-        if (cum + bucket_mass[b] >= target) {
-          crossing = b;
-          break;
-        }
-        cum += bucket_mass[b];
-      }
-      auto& kept = s.kept;
-      auto& crossing_ids = s.crossing;
-      kept.clear();
-      crossing_ids.clear();
-      each_candidate([&](int t) {
-        const uint32_t b = weight_bucket(logits[t]);
-        if (b < crossing) kept.push_back(t);
-        else if (b == crossing) crossing_ids.push_back(t);
-      });
-      std::sort(crossing_ids.begin(), crossing_ids.end(), ByValueDesc{logits});
-      for (int t : crossing_ids) {
-        kept.push_back(t);
-        cum += logits[t];
-        if (cum >= target) break;
-      }
-      cand.swap(kept);
-    }
-    all_ids = !min_p_on && !top_p_on;
+    std::push_heap(heap.begin(), heap.end(), better);
   }
-
-  // Inverse CDF over the survivors; strict '>' never lands on a zero-weight token.
-  const double u = rng_.next_unit();
-  if (all_ids) {
-    const double target = u * mass;
+  std::sort_heap(heap.begin(), heap.end(), better);  // best first
+  double mass = 0;
+  for (const auto& [logit, t] : heap) {
+    cand.push_back(t);
+    mass += (logits[t] = weight(logit));
+  }
+  // cand is in (probability desc, id asc) order; min-p keeps a prefix of it.
+  if (p.min_p > 0.0f) std::erase_if(cand, [&](int t) { return logits[t] < p.min_p; });
+  if (p.top_p < 1.0f) {
+    const double target = double(p.top_p) * mass;
     double cum = 0;
-    int last_positive = 0;
-    for (int i = 0; i < V; ++i) {
-      if (logits[i] <= 0) continue;
-      cum += logits[i];
-      last_positive = i;
-      if (cum > target) return i;
+    for (size_t i = 0; i < cand.size(); ++i) {
+      cum += logits[cand[i]];
+      if (cum >= target) {
+        cand.resize(i + 1);
+        break;
+      }
     }
-    return last_positive;  // rounding left target at the very end
   }
+  return mass;
+}
+
+// Nucleus without a sort: a histogram of mass over weight buckets finds the bucket where the
+// cumulative mass crosses top_p * mass; only that bucket's tokens are sorted. Candidates are
+// s.candidates when min-p already chose them, else every id.
+void keep_nucleus(const float* logits, int V, float top_p, bool min_p_on, double mass, Scratch& s) {
+  std::vector<int>& cand = s.candidates;
+  auto& bucket_mass = s.bucket_mass;
+  bucket_mass.assign(kWeightBuckets, 0.0);
+  const auto each_candidate = [&](auto&& visit) {
+    if (min_p_on) {
+      for (int t : cand) visit(t);
+    } else {
+      for (int t = 0; t < V; ++t) visit(t);
+    }
+  };
+  each_candidate([&](int t) { bucket_mass[weight_bucket(logits[t])] += logits[t]; });
+  const double target = double(top_p) * mass;
+  double cum = 0;
+  uint32_t crossing = kWeightBuckets;  // none: the survivors never reach the target, keep all
+  for (uint32_t b = 0; b < kWeightBuckets; ++b) {
+    if (cum + bucket_mass[b] >= target) {
+      crossing = b;
+      break;
+    }
+    cum += bucket_mass[b];
+  }
+  auto& kept = s.kept;
+  auto& crossing_ids = s.crossing;
+  kept.clear();
+  crossing_ids.clear();
+  each_candidate([&](int t) {
+    const uint32_t b = weight_bucket(logits[t]);
+    if (b < crossing) kept.push_back(t);
+    else if (b == crossing) crossing_ids.push_back(t);
+  });
+  std::sort(crossing_ids.begin(), crossing_ids.end(), ByValueDesc{logits});
+  for (int t : crossing_ids) {
+    kept.push_back(t);
+    cum += logits[t];
+    if (cum >= target) break;
+  }
+  cand.swap(kept);
+}
+
+// Inverse CDF over every id in id order (no truncation); strict '>' never lands on a zero weight.
+int pick_from_all(const float* logits, int V, double u, double mass) {
+  const double target = u * mass;
+  double cum = 0;
+  int last_positive = 0;
+  for (int i = 0; i < V; ++i) {
+    if (logits[i] <= 0) continue;
+    cum += logits[i];
+    last_positive = i;
+    if (cum > target) return i;
+  }
+  return last_positive;  // rounding left target at the very end
+}
+
+// Inverse CDF over the surviving candidates, in their order.
+int pick_from(const float* logits, const std::vector<int>& cand, double u) {
   double survivors = 0;
   for (int t : cand) survivors += logits[t];
   const double target = u * survivors;
@@ -282,6 +272,44 @@ int Sampler::draw(float* logits) {
     if (cum > target) return t;
   }
   return cand.back();
+}
+
+}  // namespace
+
+int Sampler::draw(float* logits) {
+  Scratch& s = t_scratch;
+  const int V = vocab_size_;
+  // Clamped so a denormal T cannot make 0 * inf = NaN for the top token.
+  const float inv_t = std::min(1.0f / params_.temperature, std::numeric_limits<float>::max());
+
+  float max_logit = kNegInf;
+  for (int i = 0; i < V; ++i) max_logit = std::max(max_logit, logits[i]);
+  if (!(max_logit > kNegInf)) return 0;  // every token impossible: a defined answer, no throw
+  const Weigh weight{max_logit, inv_t};
+
+  std::vector<int>& cand = s.candidates;
+  const bool top_p_on = params_.top_p < 1.0f;
+  const bool min_p_on = params_.min_p > 0.0f;
+  bool all_ids = false;  // no candidate list: every id, in id order
+  double mass = 0;       // unnormalised probability mass top-p measures against
+  cand.clear();
+
+  if (params_.top_k > 0 && params_.top_k < V) {
+    mass = truncate_top_k(logits, V, params_, weight, s);
+  } else {
+    for (int i = 0; i < V; ++i) mass += (logits[i] = weight(logits[i]));
+    // From here logits[] holds the weights: the most likely token has weight 1, so min-p
+    // (p >= min_p * p_max) is simply weight >= min_p.
+    if (min_p_on) {
+      for (int i = 0; i < V; ++i)
+        if (logits[i] >= params_.min_p) cand.push_back(i);
+    }
+    if (top_p_on) keep_nucleus(logits, V, params_.top_p, min_p_on, mass, s);
+    all_ids = !min_p_on && !top_p_on;
+  }
+
+  const double u = rng_.next_unit();
+  return all_ids ? pick_from_all(logits, V, u, mass) : pick_from(logits, cand, u);
 }
 
 void Sampler::fill_logprobs(const float* raw_logits, SampleResult& result) const {
