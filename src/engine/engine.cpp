@@ -2,37 +2,12 @@
 
 #include <algorithm>
 
+#include "engine/engine_sequence.h"
 #include "model/forward_cached.h"
 #include "platform/device.h"
 #include "platform/error.h"
 
 namespace g4 {
-
-using Clock = std::chrono::steady_clock;
-
-struct Engine::Sequence {
-  int id = 0;
-  int choice = 0;
-  int slots = 1;               // running slots held: the request's n until its choices are forked
-  int64_t cached = 0;          // prompt tokens restored from the prefix cache
-  GenerationRequest req;
-  EventCallback cb;
-  int kv_seq = -1;
-  int64_t fed = 0;             // prompt/generated tokens already in the cache
-  std::vector<int> generated;
-  int pending = -1;            // sampled, not yet fed
-  bool done = false;
-  std::unique_ptr<Sampler> sampler;
-  std::unique_ptr<StopMatcher> stops;
-  std::unique_ptr<DegeneracyGuard> guard;
-  std::unique_ptr<TokenTextStream> text;
-  Clock::time_point submitted, admitted, first_token;
-  bool has_first_token = false;
-  std::unique_ptr<grammar::GrammarMatcher> matcher;
-  grammar::TokenMask mask;
-  double grammar_seconds = 0;
-  int64_t grammar_masks = 0;
-};
 
 Engine::Engine(const Model& model, EngineOptions o, TextStreamFactory text)
     : model_(model), opts_(o), text_(std::move(text)), kv_(model.config, o.kv) {
@@ -265,91 +240,16 @@ void Engine::finish(Sequence& s, const std::string& reason, const std::string& e
   }
 }
 
-// Masks (grammar), samples one token from `l` ([V] logits), and passes it through the text stream,
-// stop matcher and degeneracy guard to the request's callback; ends the sequence when it is done.
-void Engine::sample_and_emit(Sequence& s, const float* l) {
-  const grammar::TokenMask* allowed = nullptr;
-  const auto& stop_ids = s.req.sampling.stop_token_ids;
-  const auto mask_start = Clock::now();
-  if (s.matcher) {
-    s.matcher->fill_mask(s.mask, stop_ids);
-    ++s.grammar_masks;
-    if (s.mask.count() == 0) {
-      s.grammar_seconds += std::chrono::duration<double>(Clock::now() - mask_start).count();
-      finish(s, "error", "the grammar allows no token here (the vocabulary cannot spell its next symbol)");
-      return;
-    }
-    allowed = &s.mask;
-  }
-  if (s.matcher) s.grammar_seconds += std::chrono::duration<double>(Clock::now() - mask_start).count();
-  const SampleResult res = s.sampler->sample(l, s.req.prompt, s.generated, allowed);
-  bool grammar_done = false;
-  if (s.matcher) {
-    const auto accept_start = Clock::now();
-    const bool is_stop = std::find(stop_ids.begin(), stop_ids.end(), res.token) != stop_ids.end();
-    if (!is_stop && !s.matcher->accept(res.token)) {
-      finish(s, "error", "internal: sampled token " + std::to_string(res.token) + " outside the grammar's mask");
-      return;
-    }
-    grammar_done = !is_stop && s.matcher->can_end() && !s.matcher->can_continue();
-    s.grammar_seconds += std::chrono::duration<double>(Clock::now() - accept_start).count();
-  }
-  GenerationEvent ev;
-  ev.request_id = s.id;
-  ev.choice = s.choice;
-  ev.tokens.push_back({res.token, res.logprob, res.top_logprobs});
-  if (!s.has_first_token) {
-    s.has_first_token = true;
-    s.first_token = Clock::now();
-  }
-  // The detokenizer may hold an unfinished byte-fallback run; it must reach the output when
-  // the sequence ends here, whether on a stop token (whose own text is never shown) or on
-  // the last allowed token, and it must still pass through the stop-string matcher.
-  const bool stop_id = std::find(stop_ids.begin(), stop_ids.end(), res.token) != stop_ids.end();
-  const bool last_allowed = s.stops->tokens_seen() + 1 >= s.req.sampling.max_tokens;
-  std::string piece;
-  if (s.text) piece = stop_id ? s.text->flush() : s.text->push(res.token);
-  if (s.text && last_allowed && !stop_id) piece += s.text->flush();
-  StopUpdate up;
-  if (stop_id) {
-    StopUpdate held = s.stops->on_text(piece);
-    if (held.finished) {
-      up = std::move(held);  // a stop string completed inside the released text
-    } else {
-      up = s.stops->on_token(res.token, "");
-      up.text = held.text + up.text;
-    }
-  } else {
-    up = s.stops->on_token(res.token, piece);
-  }
-  const bool is_stop_token = stop_id && up.finished;
-  if (!is_stop_token) s.guard->observe(res.token, piece);
-  ev.text = up.text;
-  if (up.finished) {
-    s.generated.push_back(res.token);
-    if (!ev.text.empty() || !ev.tokens.empty()) s.cb(ev);
-    finish(s, std::string(finish_reason_name(up.reason)));
-    return;
-  }
-  s.pending = res.token;
-  if (grammar_done) {  // nothing can follow: the output is complete
-    s.generated.push_back(res.token);
-    s.pending = -1;
-    s.cb(ev);
-    finish(s, "stop");
-    return;
-  }
-  if (s.req.stop_on_degenerate && s.guard->loop_certain()) {
-    s.generated.push_back(res.token);
-    s.pending = -1;
-    s.cb(ev);
-    finish(s, "stop", "", /*degenerate_stop=*/true);
-    return;
-  }
-  s.cb(ev);
-}
+// Rows of one step's forward pass and the sequence each belongs to (a sequence's rows adjacent).
+struct Engine::StepBatch {
+  std::vector<BatchRow> rows;
+  std::vector<Sequence*> owner;
+  int64_t prompt_rows = 0;  // of rows, prompt tokens being prefilled
+};
 
-bool Engine::step() {
+// Under the lock: drops cancelled requests that are still waiting and admits new ones; then
+// ends the running sequences that were cancelled.
+void Engine::cancel_and_admit() {
   std::vector<int> cancelled;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -367,18 +267,18 @@ bool Engine::step() {
   }
   for (auto& s : running_)
     if (std::find(cancelled.begin(), cancelled.end(), s->id) != cancelled.end()) finish(*s, "cancelled");
+}
 
-  // Build one batch: every decoding sequence gets one row, then prompts are prefilled in chunks
-  // with what is left of the token budget.
-  std::vector<BatchRow> rows;
-  std::vector<Sequence*> row_owner;
+// Every decoding sequence gets one row, then prompts are prefilled in chunks with what is left of
+// the token budget.
+Engine::StepBatch Engine::build_batch() {
+  StepBatch b;
   int64_t budget = opts_.max_batch_tokens;
-  int64_t prompt_rows = 0;
   for (auto& sp : running_) {
     Sequence& s = *sp;
     if (s.done || s.pending < 0) continue;
-    rows.push_back({s.kv_seq, s.fed, s.pending, true});
-    row_owner.push_back(&s);
+    b.rows.push_back({s.kv_seq, s.fed, s.pending, true});
+    b.owner.push_back(&s);
     --budget;
   }
   for (auto& sp : running_) {
@@ -388,69 +288,81 @@ bool Engine::step() {
     const int64_t n = std::min({opts_.prefill_chunk, prompt_len - s.fed, budget});
     for (int64_t k = 0; k < n; ++k) {
       const int64_t pos = s.fed + k;
-      rows.push_back({s.kv_seq, pos, s.req.prompt[size_t(pos)], pos + 1 == prompt_len});
-      row_owner.push_back(&s);
+      b.rows.push_back({s.kv_seq, pos, s.req.prompt[size_t(pos)], pos + 1 == prompt_len});
+      b.owner.push_back(&s);
     }
     budget -= n;
-    prompt_rows += n;
+    b.prompt_rows += n;
   }
-  if (prefix_) {
-    // The blocks this batch adds, all sequences together: cached prefixes give way to them.
-    // (Without a cache the pool holds max_seqs full contexts by construction.)
-    int64_t need = 0;
-    const Sequence* prev_owner = nullptr;
-    for (size_t r = 0; r < rows.size(); ++r) {
-      if (row_owner[r] == prev_owner) continue;
-      prev_owner = row_owner[r];
-      int64_t last = rows[r].pos;
-      for (size_t q = r; q < rows.size() && row_owner[q] == prev_owner; ++q) last = rows[q].pos;
-      need += kv_.blocks_needed(prev_owner->kv_seq, last + 1);
+  return b;
+}
+
+// The blocks this batch adds, all sequences together: cached prefixes give way to them.
+// (Without a cache the pool holds max_seqs full contexts by construction.)
+void Engine::make_room_for(const StepBatch& b) {
+  int64_t need = 0;
+  const Sequence* prev_owner = nullptr;
+  for (size_t r = 0; r < b.rows.size(); ++r) {
+    if (b.owner[r] == prev_owner) continue;
+    prev_owner = b.owner[r];
+    int64_t last = b.rows[r].pos;
+    for (size_t q = r; q < b.rows.size() && b.owner[q] == prev_owner; ++q) last = b.rows[q].pos;
+    need += kv_.blocks_needed(prev_owner->kv_seq, last + 1);
+  }
+  make_room(need);
+}
+
+// Runs the batch through the model, advances each sequence past its rows and samples from every
+// row that wants logits (forking a request's choices once its prompt is in).
+void Engine::run_batch(const StepBatch& b) {
+  blocks::Exec ex;
+  if (pool_) ex.matmul = &matmul_;
+  std::vector<float>& logits = logits_;  // kept across steps: no zero-fill of fresh storage
+  forward_cached(model_, b.rows, kv_, ex, logits);
+  const int64_t V = model_.config.vocab_size;
+  size_t out_row = 0;
+  Sequence* prev = nullptr;
+  for (size_t r = 0; r < b.rows.size(); ++r) {
+    Sequence& s = *b.owner[r];
+    if (&s != prev) {
+      // Rows of one sequence are contiguous; advance its fed count once per run.
+      int64_t n = 0;
+      for (size_t q = r; q < b.rows.size() && b.owner[q] == &s; ++q) ++n;
+      s.fed += n;
+      if (s.pending >= 0) {
+        s.generated.push_back(s.pending);
+        s.pending = -1;
+      }
+      prev = &s;
     }
-    make_room(need);
-  }
-  if (!rows.empty()) {
-    blocks::Exec ex;
-    if (pool_) ex.matmul = &matmul_;
-    std::vector<float>& logits = logits_;  // kept across steps: no zero-fill of fresh storage
-    forward_cached(model_, rows, kv_, ex, logits);
-    const int64_t V = model_.config.vocab_size;
-    size_t out_row = 0;
-    Sequence* prev = nullptr;
-    for (size_t r = 0; r < rows.size(); ++r) {
-      Sequence& s = *row_owner[r];
-      if (&s != prev) {
-        // Rows of one sequence are contiguous; advance its fed count once per run.
-        int64_t n = 0;
-        for (size_t q = r; q < rows.size() && row_owner[q] == &s; ++q) ++n;
-        s.fed += n;
-        if (s.pending >= 0) {
-          s.generated.push_back(s.pending);
-          s.pending = -1;
-        }
-        prev = &s;
-      }
-      if (!rows[r].want_logits) continue;
-      const float* l = &logits[out_row++ * size_t(V)];
-      if (s.slots > 1) {  // the prompt of a request with several choices is in: fork them
-        const size_t first_clone = running_.size();
-        if (!fork_choices(s)) continue;
-        sample_and_emit(s, l);
-        for (size_t c = first_clone; c < running_.size(); ++c) sample_and_emit(*running_[c], l);
-        continue;
-      }
+    if (!b.rows[r].want_logits) continue;
+    const float* l = &logits[out_row++ * size_t(V)];
+    if (s.slots > 1) {  // the prompt of a request with several choices is in: fork them
+      const size_t first_clone = running_.size();
+      if (!fork_choices(s)) continue;
       sample_and_emit(s, l);
+      for (size_t c = first_clone; c < running_.size(); ++c) sample_and_emit(*running_[c], l);
+      continue;
     }
+    sample_and_emit(s, l);
   }
+}
+
+bool Engine::step() {
+  cancel_and_admit();
+  const StepBatch batch = build_batch();
+  if (prefix_) make_room_for(batch);
+  if (!batch.rows.empty()) run_batch(batch);
   // Drop finished sequences.
   running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& s) { return s->done; }), running_.end());
   std::lock_guard<std::mutex> lock(mu_);
   running_count_ = int(running_.size());
-  prefilled_ += prompt_rows;
+  prefilled_ += batch.prompt_rows;
   if (prefix_) prefix_stats_ = prefix_->stats();
   kv_bytes_ = 0;  // the live sequences' (blocks they share counted in each); the cache's is in its stats
   for (const auto& sp : running_)
     if (sp->kv_seq >= 0) kv_bytes_ += kv_.sequence_bytes(sp->kv_seq);
-  return !rows.empty() || !running_.empty() || !waiting_.empty();
+  return !batch.rows.empty() || !running_.empty() || !waiting_.empty();
 }
 
 }  // namespace g4

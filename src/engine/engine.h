@@ -128,6 +128,14 @@ class Engine {
   void start_state(Sequence& s);  // sampler, stop matcher, guard, text stream, grammar matcher
   bool fork_choices(Sequence& s);
   void sample_and_emit(Sequence& s, const float* logits);
+  const grammar::TokenMask* grammar_mask(Sequence& s);
+  bool accept_in_grammar(Sequence& s, int token, bool& complete);
+  // One step: cancel_and_admit, build_batch, make_room_for (prefix cache on), run_batch.
+  struct StepBatch;
+  void cancel_and_admit();
+  StepBatch build_batch();
+  void make_room_for(const StepBatch& batch);
+  void run_batch(const StepBatch& batch);
   bool make_room(int64_t blocks);  // evicts prefix-cache entries until `blocks` are free
   void finish(Sequence& s, const std::string& reason, const std::string& error = "", bool degenerate_stop = false);
 

@@ -1,0 +1,36 @@
+// Engine::Sequence: the state of one running choice (or of a request before its choices are
+// forked), shared by the scheduler (engine.cpp) and the per-token path (engine_emit.cpp).
+#pragma once
+#include <chrono>
+
+#include "engine/engine.h"
+
+namespace g4 {
+
+using Clock = std::chrono::steady_clock;
+
+struct Engine::Sequence {
+  int id = 0;
+  int choice = 0;
+  int slots = 1;               // running slots held: the request's n until its choices are forked
+  int64_t cached = 0;          // prompt tokens restored from the prefix cache
+  GenerationRequest req;
+  EventCallback cb;
+  int kv_seq = -1;
+  int64_t fed = 0;             // prompt/generated tokens already in the cache
+  std::vector<int> generated;
+  int pending = -1;            // sampled, not yet fed
+  bool done = false;
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<StopMatcher> stops;
+  std::unique_ptr<DegeneracyGuard> guard;
+  std::unique_ptr<TokenTextStream> text;
+  Clock::time_point submitted, admitted, first_token;
+  bool has_first_token = false;
+  std::unique_ptr<grammar::GrammarMatcher> matcher;
+  grammar::TokenMask mask;
+  double grammar_seconds = 0;
+  int64_t grammar_masks = 0;
+};
+
+}  // namespace g4
