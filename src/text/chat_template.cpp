@@ -204,16 +204,21 @@ std::string format_declaration(const json& tool, size_t index) {
   return trim(out);
 }
 
+// An object's members as key:value,... in dictsort order (keys unquoted); nothing for a non-object.
+void tool_members(std::string& out, const json& object) {
+  bool first = true;
+  for (const auto& [k, v] : dictsort(object)) {
+    if (!first) out += ',';
+    first = false;
+    out += k + ":";
+    format_tool_value(out, *v, false);
+  }
+}
+
 void tool_response_block(std::string& out, const std::string& name, const json& response) {
   out += "<|tool_response>response:" + name + "{";
   if (response.is_object()) {
-    bool first = true;
-    for (const auto& [k, v] : dictsort(response)) {
-      if (!first) out += ',';
-      first = false;
-      out += k + ":";
-      format_tool_value(out, *v, false);
-    }
+    tool_members(out, response);
   } else {
     out += "value:";
     format_tool_value(out, response, false);
@@ -245,6 +250,199 @@ json call_arguments(const json& fn, const std::string& where) {
   throw Error(where + ".function.arguments must be a JSON object (or a string holding one)");
 }
 
+// The tool results that follow an assistant turn as role "tool" messages, named by the call
+// whose id they answer.
+std::string tool_message_name(const json& follow, const json& tool_calls) {
+  std::string name = truthy(field(follow, "name")) ? text_of(field(follow, "name")) : "unknown";
+  const json* follow_id = field(follow, "tool_call_id");
+  for (const auto& tc : tool_calls) {
+    const json* tc_id = field(tc, "id");
+    const bool same = (!tc_id || tc_id->is_null()) ? (!follow_id || follow_id->is_null())
+                                                    : (follow_id && *tc_id == *follow_id);
+    if (same && field(tc, "function") && field(tc["function"], "name")) name = text_of(&tc["function"]["name"]);
+  }
+  return name;
+}
+
+// A role "tool" message as a response block; media parts leave their placeholders after it.
+void tool_message_block(std::string& out, const std::string& name, const json& follow) {
+  const json* body = field(follow, "content");
+  if (body && body->is_array()) {
+    std::string text;
+    for (const auto& part : *body)
+      if (text_of(field(part, "type")) == "text") text += text_of(field(part, "text"));
+    tool_response_block(out, name, text);
+    for (const auto& part : *body) media_placeholder(out, text_of(field(part, "type")));
+  } else {
+    tool_response_block(out, name, body ? *body : json());
+  }
+}
+
+// A message's content as the template writes it: trimmed text (the model's with its thinking
+// stripped), media parts as placeholders.
+std::string message_content(const json& m, const std::string& role, const std::string& where) {
+  std::string captured;
+  const json* content = field(m, "content");
+  if (content && content->is_string()) {
+    captured = role == "model" ? strip_thinking(content->get<std::string>()) : trim(content->get<std::string>());
+  } else if (content && content->is_array()) {
+    for (const auto& part : *content) {
+      const std::string type = text_of(field(part, "type"));
+      if (type == "text") {
+        const std::string t = text_of(field(part, "text"));
+        captured += role == "model" ? strip_thinking(t) : trim(t);
+      } else {
+        media_placeholder(captured, type);
+      }
+    }
+  } else if (content && !content->is_null()) {
+    throw Error(where + ".content must be a string, a list of parts or null");
+  }
+  return captured;
+}
+
+// One rendering of the template; the fields are the template's loop state.
+class ChatRenderer {
+ public:
+  ChatRenderer(const json& messages, const json& tools, const ChatOptions& opt)
+      : messages_(messages), tools_(tools), opt_(opt), out_(opt.bos_token) {}
+
+  std::string render() {
+    system_turn();
+    for (size_t i = first_; i < messages_.size(); ++i) {
+      loop_.push_back(&messages_[i]);
+      roles_.push_back(role_of(messages_[i], i));
+    }
+    for (size_t i = 0; i < loop_.size(); ++i)
+      if (roles_[i] == "user") last_user_ = long(i);
+    for (size_t i = 0; i < loop_.size(); ++i)
+      if (roles_[i] != "tool") message(i);  // tool messages are written inside the assistant turn that called them
+    generation_prompt();
+    return std::move(out_);
+  }
+
+ private:
+  // Thinking switch, a leading system/developer message and the tool declarations.
+  void system_turn() {
+    const bool has_tools = tools_.is_array() && !tools_.empty();
+    const bool system_first =
+        !messages_.empty() && (role_of(messages_[0], 0) == "system" || role_of(messages_[0], 0) == "developer");
+    if (!opt_.enable_thinking && !has_tools && !system_first) return;
+    out_ += "<|turn>system\n";
+    if (opt_.enable_thinking) {
+      out_ += "<|think|>\n";
+      prev_type_ = "think";
+    }
+    if (system_first) {
+      const json* content = field(messages_[0], "content");
+      if (content && content->is_string()) {
+        out_ += trim(content->get<std::string>());
+      } else if (content && content->is_array()) {
+        for (const auto& part : *content) out_ += trim(text_of(field(part, "text"))) + " ";
+      }
+      first_ = 1;
+    }
+    if (has_tools) {
+      for (size_t i = 0; i < tools_.size(); ++i) out_ += "<|tool>" + format_declaration(tools_[i], i) + "<tool|>";
+      prev_type_ = "tool";
+    }
+    out_ += "<turn|>\n";
+  }
+
+  void message(size_t i) {
+    const json& m = *loop_[i];
+    const std::string where = "messages[" + std::to_string(i + first_) + "]";
+    prev_type_.clear();
+    const std::string role = roles_[i] == "assistant" ? "model" : roles_[i];
+    const bool continue_same_turn = role == "model" && prev_non_tool_role_ == "assistant";
+    if (!continue_same_turn) out_ += "<|turn>" + role + "\n";
+
+    const json* thinking = truthy(field(m, "reasoning")) ? field(m, "reasoning") : field(m, "reasoning_content");
+    const json* tool_calls = field(m, "tool_calls");
+    const bool has_calls = truthy(tool_calls) && tool_calls->is_array();
+    if (truthy(thinking) && (long(i) > last_user_ || (opt_.preserve_thinking && has_calls)))
+      out_ += "<|channel>thought\n" + text_of(thinking) + "\n<channel|>";
+    if (has_calls) write_tool_calls(*tool_calls, where);
+    const bool wrote_responses = write_tool_responses(i, m, has_calls ? tool_calls : nullptr);
+
+    const std::string captured = message_content(m, role, where);
+    out_ += captured;
+    end_turn(i, role, has_calls, wrote_responses, !trim(captured).empty());
+    prev_non_tool_role_ = roles_[i];
+  }
+
+  void write_tool_calls(const json& tool_calls, const std::string& where) {
+    for (size_t c = 0; c < tool_calls.size(); ++c) {
+      const json& call = tool_calls[c];
+      const std::string cwhere = where + ".tool_calls[" + std::to_string(c) + "]";
+      const json* fn = field(call, "function");
+      if (!fn || !field(*fn, "name") || !(*fn)["name"].is_string()) throw Error(cwhere + ": needs function.name");
+      out_ += "<|tool_call>call:" + (*fn)["name"].get<std::string>() + "{";
+      tool_members(out_, call_arguments(*fn, cwhere));
+      out_ += "}<tool_call|>";
+    }
+    prev_type_ = "tool_call";
+  }
+
+  // The message's own tool_responses, else (after tool calls) the role "tool" messages that
+  // follow it. Returns whether any response was written.
+  bool write_tool_responses(size_t i, const json& m, const json* tool_calls) {
+    bool wrote = false;
+    const json* responses = field(m, "tool_responses");
+    if (truthy(responses) && responses->is_array()) {
+      for (const auto& r : *responses) {
+        const std::string name = truthy(field(r, "name")) ? text_of(field(r, "name")) : "unknown";
+        tool_response_block(out_, name, field(r, "response") ? r["response"] : json());
+        wrote = true;
+        prev_type_ = "tool_response";
+      }
+    } else if (tool_calls) {
+      for (size_t k = i + 1; k < loop_.size() && roles_[k] == "tool"; ++k) {
+        tool_message_block(out_, tool_message_name(*loop_[k], *tool_calls), *loop_[k]);
+        wrote = true;
+        prev_type_ = "tool_response";
+      }
+    }
+    return wrote;
+  }
+
+  void end_turn(size_t i, const std::string& role, bool has_calls, bool wrote_responses, bool has_content) {
+    std::string next_role;
+    bool next_found = false;
+    for (size_t j = i + 1; j < loop_.size() && !next_found; ++j)
+      if (roles_[j] != "tool") next_role = roles_[j], next_found = true;
+    const bool continues_into_next = role == "model" && next_role == "assistant" && (!has_calls || wrote_responses);
+
+    if (prev_type_ == "tool_call" && !wrote_responses) {
+      out_ += "<|tool_response>";  // the model's turn ends awaiting the tool's answer
+    } else if (continues_into_next) {
+    } else if (!(wrote_responses && !has_content && !next_found)) {
+      out_ += "<turn|>\n";
+    }
+  }
+
+  void generation_prompt() {
+    if (!opt_.add_generation_prompt) return;
+    if (prev_type_ != "tool_response" && prev_type_ != "tool_call") {
+      out_ += "<|turn>model\n";
+      if (opt_.empty_thought_when_not_thinking && !opt_.enable_thinking) out_ += "<|channel>thought\n<channel|>";
+    } else if (prev_type_ == "tool_response" && opt_.enable_thinking) {
+      out_ += "<|channel>thought\n";
+    }
+  }
+
+  const json& messages_;
+  const json& tools_;
+  const ChatOptions& opt_;
+  std::string out_;
+  std::string prev_type_;  // the template's ns.prev_message_type ("" = None)
+  std::string prev_non_tool_role_;
+  size_t first_ = 0;  // messages[0] went into the system turn: 1
+  std::vector<const json*> loop_;  // the messages after the system turn, and their roles
+  std::vector<std::string> roles_;
+  long last_user_ = -1;  // index in loop_ of the last user message
+};
+
 }  // namespace
 
 ChatOptions chat_options_for(const Vocabulary& vocab) {
@@ -258,160 +456,7 @@ ChatOptions chat_options_for(const Vocabulary& vocab) {
 std::string render_chat(const json& messages, const json& tools, const ChatOptions& opt) {
   if (!messages.is_array()) throw Error("messages must be a JSON array");
   if (!tools.is_null() && !tools.is_array()) throw Error("tools must be a JSON array");
-  std::string out = opt.bos_token;
-  std::string prev_type;  // the template's ns.prev_message_type ("" = None)
-  std::string prev_non_tool_role;
-  size_t first = 0;
-  const bool has_tools = tools.is_array() && !tools.empty();
-  const bool system_first = !messages.empty() && (role_of(messages[0], 0) == "system" || role_of(messages[0], 0) == "developer");
-
-  if (opt.enable_thinking || has_tools || system_first) {
-    out += "<|turn>system\n";
-    if (opt.enable_thinking) {
-      out += "<|think|>\n";
-      prev_type = "think";
-    }
-    if (system_first) {
-      const json* content = field(messages[0], "content");
-      if (content && content->is_string()) {
-        out += trim(content->get<std::string>());
-      } else if (content && content->is_array()) {
-        for (const auto& part : *content) out += trim(text_of(field(part, "text"))) + " ";
-      }
-      first = 1;
-    }
-    if (has_tools) {
-      for (size_t i = 0; i < tools.size(); ++i) out += "<|tool>" + format_declaration(tools[i], i) + "<tool|>";
-      prev_type = "tool";
-    }
-    out += "<turn|>\n";
-  }
-
-  std::vector<const json*> loop;
-  std::vector<std::string> roles;
-  for (size_t i = first; i < messages.size(); ++i) {
-    loop.push_back(&messages[i]);
-    roles.push_back(role_of(messages[i], i));
-  }
-  long last_user = -1;
-  for (size_t i = 0; i < loop.size(); ++i)
-    if (roles[i] == "user") last_user = long(i);
-
-  for (size_t i = 0; i < loop.size(); ++i) {
-    const json& m = *loop[i];
-    const std::string where = "messages[" + std::to_string(i + first) + "]";
-    if (roles[i] == "tool") continue;  // written inside the assistant turn that called it
-    prev_type.clear();
-    const std::string role = roles[i] == "assistant" ? "model" : roles[i];
-    const bool continue_same_turn = role == "model" && prev_non_tool_role == "assistant";
-    if (!continue_same_turn) out += "<|turn>" + role + "\n";
-
-    const json* thinking = truthy(field(m, "reasoning")) ? field(m, "reasoning") : field(m, "reasoning_content");
-    const json* tool_calls = field(m, "tool_calls");
-    const bool has_calls = truthy(tool_calls) && tool_calls->is_array();
-    if (truthy(thinking) && (long(i) > last_user || (opt.preserve_thinking && has_calls)))
-      out += "<|channel>thought\n" + text_of(thinking) + "\n<channel|>";
-
-    if (has_calls) {
-      for (size_t c = 0; c < tool_calls->size(); ++c) {
-        const json& call = (*tool_calls)[c];
-        const std::string cwhere = where + ".tool_calls[" + std::to_string(c) + "]";
-        const json* fn = field(call, "function");
-        if (!fn || !field(*fn, "name") || !(*fn)["name"].is_string())
-          throw Error(cwhere + ": needs function.name");
-        out += "<|tool_call>call:" + (*fn)["name"].get<std::string>() + "{";
-        const json args = call_arguments(*fn, cwhere);
-        bool first_arg = true;
-        for (const auto& [k, v] : dictsort(args)) {
-          if (!first_arg) out += ',';
-          first_arg = false;
-          out += k + ":";
-          format_tool_value(out, *v, false);
-        }
-        out += "}<tool_call|>";
-      }
-      prev_type = "tool_call";
-    }
-
-    bool wrote_responses = false;
-    const json* responses = field(m, "tool_responses");
-    if (truthy(responses) && responses->is_array()) {
-      for (const auto& r : *responses) {
-        const std::string name = truthy(field(r, "name")) ? text_of(field(r, "name")) : "unknown";
-        tool_response_block(out, name, field(r, "response") ? r["response"] : json());
-        wrote_responses = true;
-        prev_type = "tool_response";
-      }
-    } else if (has_calls) {
-      for (size_t k = i + 1; k < loop.size() && roles[k] == "tool"; ++k) {
-        const json& follow = *loop[k];
-        std::string name = truthy(field(follow, "name")) ? text_of(field(follow, "name")) : "unknown";
-        const json* follow_id = field(follow, "tool_call_id");
-        for (const auto& tc : *tool_calls) {
-          const json* tc_id = field(tc, "id");
-          const bool same = (!tc_id || tc_id->is_null()) ? (!follow_id || follow_id->is_null())
-                                                          : (follow_id && *tc_id == *follow_id);
-          if (same && field(tc, "function") && field(tc["function"], "name")) name = text_of(&tc["function"]["name"]);
-        }
-        const json* body = field(follow, "content");
-        if (body && body->is_array()) {
-          std::string text;
-          for (const auto& part : *body)
-            if (text_of(field(part, "type")) == "text") text += text_of(field(part, "text"));
-          tool_response_block(out, name, text);
-          for (const auto& part : *body) media_placeholder(out, text_of(field(part, "type")));
-        } else {
-          tool_response_block(out, name, body ? *body : json());
-        }
-        wrote_responses = true;
-        prev_type = "tool_response";
-      }
-    }
-
-    std::string captured;
-    const json* content = field(m, "content");
-    if (content && content->is_string()) {
-      captured = role == "model" ? strip_thinking(content->get<std::string>()) : trim(content->get<std::string>());
-    } else if (content && content->is_array()) {
-      for (const auto& part : *content) {
-        const std::string type = text_of(field(part, "type"));
-        if (type == "text") {
-          const std::string t = text_of(field(part, "text"));
-          captured += role == "model" ? strip_thinking(t) : trim(t);
-        } else {
-          media_placeholder(captured, type);
-        }
-      }
-    } else if (content && !content->is_null()) {
-      throw Error(where + ".content must be a string, a list of parts or null");
-    }
-    out += captured;
-    const bool has_content = !trim(captured).empty();
-
-    std::string next_role;
-    bool next_found = false;
-    for (size_t j = i + 1; j < loop.size() && !next_found; ++j)
-      if (roles[j] != "tool") next_role = roles[j], next_found = true;
-    const bool continues_into_next = role == "model" && next_role == "assistant" && (!has_calls || wrote_responses);
-
-    if (prev_type == "tool_call" && !wrote_responses) {
-      out += "<|tool_response>";  // the model's turn ends awaiting the tool's answer
-    } else if (continues_into_next) {
-    } else if (!(wrote_responses && !has_content && !next_found)) {
-      out += "<turn|>\n";
-    }
-    prev_non_tool_role = roles[i];
-  }
-
-  if (opt.add_generation_prompt) {
-    if (prev_type != "tool_response" && prev_type != "tool_call") {
-      out += "<|turn>model\n";
-      if (opt.empty_thought_when_not_thinking && !opt.enable_thinking) out += "<|channel>thought\n<channel|>";
-    } else if (prev_type == "tool_response" && opt.enable_thinking) {
-      out += "<|channel>thought\n";
-    }
-  }
-  return out;
+  return ChatRenderer(messages, tools, opt).render();
 }
 
 std::vector<std::string> missing_template_tokens(const Vocabulary& vocab) {
