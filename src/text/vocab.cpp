@@ -38,9 +38,11 @@ static std::string quote_piece(std::string_view s) {
   return q + "\"";
 }
 
-Vocabulary::Vocabulary(VocabularySpec spec) {
-  source_ = spec.source;
-  const std::string& src = source_;
+namespace {
+
+// Every per-id array has one entry per piece.
+void check_spec_sizes(const VocabularySpec& spec) {
+  const std::string& src = spec.source;
   const size_t n = spec.pieces.size();
   if (n == 0) throw Error(src + ": the vocabulary is empty");
   if (n > size_t(INT32_MAX)) throw Error(src + ": the vocabulary is too large");
@@ -48,20 +50,56 @@ Vocabulary::Vocabulary(VocabularySpec spec) {
     throw Error(src + ": " + std::to_string(spec.types.size()) + " token types for " + std::to_string(n) + " pieces");
   if (!spec.scores.empty() && spec.scores.size() != n)
     throw Error(src + ": " + std::to_string(spec.scores.size()) + " scores for " + std::to_string(n) + " pieces");
+}
 
+}  // namespace
+
+Vocabulary::Vocabulary(VocabularySpec spec) {
+  source_ = spec.source;
+  check_spec_sizes(spec);
+  store_pieces(spec.pieces);
+  types_ = std::move(spec.types);
+  scores_ = std::move(spec.scores);
+  index_pieces(spec.byte_fallback);
+
+  byte_fallback_ = spec.byte_fallback;
+  fuse_unk_ = spec.fuse_unk;
+  space_to_metaspace_ = spec.space_to_metaspace;
+  add_bos_ = spec.add_bos;
+  set_unknown_token(spec.unk_piece);
+  build_merges(spec.merges);
+
+  for (int32_t id : spec.added_token_ids) {
+    if (id < 0 || size_t(id) >= pieces_.size())
+      throw Error(source_ + ": added token id " + std::to_string(id) + " is outside the vocabulary");
+    if (pieces_[size_t(id)].empty()) throw Error(source_ + ": added token " + std::to_string(id) + " is empty");
+  }
+  added_token_ids_ = std::move(spec.added_token_ids);
+
+  for (const auto& [role, piece] : spec.named_tokens)
+    if (find(piece) < 0)
+      throw Error(source_ + ": " + role + " is " + quote_piece(piece) + ", which is not in the vocabulary");
+  named_tokens_ = std::move(spec.named_tokens);
+}
+
+void Vocabulary::store_pieces(const std::vector<std::string>& pieces) {
   size_t total = 0;
-  for (const auto& p : spec.pieces) total += p.size();
+  for (const auto& p : pieces) total += p.size();
   piece_arena_.resize(total);
-  pieces_.reserve(n);
+  pieces_.reserve(pieces.size());
   size_t at = 0;
-  for (const auto& p : spec.pieces) {
+  for (const auto& p : pieces) {
     if (!p.empty()) std::memcpy(piece_arena_.data() + at, p.data(), p.size());
     pieces_.emplace_back(piece_arena_.data() + at, p.size());
     at += p.size();
   }
-  types_ = std::move(spec.types);
-  scores_ = std::move(spec.scores);
+}
 
+// Piece -> id (refusing empty and repeated pieces) and the byte-fallback pieces: typed BYTE, or
+// (with byte fallback) a Normal piece spelled <0xNN>.
+void Vocabulary::index_pieces(bool byte_fallback) {
+  const std::string& src = source_;
+  const size_t n = pieces_.size();
   piece_to_id_ = PieceIndex(n);
   byte_value_.assign(n, -1);
   for (size_t id = 0; id < n; ++id) {
@@ -72,7 +110,7 @@ Vocabulary::Vocabulary(VocabularySpec spec) {
     if (!p.empty() && !piece_to_id_.insert(p, int32_t(id), pieces_, &first))
       throw Error(src + ": piece " + quote_piece(p) + " appears twice (ids " + std::to_string(first) + " and " +
                   std::to_string(id) + ")");
-    if (types_[id] == TokenType::Byte || (types_[id] == TokenType::Normal && spec.byte_fallback)) {
+    if (types_[id] == TokenType::Byte || (types_[id] == TokenType::Normal && byte_fallback)) {
       const int b = parse_byte_piece(p);
       if (b >= 0) {
         types_[id] = TokenType::Byte;
@@ -84,14 +122,15 @@ Vocabulary::Vocabulary(VocabularySpec spec) {
       }
     }
   }
+}
 
-  byte_fallback_ = spec.byte_fallback;
-  fuse_unk_ = spec.fuse_unk;
-  space_to_metaspace_ = spec.space_to_metaspace;
-  add_bos_ = spec.add_bos;
-  if (!spec.unk_piece.empty()) {
-    const int32_t u = find(spec.unk_piece);
-    if (u < 0) throw Error(src + ": the unknown token " + quote_piece(spec.unk_piece) + " is not in the vocabulary");
+// The unknown token, and the check that every character can be encoded: each byte has its
+// <0xNN> piece, or there is an unknown token to stand in.
+void Vocabulary::set_unknown_token(const std::string& unk_piece) {
+  const std::string& src = source_;
+  if (!unk_piece.empty()) {
+    const int32_t u = find(unk_piece);
+    if (u < 0) throw Error(src + ": the unknown token " + quote_piece(unk_piece) + " is not in the vocabulary");
     unk_id_ = u;
   }
   if (byte_fallback_) {
@@ -102,15 +141,18 @@ Vocabulary::Vocabulary(VocabularySpec spec) {
   } else if (!unk_id_) {
     throw Error(src + ": neither byte fallback nor an unknown token: some text could not be encoded");
   }
+}
 
+// Merge rules by the ids of their parts and result; every one must be in the vocabulary.
+void Vocabulary::build_merges(const MergeList& merge_list) {
   // Resolving merge parts is ~1.5M hash lookups for Gemma: spread over cores, then insert in
   // rank order (the table is not concurrent; insertion is the cheap part).
-  const size_t m = spec.merges.size();
+  const size_t m = merge_list.size();
   std::vector<int32_t> resolved(m * 3);
   auto resolve = [&](int64_t begin, int64_t end, int) {
     std::string joined;
     for (int64_t r = begin; r < end; ++r) {
-      const std::string_view l = spec.merges.left(size_t(r)), rt = spec.merges.right(size_t(r));
+      const std::string_view l = merge_list.left(size_t(r)), rt = merge_list.right(size_t(r));
       joined.assign(l).append(rt);
       resolved[size_t(r) * 3] = find(l);
       resolved[size_t(r) * 3 + 1] = find(rt);
@@ -128,27 +170,15 @@ Vocabulary::Vocabulary(VocabularySpec spec) {
   for (size_t r = 0; r < m; ++r) {
     const int32_t li = resolved[r * 3], ri = resolved[r * 3 + 1], mi = resolved[r * 3 + 2];
     if (li < 0 || ri < 0 || mi < 0) {
-      const std::string_view l = spec.merges.left(r), rt = spec.merges.right(r);
+      const std::string_view l = merge_list.left(r), rt = merge_list.right(r);
       const std::string joined = std::string(l) + std::string(rt);
       const std::string_view missing = li < 0 ? l : ri < 0 ? rt : std::string_view(joined);
-      throw Error(src + ": merge " + std::to_string(r) + " (" + quote_piece(l) + " " + quote_piece(rt) + ") uses " +
-                  quote_piece(missing) + ", which is not in the vocabulary");
+      throw Error(source_ + ": merge " + std::to_string(r) + " (" + quote_piece(l) + " " + quote_piece(rt) +
+                  ") uses " + quote_piece(missing) + ", which is not in the vocabulary");
     }
     merges_.insert(li, ri, MergeRule{uint32_t(r), mi});
   }
-  merge_count_ = spec.merges.size();
-
-  for (int32_t id : spec.added_token_ids) {
-    if (id < 0 || size_t(id) >= n)
-      throw Error(src + ": added token id " + std::to_string(id) + " is outside the vocabulary");
-    if (pieces_[size_t(id)].empty()) throw Error(src + ": added token " + std::to_string(id) + " is empty");
-  }
-  added_token_ids_ = std::move(spec.added_token_ids);
-
-  for (const auto& [role, piece] : spec.named_tokens)
-    if (find(piece) < 0)
-      throw Error(src + ": " + role + " is " + quote_piece(piece) + ", which is not in the vocabulary");
-  named_tokens_ = std::move(spec.named_tokens);
+  merge_count_ = m;
 }
 
 std::optional<std::string> Vocabulary::named_piece(const std::string& role) const {

@@ -117,6 +117,12 @@ class Vocabulary {
   int32_t require_special_id(std::string_view piece, std::string_view purpose) const;
 
  private:
+  // The constructor's steps, in order.
+  void store_pieces(const std::vector<std::string>& pieces);
+  void index_pieces(bool byte_fallback);
+  void set_unknown_token(const std::string& unk_piece);
+  void build_merges(const MergeList& merges);
+
   std::string source_;
   std::vector<char> piece_arena_;      // all pieces back to back (a vector: its buffer survives moves)
   std::vector<std::string_view> pieces_;
