@@ -100,15 +100,9 @@ struct Scratch {
   std::vector<Candidate> heap;
 };
 
-}  // namespace
-
-void Tokenizer::encode_segment(std::string_view raw, std::vector<int32_t>& out) const {
-  thread_local Scratch scratch;
-  std::string& norm = scratch.normalized;
-  std::vector<Symbol>& syms = scratch.symbols;
-  norm.clear();
-  syms.clear();
-  if (vocab_.space_to_metaspace()) {
+// The normalizer: " " -> U+2581 when the vocabulary asks for it.
+void normalize_spaces(std::string_view raw, bool space_to_metaspace, std::string& norm) {
+  if (space_to_metaspace) {
     for (char c : raw) {
       if (c == ' ') norm.append(kMetaspace);
       else norm.push_back(c);
@@ -116,45 +110,33 @@ void Tokenizer::encode_segment(std::string_view raw, std::vector<int32_t>& out) 
   } else {
     norm.assign(raw);
   }
-  const std::string_view s = norm;
+}
 
-  auto push = [&](int32_t id) {
-    const int32_t idx = int32_t(syms.size());
-    syms.push_back(Symbol{id, idx - 1, -1});
-  };
-  // A character without a piece: its bytes as <0xNN>, or (no byte pieces) one <unk>, fused.
-  auto push_unknown = [&](std::string_view bytes) {
-    if (vocab_.byte_fallback()) {
-      bool all = true;
-      for (char b : bytes) all = all && vocab_.byte_id(uint8_t(b)) >= 0;
-      if (all) {
-        for (char b : bytes) push(vocab_.byte_id(uint8_t(b)));
-        return;
-      }
+void append_symbol(std::vector<Symbol>& syms, int32_t id) {
+  const int32_t idx = int32_t(syms.size());
+  syms.push_back(Symbol{id, idx - 1, -1});
+}
+
+// A character without a piece: its bytes as <0xNN>, or (no byte pieces) one <unk>, fused.
+void append_unknown(std::vector<Symbol>& syms, const Vocabulary& vocab, std::string_view bytes) {
+  if (vocab.byte_fallback()) {
+    bool all = true;
+    for (char b : bytes) all = all && vocab.byte_id(uint8_t(b)) >= 0;
+    if (all) {
+      for (char b : bytes) append_symbol(syms, vocab.byte_id(uint8_t(b)));
+      return;
     }
-    const int32_t unk = *vocab_.unk_id();  // Vocabulary guarantees one exists when needed
-    if (vocab_.fuse_unk() && !syms.empty() && syms.back().id == unk) return;
-    push(unk);
-  };
-  for (size_t i = 0; i < s.size();) {
-    const size_t len = utf8_char_length(s, i);
-    if (len == 0) {  // not UTF-8: the byte on its own
-      push_unknown(s.substr(i, 1));
-      i += 1;
-      continue;
-    }
-    const int32_t id = (len == 3 && metaspace_id_ >= 0 && s.compare(i, 3, kMetaspace) == 0) ? metaspace_id_
-                                                                                             : char_id(s, i, len);
-    if (id >= 0) push(id);
-    else push_unknown(s.substr(i, len));
-    i += len;
   }
-  if (syms.empty()) return;
-  for (size_t i = 0; i + 1 < syms.size(); ++i) syms[i].next = int32_t(i + 1);
+  const int32_t unk = *vocab.unk_id();  // Vocabulary guarantees one exists when needed
+  if (vocab.fuse_unk() && !syms.empty() && syms.back().id == unk) return;
+  append_symbol(syms, unk);
+}
 
-  std::vector<Candidate>& heap = scratch.heap;
+// BPE: repeatedly joins the adjacent pair with the lowest merge rank (leftmost on ties) until no
+// pair has a merge. Merged-away symbols stay in the vector with id -1, unlinked.
+void apply_merges(std::vector<Symbol>& syms, std::vector<Candidate>& heap, const MergeTable& merges) {
+  for (size_t i = 0; i + 1 < syms.size(); ++i) syms[i].next = int32_t(i + 1);
   heap.clear();
-  const MergeTable& merges = vocab_.merges();
   const std::greater<Candidate> later;
   auto offer = [&](int32_t pos) {
     const Symbol& l = syms[size_t(pos)];
@@ -185,6 +167,35 @@ void Tokenizer::encode_segment(std::string_view raw, std::vector<int32_t>& out) 
     if (left.prev >= 0) offer(left.prev);
     offer(c.pos);
   }
+}
+
+}  // namespace
+
+void Tokenizer::encode_segment(std::string_view raw, std::vector<int32_t>& out) const {
+  thread_local Scratch scratch;
+  std::string& norm = scratch.normalized;
+  std::vector<Symbol>& syms = scratch.symbols;
+  norm.clear();
+  syms.clear();
+  normalize_spaces(raw, vocab_.space_to_metaspace(), norm);
+  const std::string_view s = norm;
+
+  // One symbol per character: its one-character piece, else byte pieces or <unk>.
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = utf8_char_length(s, i);
+    if (len == 0) {  // not UTF-8: the byte on its own
+      append_unknown(syms, vocab_, s.substr(i, 1));
+      i += 1;
+      continue;
+    }
+    const int32_t id = (len == 3 && metaspace_id_ >= 0 && s.compare(i, 3, kMetaspace) == 0) ? metaspace_id_
+                                                                                             : char_id(s, i, len);
+    if (id >= 0) append_symbol(syms, id);
+    else append_unknown(syms, vocab_, s.substr(i, len));
+    i += len;
+  }
+  if (syms.empty()) return;
+  apply_merges(syms, scratch.heap, vocab_.merges());
   for (int32_t i = 0; i >= 0; i = syms[size_t(i)].next) out.push_back(syms[size_t(i)].id);
 }
 
