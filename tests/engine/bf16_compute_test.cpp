@@ -59,7 +59,7 @@ class Bf16Compute : public ::testing::Test {
     auto m = model(p);
     ThreadPool pool(2);
     place_weights(*m, WeightMemory::Huge, &pool);
-    const InterleaveReport ir = interleave_weights(*m, &pool, InterleaveFor{false, true});
+    const InterleaveReport ir = interleave_weights(*m, &pool, InterleaveFor{.int8 = false, .bf16 = true});
     EXPECT_GT(ir.tensors, 0) << p << ": nothing was interleaved";
     EXPECT_EQ(m->weights.layers[0].q_proj->dtype, DType::BF16_R16) << p;
     EXPECT_EQ(m->weights.lm_head, m->weights.embed_tokens) << p << ": the tied head came untied";
@@ -85,32 +85,43 @@ std::vector<std::vector<float>> batched(const Model& m, const std::vector<std::v
                             [](size_t i, size_t fed, int step) -> size_t { return step < int(2 * i) ? 0 : fed == 0 ? 5 : 1; });
 }
 
-void expect_batching_is_exact(const Model& m, bool bf16, bool int8 = false, KvDType kv_type = KvDType::F32,
-                              ops::Bf16Tiles tiles = ops::Bf16Tiles::None,
-                              ops::Int8Tiles int8_tiles = ops::Int8Tiles::None,
-                              ops::Bf16Tiles attention_tiles = ops::Bf16Tiles::None, size_t base_len = 9) {
+// What one batching check runs: the matmul policies, the cache, the tiles (software models here)
+// and how long the streams are.
+struct BatchingCase {
+  bool bf16_compute = false;
+  bool int8_activations = false;
+  KvDType kv_type = KvDType::F32;
+  ops::Bf16Tiles bf16_tiles = ops::Bf16Tiles::None;
+  ops::Int8Tiles int8_tiles = ops::Int8Tiles::None;
+  ops::Bf16Tiles attention_tiles = ops::Bf16Tiles::None;
+  size_t base_len = 9;  // tokens of the first stream; each next one has 6 more
+};
+
+void expect_batching_is_exact(const Model& m, const BatchingCase& c) {
   ThreadPool pool(2);
-  ops::MatmulContext mm{&pool, 4, bf16, int8};
-  mm.bf16_tiles = tiles;
-  mm.int8_tiles = int8_tiles;
-  mm.attention_tiles = attention_tiles;
+  ops::MatmulContext mm{.pool = &pool, .panel_rows = 4, .bf16_compute = c.bf16_compute,
+                        .int8_activations = c.int8_activations};
+  mm.bf16_tiles = c.bf16_tiles;
+  mm.int8_tiles = c.int8_tiles;
+  mm.attention_tiles = c.attention_tiles;
   blocks::Exec ex{&mm};
   ex.attention_parallel_min_fmas = 0;  // every layer's attention on the pool, in slices of 8 keys merged
   ex.attention_slice = 8;
   std::vector<std::vector<int>> streams;
-  for (size_t i = 0; i < 4; ++i) streams.push_back(random_tokens(base_len + 6 * i, m.config.vocab_size, unsigned(40 + i)));
-  const auto together = batched(m, streams, ex, kv_type);
+  for (size_t i = 0; i < 4; ++i) streams.push_back(random_tokens(c.base_len + 6 * i, m.config.vocab_size, unsigned(40 + i)));
+  const auto together = batched(m, streams, ex, c.kv_type);
   for (size_t i = 0; i < streams.size(); ++i) {
-    const auto one = alone(m, streams[i], ex, kv_type);
+    const auto one = alone(m, streams[i], ex, c.kv_type);
     ASSERT_EQ(one.size(), together[i].size());
     EXPECT_EQ(0, std::memcmp(one.data(), together[i].data(), one.size() * sizeof(float)))
-        << "sequence " << i << (bf16 ? " (bf16 compute)" : int8 ? " (int8 activations)" : " (f32 SIMD)")
+        << "sequence " << i
+        << (c.bf16_compute ? " (bf16 compute)" : c.int8_activations ? " (int8 activations)" : " (f32 SIMD)")
         << ": batched logits differ from alone";
   }
 }
 
 TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheF32SimdPath) {
-  for (const char* p : {"tiny-e", "tiny-moe"}) expect_batching_is_exact(*model(p), false);
+  for (const char* p : {"tiny-e", "tiny-moe"}) expect_batching_is_exact(*model(p), {});  // the defaults: f32 SIMD
 }
 
 // The f32 kernel over a rounded cache (bf16, f16, int8): the step's own rows are rounded as the
@@ -119,18 +130,18 @@ TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheF32KernelOverRoundedCache
   for (KvDType t : {KvDType::BF16, KvDType::F16, KvDType::Int8})
     for (const char* p : {"tiny-e", "tiny-moe"}) {
       SCOPED_TRACE(std::string(p) + " kv " + kv_dtype_name(t));
-      expect_batching_is_exact(*model(p), false, false, t);
+      expect_batching_is_exact(*model(p), {.kv_type = t});
     }
 }
 
 TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheBf16Kernel) {
   if (!ops::gemm_bf16_available()) GTEST_SKIP() << "no confirmed AVX512_BF16 on this CPU";
-  for (const char* p : {"tiny-e", "tiny-moe"}) expect_batching_is_exact(*model(p), true);
+  for (const char* p : {"tiny-e", "tiny-moe"}) expect_batching_is_exact(*model(p), {.bf16_compute = true});
 }
 
 TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheInterleavedBf16Kernel) {
   if (!ops::gemm_bf16_available()) GTEST_SKIP() << "no confirmed AVX512_BF16 on this CPU";
-  for (const char* p : {"tiny-e", "tiny-moe"}) expect_batching_is_exact(*interleaved(p), true);
+  for (const char* p : {"tiny-e", "tiny-moe"}) expect_batching_is_exact(*interleaved(p), {.bf16_compute = true});
 }
 
 // On AMX-BF16 tiles (here the software model of them, where the CPU has none): the matrices in
@@ -139,7 +150,7 @@ TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheInterleavedBf16Kernel) {
 TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheTiles) {
   if (!ops::gemm_bf16_available()) GTEST_SKIP() << "no confirmed AVX512_BF16 on this CPU";
   for (const char* p : {"tiny-e", "tiny-moe"})
-    expect_batching_is_exact(*interleaved(p), true, false, KvDType::F32, ops::Bf16Tiles::Emulated);
+    expect_batching_is_exact(*interleaved(p), {.bf16_compute = true, .bf16_tiles = ops::Bf16Tiles::Emulated});
 }
 
 // Interleaving re-orders bytes and nothing else: the f32 reference loops (which read each row
@@ -159,7 +170,8 @@ TEST_F(Bf16Compute, InterleavingChangesNoValue) {
 // one at a time still give the same bits.
 TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheBf16AttentionKernel) {
   if (!ops::attention_bf16_available()) GTEST_SKIP() << "no confirmed AVX512_BF16 on this CPU";
-  for (const char* p : {"tiny-e", "tiny-moe"}) expect_batching_is_exact(*model(p), true, false, KvDType::BF16);
+  for (const char* p : {"tiny-e", "tiny-moe"})
+    expect_batching_is_exact(*model(p), {.bf16_compute = true, .kv_type = KvDType::BF16});
 }
 
 // Attention on AMX-BF16 tiles (here the software model of them, where the CPU has none) for every
@@ -171,17 +183,23 @@ TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheAttentionTiles) {
   // (the weights are rounded to bf16), so a prefill on tiles beside a decode on VDPBF16PS would
   // pass with the default 9-27.
   for (const char* p : {"tiny-e32", "tiny-moe"})
-    expect_batching_is_exact(*model(p), true, false, KvDType::BF16, ops::Bf16Tiles::None, ops::Int8Tiles::None,
-                             ops::Bf16Tiles::Emulated, 40);
+    expect_batching_is_exact(*model(p), {.bf16_compute = true,
+                                         .kv_type = KvDType::BF16,
+                                         .attention_tiles = ops::Bf16Tiles::Emulated,
+                                         .base_len = 40});
   // As an AMX-BF16 CPU runs it: the interleaved weights' products on tiles too.
-  expect_batching_is_exact(*interleaved("tiny-e32"), true, false, KvDType::BF16, ops::Bf16Tiles::Emulated,
-                           ops::Int8Tiles::None, ops::Bf16Tiles::Emulated, 40);
+  expect_batching_is_exact(*interleaved("tiny-e32"), {.bf16_compute = true,
+                                                      .kv_type = KvDType::BF16,
+                                                      .bf16_tiles = ops::Bf16Tiles::Emulated,
+                                                      .attention_tiles = ops::Bf16Tiles::Emulated,
+                                                      .base_len = 40});
 }
 
 TEST_F(Bf16Compute, AttentionKernelFollowsPolicyAndCacheType) {
   auto m = model("tiny-e");
   ThreadPool pool(2);
-  ops::MatmulContext bf{&pool, 4, true}, f32{&pool, 4, false};
+  ops::MatmulContext bf{.pool = &pool, .panel_rows = 4, .bf16_compute = true};
+  ops::MatmulContext f32{.pool = &pool, .panel_rows = 4, .bf16_compute = false};
   const blocks::Exec on_bf{&bf}, on_f32{&f32}, reference{};
   KvCache kv_bf(m->config, {KvDType::BF16, 4, 64}), kv_f32(m->config, {KvDType::F32, 4, 64}),
       kv_i8(m->config, {KvDType::Int8, 4, 64});
@@ -200,7 +218,7 @@ TEST_F(Bf16Compute, AttentionKernelFollowsPolicyAndCacheType) {
   }
   EXPECT_NE(describe_attention(ops::KvElem::I8, on_bf).find("int8 K/V widened"), std::string::npos);
   // The int8 kernel: activations = q8 and an int8 cache, nothing else.
-  ops::MatmulContext i8{&pool, 4, false, true};
+  ops::MatmulContext i8{.pool = &pool, .panel_rows = 4, .bf16_compute = false, .int8_activations = true};
   const blocks::Exec on_i8{&i8};
   EXPECT_EQ(uses_int8_attention(kv_i8, on_i8), ops::attention_int8_available());
   EXPECT_FALSE(uses_int8_attention(kv_bf, on_i8));
@@ -219,7 +237,7 @@ TEST_F(Bf16Compute, AttentionKernelFollowsPolicyAndCacheType) {
 TEST_F(Bf16Compute, StaysNearTheF32Reference) {
   if (!ops::gemm_bf16_available()) GTEST_SKIP() << "no confirmed AVX512_BF16 on this CPU";
   ThreadPool pool(2);
-  ops::MatmulContext mm{&pool, 4, true};
+  ops::MatmulContext mm{.pool = &pool, .panel_rows = 4, .bf16_compute = true};
   blocks::Exec ex{&mm};
   for (const std::string p : {"tiny-e", "tiny-moe", "tiny-e interleaved", "tiny-moe interleaved", "tiny-e tiles",
                                "tiny-moe tiles"}) {
@@ -253,7 +271,7 @@ TEST_F(Bf16Compute, StaysNearTheF32Reference) {
 TEST_F(Bf16Compute, Bf16AttentionErrsAboutAsMuchAsItsParts) {
   if (!ops::attention_bf16_available()) GTEST_SKIP() << "no confirmed AVX512_BF16 on this CPU";
   ThreadPool pool(2);
-  ops::MatmulContext mm{&pool, 4, true};
+  ops::MatmulContext mm{.pool = &pool, .panel_rows = 4, .bf16_compute = true};
   const blocks::Exec ex{&mm}, reference{};
   auto mean_abs_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
     double s = 0;
@@ -302,7 +320,7 @@ class Int8Activations : public Bf16Compute {
     EXPECT_GT(r.tensors, 0) << p << ": nothing was re-encoded, so nothing below would test the int8 kernel";
     if (interleave) {
       ThreadPool pool(2);
-      const InterleaveReport ir = interleave_weights(*m, &pool, InterleaveFor{true, false});
+      const InterleaveReport ir = interleave_weights(*m, &pool, InterleaveFor{.int8 = true, .bf16 = false});
       EXPECT_GT(ir.tensors, 0) << p << ": nothing was interleaved";
       EXPECT_EQ(m->weights.layers[0].q_proj->dtype, interleaved_dtype(t)) << p;
       EXPECT_EQ(m->weights.lm_head, m->weights.embed_tokens) << p << ": the tied head came untied";
@@ -316,7 +334,7 @@ TEST_F(Int8Activations, BatchingAndChunkingAreBitExact) {
     for (DType t : {DType::Q8_0, DType::Q4_0})
       for (const char* p : {"tiny-e", "tiny-moe"}) {
         SCOPED_TRACE(std::string(p) + " " + std::string(dtype_name(t)) + (interleave ? " interleaved" : ""));
-        expect_batching_is_exact(*quantized(p, t, interleave), false, true);
+        expect_batching_is_exact(*quantized(p, t, interleave), {.int8_activations = true});
       }
 }
 
@@ -327,8 +345,8 @@ TEST_F(Int8Activations, BatchingAndChunkingAreBitExactOnTheTiles) {
   for (DType t : {DType::Q8_0, DType::Q4_0})
     for (const char* p : {"tiny-e", "tiny-moe"}) {
       SCOPED_TRACE(std::string(p) + " " + std::string(dtype_name(t)));
-      expect_batching_is_exact(*quantized(p, t, true), false, true, KvDType::F32, ops::Bf16Tiles::None,
-                               ops::Int8Tiles::Emulated);
+      expect_batching_is_exact(*quantized(p, t, true),
+                               {.int8_activations = true, .int8_tiles = ops::Int8Tiles::Emulated});
     }
 }
 
@@ -339,7 +357,7 @@ TEST_F(Int8Activations, BatchingAndChunkingAreBitExactOnTheInt8AttentionKernel) 
   if (!ops::attention_int8_available()) GTEST_SKIP() << "no int8 attention kernel on this CPU";
   for (const char* p : {"tiny-e", "tiny-moe"}) {
     SCOPED_TRACE(p);
-    expect_batching_is_exact(*quantized(p, DType::Q8_0, true), false, true, KvDType::Int8);
+    expect_batching_is_exact(*quantized(p, DType::Q8_0, true), {.int8_activations = true, .kv_type = KvDType::Int8});
   }
 }
 
@@ -353,7 +371,7 @@ TEST_F(Int8Activations, BatchingAndChunkingAreBitExactOnTheInt8AttentionKernel) 
 TEST_F(Int8Activations, Int8AttentionCostsAboutWhatTheInt8CacheCosts) {
   if (!ops::attention_int8_available()) GTEST_SKIP() << "no int8 attention kernel on this CPU";
   ThreadPool pool(2);
-  ops::MatmulContext int8{&pool, 4, false, true};
+  ops::MatmulContext int8{.pool = &pool, .panel_rows = 4, .bf16_compute = false, .int8_activations = true};
   const blocks::Exec ex_int8{&int8}, reference{};
   auto mean_abs_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
     double s = 0;
@@ -373,7 +391,7 @@ TEST_F(Int8Activations, Int8AttentionCostsAboutWhatTheInt8CacheCosts) {
     EXPECT_GT(cache_cost, 0.0) << p;
     EXPECT_LT(got, base + 2.5 * cache_cost) << p;
     // The f32 kernel over the same int8 cache (f32 activations keep f32 queries).
-    ops::MatmulContext f32_acts{&pool, 4, false, false};
+    ops::MatmulContext f32_acts{.pool = &pool, .panel_rows = 4, .bf16_compute = false, .int8_activations = false};
     const auto f32_kernel = alone(*m, tokens, blocks::Exec{&f32_acts}, KvDType::Int8);
     EXPECT_NE(0, std::memcmp(f32_kernel.data(), int8_cache.data(), f32_kernel.size() * sizeof(float))) << p;
   }
@@ -387,7 +405,8 @@ TEST_F(Int8Activations, WarmingTheNextProductChangesNoBits) {
     auto m = quantized("tiny-e", t, true);
     const auto tokens = random_tokens(20, m->config.vocab_size, 11);
     ThreadPool pool(2);
-    ops::MatmulContext cold{&pool, 4, false, true}, warm = cold;
+    ops::MatmulContext cold{.pool = &pool, .panel_rows = 4, .bf16_compute = false, .int8_activations = true};
+    ops::MatmulContext warm = cold;
     warm.decode.warm_bytes = 4096;
     const auto plain = alone(*m, tokens, blocks::Exec{&cold});
     EXPECT_EQ(pool.warmed_bytes(), 0u);
@@ -414,11 +433,12 @@ TEST_F(Int8Activations, InterleavingChangesNoValue) {
 // Quantizing activations to int8 moves logits. Measured against the f32 reference loops on the
 // same Q8_0/Q4_0 weights (so only the activation rounding counts), with the Q8_0 weight rounding
 // itself as the yardstick: int8 activations may cost at most 2.5x what Q8_0 weights cost on the
-// same model (measured: 1.3x dense, 1.3-1.7x MoE, where expert choices can flip). Also checked
-// to differ from the f32-activation SIMD path, so the kernel really ran.
+// same model (a margin MoE needs too, where expert choices can flip). Also checked to differ
+// from the f32-activation SIMD path, so the kernel really ran.
 TEST_F(Int8Activations, CostsNoMoreThanQ8WeightsAgainstTheF32Reference) {
   ThreadPool pool(2);
-  ops::MatmulContext int8{&pool, 4, false, true}, f32{&pool, 4, false, false};
+  ops::MatmulContext int8{.pool = &pool, .panel_rows = 4, .bf16_compute = false, .int8_activations = true};
+  ops::MatmulContext f32{.pool = &pool, .panel_rows = 4, .bf16_compute = false, .int8_activations = false};
   blocks::Exec ex_int8{&int8}, ex_f32{&f32};
   auto mean_abs_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
     double s = 0;
@@ -471,7 +491,7 @@ TEST_F(Int8Activations, KQuantGgufWeightsAreBitExactUnderBatchingAndCostAboutWha
   write_model_gguf(*hf, DType::Q8_0, tmp / "q8.gguf");
   const double q8_weights_cost = mean_abs_diff(forward_reference(*load_model(tmp / "q8.gguf"), tokens), forward_reference(*hf, tokens));
   ThreadPool pool(2);
-  ops::MatmulContext int8{&pool, 4, false, true};
+  ops::MatmulContext int8{.pool = &pool, .panel_rows = 4, .bf16_compute = false, .int8_activations = true};
   blocks::Exec ex{&int8};
   for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     SCOPED_TRACE(dtype_name(t));
@@ -480,7 +500,7 @@ TEST_F(Int8Activations, KQuantGgufWeightsAreBitExactUnderBatchingAndCostAboutWha
     auto m = load_model(path);
     ASSERT_EQ(m->weights.layers[0].q_proj->dtype, t);
     EXPECT_NE(ops::describe_matmul(int8, t).find("super-blocks x int8"), std::string::npos) << ops::describe_matmul(int8, t);
-    expect_batching_is_exact(*m, false, true);
+    expect_batching_is_exact(*m, {.int8_activations = true});
     const auto got = alone(*m, tokens, ex);
     const auto ref = forward_reference(*m, tokens);
     const double mean = mean_abs_diff(got, ref);
@@ -494,12 +514,12 @@ TEST_F(Int8Activations, KQuantGgufWeightsAreBitExactUnderBatchingAndCostAboutWha
     // the same reference loops (which read each row back out of its group) the cost stays
     // within the same yardstick.
     place_weights(*m, WeightMemory::Huge, &pool);
-    const InterleaveReport ir = interleave_weights(*m, &pool, InterleaveFor{true, false});
+    const InterleaveReport ir = interleave_weights(*m, &pool, InterleaveFor{.int8 = true, .bf16 = false});
     EXPECT_GT(ir.tensors, 0);
     const DType il = interleaved_dtype(t);
     ASSERT_EQ(m->weights.layers[0].q_proj->dtype, il);
     EXPECT_NE(ops::describe_matmul(int8, il).find("16 rows interleaved"), std::string::npos);
-    expect_batching_is_exact(*m, false, true);
+    expect_batching_is_exact(*m, {.int8_activations = true});
     const auto got_r16 = alone(*m, tokens, ex);
     const double mean_r16 = mean_abs_diff(got_r16, forward_reference(*m, tokens));
     std::printf("[ int8 k  ] %s: mean |delta logit| %.5f vs the reference loops on the same weights\n",

@@ -19,6 +19,16 @@
 namespace g4 {
 namespace {
 
+// The matmul policies of a probe run: policy compute = bf16, policy activations = q8 when set.
+struct ProbePolicy {
+  bool bf16_compute = false;
+  bool int8_activations = false;
+};
+
+ops::MatmulContext probe_matmul(ThreadPool& pool, const ModelConfig& c, ProbePolicy p) {
+  return ops::make_matmul_context(&pool, host_cpu(), c.widest_matmul_input(), p.bf16_compute, p.int8_activations);
+}
+
 TEST(LogitProbe, CompareLogitsMatchesHandArithmetic) {
   // Row 0: ref [0, 0], got [0, ln 3]: softmax 1/2 1/2 vs 1/4 3/4, KL = 1/2 ln 2 + 1/2 ln(2/3)
   // = 1/2 ln(4/3); argmax 0 (the first of a tie) vs 1. Row 1: identical, argmax the same.
@@ -84,7 +94,7 @@ TEST(LogitProbe, SimdProbeLogitsMatchTheReferenceLoops) {
   const auto tokens = probe_tokens(m->config, 8);
   const auto want = forward_reference(*m, tokens);
   ThreadPool pool(2);
-  const ops::MatmulContext mm = ops::make_matmul_context(&pool, host_cpu(), m->config.widest_matmul_input(), false, false);
+  const ops::MatmulContext mm = probe_matmul(pool, m->config, {.bf16_compute = false, .int8_activations = false});
   const auto got = probe_logits(*m, tokens, blocks::Exec{&mm});
   ASSERT_EQ(got.size(), want.size());
   ASSERT_EQ(got.size(), tokens.size() * size_t(m->config.vocab_size));
@@ -106,7 +116,7 @@ TEST(LogitProbe, ProbeLogitsMatchTheFixtureLogits) {
   const auto want = test::read_f32(dir / "expected_logits.f32");
   const size_t V = size_t(m->config.vocab_size), off = seq["row_offset"].get<size_t>() * V;
   ThreadPool pool(2);
-  const ops::MatmulContext mm = ops::make_matmul_context(&pool, host_cpu(), m->config.widest_matmul_input(), false, false);
+  const ops::MatmulContext mm = probe_matmul(pool, m->config, {.bf16_compute = false, .int8_activations = false});
   const auto got = probe_logits(*m, tokens, blocks::Exec{&mm});
   ASSERT_EQ(got.size(), tokens.size() * V);
   ASSERT_GE(want.size(), off + got.size());
