@@ -29,7 +29,13 @@ class OutputSplitter {
 
  private:
   enum class State { content, channel_name, reasoning, tool_call };
+  // Classifies buf_ state by state until it needs more text (or, at_end, has used it all).
   void run(OutputDelta& out, bool at_end);
+  // One step in the current state; false when run() should stop and wait for more text.
+  bool step_content(OutputDelta& out, bool at_end);
+  bool step_channel_name(OutputDelta& out, bool at_end);
+  bool step_reasoning(OutputDelta& out, bool at_end);
+  bool step_tool_call(OutputDelta& out, bool at_end);
   void emit(std::string_view s, OutputDelta& out);
   State state_ = State::content;
   std::string buf_;          // text not yet classified
