@@ -169,7 +169,7 @@ std::variant<std::shared_ptr<grammar::CompiledGrammar>, ApiError> GenerationServ
   }
 }
 
-std::variant<std::shared_ptr<ActiveRequest>, ApiError> GenerationService::start(const GenerationSpec& spec, bool count_metrics) {
+std::variant<GenerationRequest, ApiError> GenerationService::engine_request(const GenerationSpec& spec) {
   auto encoded = encode_prompt(spec);
   if (auto* e = std::get_if<ApiError>(&encoded)) return *e;
   GenerationRequest req;
@@ -191,13 +191,10 @@ std::variant<std::shared_ptr<ActiveRequest>, ApiError> GenerationService::start(
   } catch (const Error& e) {
     return bad_request(e.what(), "", "invalid_value");
   }
+  return req;
+}
 
-  auto active = std::make_shared<ActiveRequest>();
-  active->prompt_tokens = req.prompt.size();
-  active->submitted = Clock::now();
-  const double timeout = spec.deadline_seconds > 0 ? spec.deadline_seconds : opts_.request_timeout_s;
-  active->deadline = active->submitted + std::chrono::microseconds(int64_t(timeout * 1e6));
-
+EventCallback GenerationService::event_callback(std::shared_ptr<ActiveRequest> active, int n, bool count_metrics) {
   // Metrics and the active set are updated on the engine thread as events arrive.
   struct TokenClock {  // per choice: when its last token came
     std::vector<Clock::time_point> last;
@@ -205,11 +202,11 @@ std::variant<std::shared_ptr<ActiveRequest>, ApiError> GenerationService::start(
     int unfinished = 1;  // choices still generating
   };
   auto clock = std::make_shared<TokenClock>();
-  clock->last.resize(size_t(req.n));
-  clock->any.assign(size_t(req.n), false);
-  clock->unfinished = req.n;
+  clock->last.resize(size_t(n));
+  clock->any.assign(size_t(n), false);
+  clock->unfinished = n;
   Metrics* metrics = count_metrics ? &metrics_ : nullptr;
-  EventCallback cb = [this, active, clock, metrics](const GenerationEvent& ev) {
+  return [this, active, clock, metrics](const GenerationEvent& ev) {
     const size_t c = size_t(ev.choice);
     if (metrics && !ev.tokens.empty()) {
       const auto now = Clock::now();
@@ -231,7 +228,9 @@ std::variant<std::shared_ptr<ActiveRequest>, ApiError> GenerationService::start(
     }
     active->push(ev);
   };
+}
 
+std::optional<ApiError> GenerationService::submit(GenerationRequest req, EventCallback cb, ActiveRequest& active) {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (draining_) {
@@ -244,7 +243,7 @@ std::variant<std::shared_ptr<ActiveRequest>, ApiError> GenerationService::start(
                       "rate_limit_error", "", "queue_full"};
     }
     try {
-      active->engine_id = engine_.submit(std::move(req), cb);
+      active.engine_id = engine_.submit(std::move(req), cb);
     } catch (const Error& e) {
       return bad_request(e.what(), "", "invalid_request");
     }
@@ -253,8 +252,24 @@ std::variant<std::shared_ptr<ActiveRequest>, ApiError> GenerationService::start(
   wake_.notify_all();
   {
     std::lock_guard<std::mutex> l(active_mu_);
-    if (!finished_early_.erase(active->engine_id)) active_.insert(active->engine_id);
+    if (!finished_early_.erase(active.engine_id)) active_.insert(active.engine_id);
   }
+  return std::nullopt;
+}
+
+std::variant<std::shared_ptr<ActiveRequest>, ApiError> GenerationService::start(const GenerationSpec& spec, bool count_metrics) {
+  auto req_or = engine_request(spec);
+  if (auto* e = std::get_if<ApiError>(&req_or)) return *e;
+  GenerationRequest& req = std::get<GenerationRequest>(req_or);
+
+  auto active = std::make_shared<ActiveRequest>();
+  active->prompt_tokens = req.prompt.size();
+  active->submitted = Clock::now();
+  const double timeout = spec.deadline_seconds > 0 ? spec.deadline_seconds : opts_.request_timeout_s;
+  active->deadline = active->submitted + std::chrono::microseconds(int64_t(timeout * 1e6));
+
+  EventCallback cb = event_callback(active, req.n, count_metrics);
+  if (auto e = submit(std::move(req), std::move(cb), *active)) return *e;
   return active;
 }
 

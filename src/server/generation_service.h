@@ -8,6 +8,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <atomic>
 #include <set>
 #include <string>
@@ -81,6 +82,12 @@ class GenerationService {
 
  private:
   void loop();
+  // The steps of start(): the engine request of a spec (prompt, sampling, grammar), the callback
+  // that feeds `active` and the metrics on the engine thread, and the admission (429, 503) and
+  // submission under mu_, which sets active.engine_id.
+  std::variant<GenerationRequest, ApiError> engine_request(const GenerationSpec& spec);
+  EventCallback event_callback(std::shared_ptr<ActiveRequest> active, int n, bool count_metrics);
+  std::optional<ApiError> submit(GenerationRequest req, EventCallback cb, ActiveRequest& active);
 
   const ServedModel& model_;
   ServiceOptions opts_;
