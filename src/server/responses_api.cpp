@@ -101,16 +101,20 @@ std::variant<json, ApiError> tools_to_chat(const json& tools) {
 
 }  // namespace
 
-std::variant<ResponsesRequest, ApiError> responses_to_chat(const json& body, const ResponseStore& store) {
+namespace {
+
+std::optional<ApiError> check_responses_fields(const json& body) {
   static const std::set<std::string> kKnown = {"model", "input", "instructions", "max_output_tokens", "temperature", "top_p",
                                                "stream", "previous_response_id", "tools", "tool_choice", "text", "store",
                                                "metadata", "user", "parallel_tool_calls"};
   for (auto it = body.begin(); it != body.end(); ++it)
     if (!kKnown.count(it.key()))
       return unsupported(it.key(), "is not supported by g4's /v1/responses (refused rather than ignored)");
-  ResponsesRequest r;
-  json chat = {{"model", body.contains("model") ? body["model"] : json()}};
-  json messages = json::array();
+  return std::nullopt;
+}
+
+// r.conversation: the stored conversation of previous_response_id (or none), then the input.
+std::optional<ApiError> read_conversation(const json& body, const ResponseStore& store, ResponsesRequest& r) {
   if (const auto p = body.find("previous_response_id"); p != body.end() && !p->is_null()) {
     if (!p->is_string()) return bad_request("'previous_response_id' must be a string", "previous_response_id", "invalid_type");
     const auto prev = store.get(p->get<std::string>());
@@ -132,15 +136,11 @@ std::variant<ResponsesRequest, ApiError> responses_to_chat(const json& body, con
   } else {
     return bad_request("'input' must be a string or an array of input items", "input", "invalid_type");
   }
-  if (const auto ins = body.find("instructions"); ins != body.end() && !ins->is_null()) {
-    if (!ins->is_string()) return bad_request("'instructions' must be a string", "instructions", "invalid_type");
-    messages.push_back({{"role", "system"}, {"content", *ins}});
-  }
-  for (const auto& m : r.conversation) messages.push_back(m);
-  chat["messages"] = messages;
-  if (const auto m = body.find("max_output_tokens"); m != body.end() && !m->is_null()) chat["max_tokens"] = *m;
-  for (const char* k : {"temperature", "top_p", "user", "parallel_tool_calls"})
-    if (const auto v = body.find(k); v != body.end() && !v->is_null()) chat[k] = *v;
+  return std::nullopt;
+}
+
+// tools and tool_choice, in the chat request's form.
+std::optional<ApiError> tool_fields_to_chat(const json& body, json& chat) {
   if (const auto t = body.find("tools"); t != body.end() && !t->is_null()) {
     auto tools = tools_to_chat(*t);
     if (auto* e = std::get_if<ApiError>(&tools)) return *e;
@@ -155,24 +155,34 @@ std::variant<ResponsesRequest, ApiError> responses_to_chat(const json& body, con
       return unsupported("tool_choice", "must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"name\": ...}");
     }
   }
-  if (const auto text = body.find("text"); text != body.end() && !text->is_null()) {
-    if (!text->is_object()) return bad_request("'text' must be an object", "text", "invalid_type");
-    for (auto it = text->begin(); it != text->end(); ++it)
-      if (it.key() != "format") return unsupported("text." + it.key(), "is not supported by g4 (refused rather than ignored)");
-    if (const auto f = text->find("format"); f != text->end() && !f->is_null()) {
-      const std::string type = f->is_object() ? f->value("type", "") : "";
-      if (type == "text" || type == "json_object") {
-        chat["response_format"] = {{"type", type}};
-      } else if (type == "json_schema") {
-        json js = {{"name", f->value("name", "response")}, {"schema", f->value("schema", json::object())}};
-        for (const char* k : {"strict", "description"})
-          if (f->contains(k)) js[k] = (*f)[k];
-        chat["response_format"] = {{"type", "json_schema"}, {"json_schema", js}};
-      } else {
-        return bad_request("'text.format.type' must be text, json_object or json_schema", "text.format.type", "invalid_value");
-      }
+  return std::nullopt;
+}
+
+// text.format -> response_format.
+std::optional<ApiError> text_format_to_chat(const json& body, json& chat) {
+  const auto text = body.find("text");
+  if (text == body.end() || text->is_null()) return std::nullopt;
+  if (!text->is_object()) return bad_request("'text' must be an object", "text", "invalid_type");
+  for (auto it = text->begin(); it != text->end(); ++it)
+    if (it.key() != "format") return unsupported("text." + it.key(), "is not supported by g4 (refused rather than ignored)");
+  if (const auto f = text->find("format"); f != text->end() && !f->is_null()) {
+    const std::string type = f->is_object() ? f->value("type", "") : "";
+    if (type == "text" || type == "json_object") {
+      chat["response_format"] = {{"type", type}};
+    } else if (type == "json_schema") {
+      json js = {{"name", f->value("name", "response")}, {"schema", f->value("schema", json::object())}};
+      for (const char* k : {"strict", "description"})
+        if (f->contains(k)) js[k] = (*f)[k];
+      chat["response_format"] = {{"type", "json_schema"}, {"json_schema", js}};
+    } else {
+      return bad_request("'text.format.type' must be text, json_object or json_schema", "text.format.type", "invalid_value");
     }
   }
+  return std::nullopt;
+}
+
+// store, stream and metadata: what the server does with the response, not what it generates.
+std::optional<ApiError> read_response_handling(const json& body, ResponsesRequest& r) {
   if (const auto s = body.find("store"); s != body.end() && !s->is_null()) {
     if (!s->is_boolean()) return bad_request("'store' must be a boolean", "store", "invalid_type");
     r.store = s->get<bool>();
@@ -183,17 +193,45 @@ std::variant<ResponsesRequest, ApiError> responses_to_chat(const json& body, con
   }
   if (const auto m = body.find("metadata"); m != body.end() && !m->is_null() && !m->is_object())
     return bad_request("'metadata' must be an object", "metadata", "invalid_type");
-  r.echo = {{"instructions", body.value("instructions", json())},
-            {"metadata", body.value("metadata", json::object())},
-            {"max_output_tokens", body.value("max_output_tokens", json())},
-            {"temperature", body.value("temperature", json(1.0))},
-            {"top_p", body.value("top_p", json(1.0))},
-            {"tool_choice", body.value("tool_choice", json("auto"))},
-            {"tools", body.value("tools", json::array())},
-            {"parallel_tool_calls", body.value("parallel_tool_calls", json(true))},
-            {"previous_response_id", r.previous_response_id.empty() ? json() : json(r.previous_response_id)},
-            {"store", r.store},
-            {"text", body.value("text", json{{"format", {{"type", "text"}}}})}};
+  return std::nullopt;
+}
+
+// The request fields the response object repeats, with OpenAI's defaults.
+json echoed_fields(const json& body, const ResponsesRequest& r) {
+  return {{"instructions", body.value("instructions", json())},
+          {"metadata", body.value("metadata", json::object())},
+          {"max_output_tokens", body.value("max_output_tokens", json())},
+          {"temperature", body.value("temperature", json(1.0))},
+          {"top_p", body.value("top_p", json(1.0))},
+          {"tool_choice", body.value("tool_choice", json("auto"))},
+          {"tools", body.value("tools", json::array())},
+          {"parallel_tool_calls", body.value("parallel_tool_calls", json(true))},
+          {"previous_response_id", r.previous_response_id.empty() ? json() : json(r.previous_response_id)},
+          {"store", r.store},
+          {"text", body.value("text", json{{"format", {{"type", "text"}}}})}};
+}
+
+}  // namespace
+
+std::variant<ResponsesRequest, ApiError> responses_to_chat(const json& body, const ResponseStore& store) {
+  if (auto e = check_responses_fields(body)) return *e;
+  ResponsesRequest r;
+  json chat = {{"model", body.contains("model") ? body["model"] : json()}};
+  if (auto e = read_conversation(body, store, r)) return *e;
+  json messages = json::array();
+  if (const auto ins = body.find("instructions"); ins != body.end() && !ins->is_null()) {
+    if (!ins->is_string()) return bad_request("'instructions' must be a string", "instructions", "invalid_type");
+    messages.push_back({{"role", "system"}, {"content", *ins}});
+  }
+  for (const auto& m : r.conversation) messages.push_back(m);
+  chat["messages"] = messages;
+  if (const auto m = body.find("max_output_tokens"); m != body.end() && !m->is_null()) chat["max_tokens"] = *m;
+  for (const char* k : {"temperature", "top_p", "user", "parallel_tool_calls"})
+    if (const auto v = body.find(k); v != body.end() && !v->is_null()) chat[k] = *v;
+  if (auto e = tool_fields_to_chat(body, chat)) return *e;
+  if (auto e = text_format_to_chat(body, chat)) return *e;
+  if (auto e = read_response_handling(body, r)) return *e;
+  r.echo = echoed_fields(body, r);
   r.chat_body = std::move(chat);
   return r;
 }
