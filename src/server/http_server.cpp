@@ -293,7 +293,7 @@ void HttpServer::routes() {
   s.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     metrics_.count_request(route_label(req.path), res.status);
   });
-  s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+  s.set_logger([](const httplib::Request& req, const httplib::Response& res) {
     const std::string route = route_label(req.path);
     json line = {{"ts", now_iso()},
                  {"event", "request"},
