@@ -5,12 +5,18 @@
 // Routes (those marked * need "Authorization: Bearer KEY" when --api-key is set):
 //   POST /v1/chat/completions*  POST /v1/completions*  POST /v1/responses*  GET /v1/models*  GET /v1/models/{id}*
 //   POST /tokenize*  POST /detokenize*  GET /health  GET /ready  GET /metrics
+//
+// Files: http_server.cpp (lifetime, readiness loop, the route groups and the small handlers),
+// http_generation.cpp (the generating routes, whole or streamed), http_listen.cpp (binding),
+// http_reply.h (the replies and the log record every handler shares).
 #pragma once
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <variant>
+#include <vector>
 
 #include "server/generation_service.h"
 #include "server/metrics.h"
@@ -49,8 +55,22 @@ class HttpServer {
   ReadinessState& readiness() { return readiness_; }
 
  private:
+  // routes() registers every handler, one group at a time:
   void routes();
-  void responses(const httplib::Request& req, httplib::Response& res);  // POST /v1/responses
+  void route_access_and_logging();  // API key check, the metrics count and the log line
+  void route_errors();              // error bodies for unrouted / oversized requests and exceptions
+  void route_probes();              // GET /health, /ready, /metrics
+  void route_models();              // GET /v1/models, /v1/models/{id}
+  void route_tokenizer();           // POST /tokenize, /detokenize
+  void route_generation();          // POST /v1/chat/completions, /v1/completions, /v1/responses (http_generation.cpp)
+
+  nlohmann::json model_object() const;  // the served model as /v1/models lists it
+  void tokenize(const httplib::Request& req, httplib::Response& res);
+  std::variant<std::vector<int>, ApiError> tokens_of_messages(const nlohmann::json& body) const;  // its chat prompt
+  std::variant<std::vector<int>, ApiError> tokens_of_prompt(const nlohmann::json& body) const;
+  void detokenize(const httplib::Request& req, httplib::Response& res);
+  void generate(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);  // chat and completions
+  void responses(const httplib::Request& req, httplib::Response& res);                   // POST /v1/responses
   // The response's context for a started spec; also records its id and model in the log line.
   ResponseContext response_context(const GenerationSpec& spec, Endpoint endpoint, const std::string& id_prefix) const;
   void readiness_loop();
