@@ -14,6 +14,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "platform/target_attributes.h"
 #endif
 
 namespace g4 {
@@ -42,8 +44,7 @@ uint64_t read_slice_portable(const uint64_t* words, size_t count) {
 // together, 128 bytes each per step (a core's hardware prefetcher tracks several streams at once,
 // and on Intel cores 8 streams read ~30% more than one); prefetch_bytes > 0 also requests each
 // stream's bytes that far ahead with software prefetch, as decode's int8 kernel does on Intel.
-__attribute__((target("avx2"))) uint64_t read_slice_avx2(const uint64_t* words, size_t count, int streams,
-                                                         size_t prefetch_bytes) {
+G4_TARGET_AVX2 uint64_t read_slice_avx2(const uint64_t* words, size_t count, int streams, size_t prefetch_bytes) {
   __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
   const size_t part = count / size_t(streams) / 16 * 16;  // words per stream, whole 128-byte steps
   if (streams == 1 && prefetch_bytes == 0) {  // the plain loop: no per-step stream or prefetch logic

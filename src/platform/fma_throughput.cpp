@@ -13,6 +13,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "platform/target_attributes.h"
 #endif
 
 namespace g4 {
@@ -27,7 +29,7 @@ std::atomic<uint64_t> g_fma_sink{0};
 // 8 in flight), so the loop runs at the units' issue rate. Each call does `iters` x 12 FMAs on
 // `Lanes` floats; returns the flops done.
 #if defined(__x86_64__)
-__attribute__((target("avx512f"))) double fma_loop_avx512(long iters) {
+G4_TARGET_AVX512F double fma_loop_avx512(long iters) {
   __m512 acc[12];
   for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(1.0f + float(i) * 1e-7f);
   const __m512 b = _mm512_set1_ps(0.9999999f), c = _mm512_set1_ps(1e-7f);
@@ -43,7 +45,7 @@ __attribute__((target("avx512f"))) double fma_loop_avx512(long iters) {
   return double(iters) * 12 * 16 * 2;
 }
 
-__attribute__((target("avx2,fma"))) double fma_loop_avx2(long iters) {
+G4_TARGET_AVX2_FMA double fma_loop_avx2(long iters) {
   __m256 acc[12];
   for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(1.0f + float(i) * 1e-7f);
   const __m256 b = _mm256_set1_ps(0.9999999f), c = _mm256_set1_ps(1e-7f);
@@ -68,7 +70,7 @@ __attribute__((target("avx2,fma"))) double fma_loop_avx2(long iters) {
 // above the 12-chain "peak". 24 chains read half (not looked into: 16 is register-only and enough).
 constexpr int kDotChains = 16;
 template <bool kBf16>
-__attribute__((target("avx512f,avx512bw,avx512bf16,avx512vnni"))) double dot_loop(long iters) {
+G4_TARGET_AVX512F_BW_BF16_VNNI double dot_loop(long iters) {
   __m512i acc[kDotChains];
   for (int i = 0; i < kDotChains; ++i) acc[i] = _mm512_set1_epi32(i);
   const __m512i a = _mm512_set1_epi32(0x3f803f80), b = _mm512_set1_epi32(0x3c003c00);  // bf16 1.0 and 2^-7 pairs
@@ -92,7 +94,7 @@ __attribute__((target("avx512f,avx512bw,avx512bf16,avx512vnni"))) double dot_loo
 // shape (gemm_q8_tiles.h: one block of 32 bytes; A 16 x 32 B, B 8 x 64 B), on nonzero bytes. A
 // unit may run faster on zeros. Each instantiation runs only where its unit was confirmed.
 template <bool kInt8>
-__attribute__((target("amx-tile,amx-bf16,amx-int8"))) double amx_loop(long iters) {
+G4_TARGET_AMX_BF16_INT8 double amx_loop(long iters) {
   TileConfig config;
   for (int t = 0; t < 4; ++t) config.set(t, kTileRows, kTileRowBytes);
   for (int t = 4; t < 6; ++t) config.set(t, kTileRows, kInt8 ? 32 : kTileRowBytes);

@@ -10,6 +10,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "platform/target_attributes.h"
 #endif
 
 namespace g4 {
@@ -42,10 +44,8 @@ TileConfig three_full_tiles() {
   return config;
 }
 
-__attribute__((target("amx-tile,amx-bf16"))) void amx_bf16_product(const TileConfig* config,
-                                                                    const uint16_t* a,
-                                                                    const uint16_t* b_pairs,
-                                                                    float* c) {
+G4_TARGET_AMX_BF16 void amx_bf16_product(const TileConfig* config, const uint16_t* a, const uint16_t* b_pairs,
+                                         float* c) {
   _tile_loadconfig(config);
   _tile_loadd(0, c, 64);
   _tile_loadd(1, a, 64);
@@ -55,10 +55,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_bf16_product(const TileCon
   _tile_release();
 }
 
-__attribute__((target("amx-tile,amx-int8"))) void amx_int8_product(const TileConfig* config,
-                                                                   const int8_t* a,
-                                                                   const int8_t* b_quads,
-                                                                   int32_t* c) {
+G4_TARGET_AMX_INT8 void amx_int8_product(const TileConfig* config, const int8_t* a, const int8_t* b_quads, int32_t* c) {
   _tile_loadconfig(config);
   _tile_loadd(0, c, 64);
   _tile_loadd(1, a, 64);
@@ -68,8 +65,7 @@ __attribute__((target("amx-tile,amx-int8"))) void amx_int8_product(const TileCon
   _tile_release();
 }
 
-__attribute__((target("avx512f,avx512bf16"))) void avx512_bf16_dot(const uint16_t* a,
-                                                                   const uint16_t* b, float* c) {
+G4_TARGET_AVX512F_BF16 void avx512_bf16_dot(const uint16_t* a, const uint16_t* b, float* c) {
   __m512 acc = _mm512_loadu_ps(c);
   __m512i va = _mm512_loadu_si512(a);
   __m512i vb = _mm512_loadu_si512(b);
@@ -77,7 +73,7 @@ __attribute__((target("avx512f,avx512bf16"))) void avx512_bf16_dot(const uint16_
   _mm512_storeu_ps(c, acc);
 }
 
-__attribute__((target("avx512f,avx512vnni"))) void avx512_vnni_dot(const uint8_t* a, const int8_t* b, int32_t* c) {
+G4_TARGET_AVX512F_VNNI void avx512_vnni_dot(const uint8_t* a, const int8_t* b, int32_t* c) {
   __m512i acc = _mm512_loadu_si512(c);
   acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(a), _mm512_loadu_si512(b));
   _mm512_storeu_si512(c, acc);

@@ -7,6 +7,7 @@
 
 #if defined(__x86_64__)
 #include "platform/avx512_intrinsics.h"
+#include "platform/target_attributes.h"
 #endif
 
 namespace g4 {
@@ -26,8 +27,7 @@ namespace {
 // Why a vector path: the attention kernel quantizes its G query rows on every call (one call per
 // slice of 256 keys), and the scalar loop (lrint per value) cost ~15 us per 4096 values, more
 // than the int8 products it fed saved at depth 4096 on an Ice Lake VM.
-__attribute__((target("avx512f,avx512bw,avx512vl"))) float quantize_avx512(const float* x, int64_t n,
-                                                                            int8_t* q) {
+G4_TARGET_AVX512F_BW_VL float quantize_avx512(const float* x, int64_t n, int8_t* q) {
   __m512 m = _mm512_setzero_ps();
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 k = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);

@@ -18,8 +18,7 @@
 
 #if defined(__x86_64__)
 #include "platform/avx512_intrinsics.h"
-#define G4_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
-#define G4_AMX_TARGET __attribute__((target("amx-tile,amx-bf16")))
+#include "platform/target_attributes.h"
 #endif
 
 namespace g4::ops {
@@ -60,11 +59,11 @@ struct EmulatedTiles : TileRegisterModel {
 
 // The CPU's tiles in the same roles (the intrinsics name registers by literal numbers).
 struct AmxTiles {
-  G4_AMX_TARGET void configure(const TileConfig& c) {
+  G4_TARGET_AMX_BF16 void configure(const TileConfig& c) {
     asm volatile("" ::: "memory");  // LDTILECFG's asm names only 8 of the config's 64 bytes as read
     _tile_loadconfig(&c);
   }
-  G4_AMX_TARGET void load(int t, const void* p, size_t stride) {
+  G4_TARGET_AMX_BF16 void load(int t, const void* p, size_t stride) {
     // TILELOADD's asm names no memory as read, and this kernel writes what the tiles load (staged
     // keys, paired values, weights, the rescaled output) between loads: every store before it first.
     asm volatile("" ::: "memory");
@@ -78,13 +77,13 @@ struct AmxTiles {
       default: _tile_loadd(7, p, s); break;
     }
   }
-  G4_AMX_TARGET void zero(int t) {
+  G4_TARGET_AMX_BF16 void zero(int t) {
     if (t == 0)
       _tile_zero(0);
     else
       _tile_zero(1);
   }
-  G4_AMX_TARGET void store(int t, void* p, size_t stride) {
+  G4_TARGET_AMX_BF16 void store(int t, void* p, size_t stride) {
     const long s = long(stride);
     switch (t) {
       case 0: _tile_stored(0, p, s); break;
@@ -93,7 +92,7 @@ struct AmxTiles {
       default: _tile_stored(7, p, s); break;
     }
   }
-  G4_AMX_TARGET void dot(int c, int, int) {
+  G4_TARGET_AMX_BF16 void dot(int c, int, int) {
     switch (c) {
       case 0: _tile_dpbf16ps(0, 2, 4); break;  // scores, first block
       case 1: _tile_dpbf16ps(1, 3, 4); break;  // scores, second block
@@ -101,7 +100,7 @@ struct AmxTiles {
       default: _tile_dpbf16ps(7, 5, 3); break;  // output, dims {4-7, 12-15, ...}
     }
   }
-  G4_AMX_TARGET void release() { _tile_release(); }
+  G4_TARGET_AMX_BF16 void release() { _tile_release(); }
 };
 
 struct Scratch {
@@ -117,7 +116,7 @@ struct Scratch {
 };
 
 // The pair of query values (dims 2k, 2k + 1 of step s) for each head: Qᵀ as B tiles.
-G4_AVX512_TARGET void lay_out_queries(const uint16_t* qb, int64_t G, int64_t hd, uint32_t* qt) {
+G4_TARGET_AVX512F_BW_VL_DQ void lay_out_queries(const uint16_t* qb, int64_t G, int64_t hd, uint32_t* qt) {
   for (int64_t s = 0; s < hd / kStep; ++s)
     for (int64_t k = 0; k < kTileRows; ++k)
       for (int64_t g = 0; g < G; ++g) {
@@ -152,7 +151,7 @@ inline void prefetch_step(const uint16_t* const* rows, int64_t count, int64_t s)
 }
 
 // sc[g][p] = sct[p][g] for p < n: the scores out of the tiles' layout, 16 positions per gather.
-G4_AVX512_TARGET void transpose_scores(const float* sct, int64_t G, int64_t n, float* sc) {
+G4_TARGET_AVX512F_BW_VL_DQ void transpose_scores(const float* sct, int64_t G, int64_t n, float* sc) {
   const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                          _mm512_set1_epi32(int(G)));
   for (int64_t p = 0; p < n; p += 16) {
@@ -165,7 +164,7 @@ G4_AVX512_TARGET void transpose_scores(const float* sct, int64_t G, int64_t n, f
 
 // pb[g][j] = the upper 16 bits of sc[g][j] (already bf16 values) for j < n, zero up to the next
 // multiple of 32.
-G4_AVX512_TARGET void weights_to_bf16(const float* sc, int64_t G, int64_t n, uint16_t* pb) {
+G4_TARGET_AVX512F_BW_VL_DQ void weights_to_bf16(const float* sc, int64_t G, int64_t n, uint16_t* pb) {
   const int64_t padded = (n + kStep - 1) / kStep * kStep;
   for (int64_t g = 0; g < G; ++g)
     for (int64_t j = 0; j < padded; j += 16) {
@@ -179,7 +178,7 @@ G4_AVX512_TARGET void weights_to_bf16(const float* sc, int64_t G, int64_t n, uin
 // Value rows [0, count) (count <= 32; zero rows after), dims [c, c + 32), in pairs of positions:
 // B tile 0 row k = rows 2k, 2k + 1 interleaved over dims {0-3, 8-11, 16-19, 24-27}, tile 1 over
 // {4-7, 12-15, 20-23, 28-31} (unpacklo/hi work within 128-bit lanes).
-G4_AVX512_TARGET void pair_values(const uint16_t* const* vrow, int64_t count, int64_t c, uint16_t* vb) {
+G4_TARGET_AVX512F_BW_VL_DQ void pair_values(const uint16_t* const* vrow, int64_t count, int64_t c, uint16_t* vb) {
   for (int64_t k = 0; k < kTileRows; ++k) {
     const __m512i a = 2 * k < count ? _mm512_loadu_si512(vrow[2 * k] + c) : _mm512_setzero_si512();
     const __m512i b = 2 * k + 1 < count ? _mm512_loadu_si512(vrow[2 * k + 1] + c) : _mm512_setzero_si512();
@@ -201,8 +200,9 @@ void restore_column_order(const float* op, int64_t G, int64_t hd, float* o) {
 }
 
 template <class Unit>
-G4_AMX_TARGET __attribute__((noinline)) void attend_tiles(const float* q, int64_t G, const KvSpans& kv, int64_t kv_head,
-                                                          int64_t begin, int64_t end, float* o, float* m, float* l) {
+G4_TARGET_AMX_BF16 __attribute__((noinline)) void attend_tiles(const float* q, int64_t G, const KvSpans& kv,
+                                                               int64_t kv_head, int64_t begin, int64_t end, float* o,
+                                                               float* m, float* l) {
   const int64_t hd = kv.hd, steps = hd / kStep, row_stride = kv.kvh * hd;
   thread_local Scratch s;
   s.qb.resize(size_t(G * hd));

@@ -18,7 +18,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-#define G4_AMX_TARGET __attribute__((target("amx-tile,amx-bf16")))
+
+#include "platform/target_attributes.h"
 #endif
 
 namespace g4::ops {
@@ -53,11 +54,11 @@ struct EmulatedTiles : TileRegisterModel {
 #if defined(__x86_64__)
 // The CPU's tiles, in the same roles (the intrinsics name their registers by literal numbers).
 struct AmxTiles {
-  G4_AMX_TARGET void configure(const TileConfig& c) {
+  G4_TARGET_AMX_BF16 void configure(const TileConfig& c) {
     asm volatile("" ::: "memory");  // LDTILECFG's asm names only 8 of the config's 64 bytes as read
     _tile_loadconfig(&c);
   }
-  G4_AMX_TARGET void load(int t, const void* p, size_t stride) {
+  G4_TARGET_AMX_BF16 void load(int t, const void* p, size_t stride) {
     const long s = long(stride);
     switch (t) {
       case 0: _tile_loadd(0, p, s); break;  // sums carried over from the previous column chunk
@@ -70,7 +71,7 @@ struct AmxTiles {
       default: _tile_loadd(7, p, s); break;
     }
   }
-  G4_AMX_TARGET void zero(int t) {
+  G4_TARGET_AMX_BF16 void zero(int t) {
     switch (t) {
       case 0: _tile_zero(0); break;
       case 1: _tile_zero(1); break;
@@ -78,7 +79,7 @@ struct AmxTiles {
       default: _tile_zero(3); break;
     }
   }
-  G4_AMX_TARGET void store(int t, void* p, size_t stride) {
+  G4_TARGET_AMX_BF16 void store(int t, void* p, size_t stride) {
     const long s = long(stride);
     switch (t) {
       case 0: _tile_stored(0, p, s); break;
@@ -87,7 +88,7 @@ struct AmxTiles {
       default: _tile_stored(3, p, s); break;
     }
   }
-  G4_AMX_TARGET void dot(int token_tile, int row_tile) {
+  G4_TARGET_AMX_BF16 void dot(int token_tile, int row_tile) {
     switch (2 * token_tile + row_tile) {
       case 0: _tile_dpbf16ps(0, 4, 6); break;
       case 1: _tile_dpbf16ps(1, 4, 7); break;
@@ -95,9 +96,9 @@ struct AmxTiles {
       default: _tile_dpbf16ps(3, 5, 7); break;
     }
   }
-  G4_AMX_TARGET void release() { _tile_release(); }
+  G4_TARGET_AMX_BF16 void release() { _tile_release(); }
 };
-#define G4_TILES_TARGET G4_AMX_TARGET
+#define G4_TILES_TARGET G4_TARGET_AMX_BF16
 #else
 #define G4_TILES_TARGET
 #endif

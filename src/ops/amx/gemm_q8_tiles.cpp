@@ -16,7 +16,8 @@
 
 #if defined(__x86_64__)
 #include "platform/avx512_intrinsics.h"
-#define G4_INT8_TILES_TARGET __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,f16c")))
+#include "platform/target_attributes.h"
+#define G4_TARGET_AMX_INT8_AVX512F_BW_VL_F16C __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,f16c")))
 #endif
 
 namespace g4::ops {
@@ -47,11 +48,11 @@ struct EmulatedInt8Tiles : TileRegisterModel {
 };
 
 struct AmxInt8Tiles {
-  G4_INT8_TILES_TARGET void configure(const TileConfig& c) {
+  G4_TARGET_AMX_INT8_AVX512F_BW_VL_F16C void configure(const TileConfig& c) {
     asm volatile("" ::: "memory");  // LDTILECFG's asm names only 8 of the config's 64 bytes as read
     _tile_loadconfig(&c);
   }
-  G4_INT8_TILES_TARGET void load(int t, const void* p, size_t stride) {
+  G4_TARGET_AMX_INT8_AVX512F_BW_VL_F16C void load(int t, const void* p, size_t stride) {
     const long s = long(stride);
     switch (t) {
       case 2: _tile_loadd(2, p, s); break;
@@ -60,19 +61,19 @@ struct AmxInt8Tiles {
       default: _tile_loadd(5, p, s); break;
     }
   }
-  G4_INT8_TILES_TARGET void zero(int t) {
+  G4_TARGET_AMX_INT8_AVX512F_BW_VL_F16C void zero(int t) {
     if (t == 0) _tile_zero(0);
     else _tile_zero(1);
   }
-  G4_INT8_TILES_TARGET void store(int t, void* p, size_t stride) {
+  G4_TARGET_AMX_INT8_AVX512F_BW_VL_F16C void store(int t, void* p, size_t stride) {
     if (t == 0) _tile_stored(0, p, long(stride));
     else _tile_stored(1, p, long(stride));
   }
-  G4_INT8_TILES_TARGET void dot(int p) {
+  G4_TARGET_AMX_INT8_AVX512F_BW_VL_F16C void dot(int p) {
     if (p == 0) _tile_dpbsud(0, 2, 4);
     else _tile_dpbsud(1, 3, 5);
   }
-  G4_INT8_TILES_TARGET void release() { _tile_release(); }
+  G4_TARGET_AMX_INT8_AVX512F_BW_VL_F16C void release() { _tile_release(); }
 };
 
 // One 16-row group's operands: where block column b's B tile and its 16 f16 weight scales are.
@@ -90,7 +91,8 @@ struct GroupColumns {
 // Q4_0_R16 block columns [b0, b1) (each 4 vectors: byte 4r + k = packed byte 4j + k of row r) ->
 // 8 B tile rows each, at out + b · kBlockTileBytes:
 // rows j = low nibbles of vector j (values 4j + k), rows 4 + j = high nibbles (values 16 + 4j + k).
-G4_INT8_TILES_TARGET void unpack_q4_group(const std::byte* group, int64_t blocks, int64_t b0, int64_t b1, std::byte* out) {
+G4_TARGET_AMX_INT8_AVX512F_BW_VL_F16C void unpack_q4_group(const std::byte* group, int64_t blocks, int64_t b0,
+                                                           int64_t b1, std::byte* out) {
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   for (int64_t b = b0; b < b1; ++b) {
     const std::byte* v = group + interleaved_values_at(kQ4ColumnBytes, blocks, b);
@@ -109,8 +111,9 @@ G4_INT8_TILES_TARGET void unpack_q4_group(const std::byte* group, int64_t blocks
 // back from y otherwise (stored by the chunk before: exact, so the steps still chain in block
 // order). `loaded`: the token count the configuration was made for.
 template <class Unit>
-G4_INT8_TILES_TARGET void token_tile(Unit& u, int& loaded, const Q8Activations& a, bool q4, const GroupColumns& g,
-                                     int64_t t, int count, float* y, int64_t ldy, int64_t b0, int64_t b1) {
+G4_TARGET_AMX_INT8_AVX512F_BW_VL_F16C void token_tile(Unit& u, int& loaded, const Q8Activations& a, bool q4,
+                                                      const GroupColumns& g, int64_t t, int count, float* y,
+                                                      int64_t ldy, int64_t b0, int64_t b1) {
   if (count != loaded) {
     u.configure(token_tile_config(count));
     loaded = count;
@@ -147,9 +150,10 @@ G4_INT8_TILES_TARGET void token_tile(Unit& u, int& loaded, const Q8Activations& 
 // Token blocks, within each the block columns in chunks, within a chunk each group over the
 // block's token tiles: a chunk of a group's columns is read from memory once per token block.
 template <class Unit>
-G4_INT8_TILES_TARGET __attribute__((noinline)) void run_tiles(const Q8Activations& a, const std::byte* w, bool q4,
-                                                              int64_t g_begin, int64_t g_end, float* y, int64_t ldy,
-                                                              Int8TileBlocking blocking) {
+G4_TARGET_AMX_INT8_AVX512F_BW_VL_F16C __attribute__((noinline)) void run_tiles(const Q8Activations& a,
+                                                                               const std::byte* w, bool q4,
+                                                                               int64_t g_begin, int64_t g_end, float* y,
+                                                                               int64_t ldy, Int8TileBlocking blocking) {
   const int64_t blocks = a.in / kQ8Block;
   const uint64_t column_bytes = q4 ? kQ4ColumnBytes : kQ8ColumnBytes, group_bytes = column_bytes * uint64_t(blocks);
   thread_local std::vector<std::byte> unpacked;

@@ -12,9 +12,9 @@
 
 #if defined(__x86_64__)
 #include "platform/avx512_intrinsics.h"
+#include "platform/target_attributes.h"
 
 #include "ops/isa/x86_lanes.h"
-#define G4_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 #endif
 
 namespace g4::ops {
@@ -45,7 +45,8 @@ inline __mmask32 mask32(int64_t count) { return count >= 32 ? ~__mmask32(0) : __
 // of elements in order, then reduced by one shuffle tree (x86::sum16_lanes). sc[r * kTile + p]
 // for the block's positions.
 template <int R>
-G4_BF16_TARGET void score_block(const uint16_t* qb, int64_t hd, const uint16_t* const* krow, float* sc) {
+G4_TARGET_AVX512F_BW_VL_DQ_BF16 void score_block(const uint16_t* qb, int64_t hd, const uint16_t* const* krow,
+                                                 float* sc) {
   constexpr int P = 16 / R;
   __m512 acc[16];
   #pragma GCC unroll 16
@@ -110,8 +111,8 @@ struct NextKeyLines {
 // One block of R rows against n positions (padded up to a multiple of 16 / R with zero rows);
 // the first block of rows also issues the prefetches.
 template <int R>
-G4_BF16_TARGET void score_rows(const uint16_t* qb, int64_t hd, const uint16_t* const* krow, const uint16_t* const* vrow,
-                               int64_t n, float* sc, bool prefetch) {
+G4_TARGET_AVX512F_BW_VL_DQ_BF16 void score_rows(const uint16_t* qb, int64_t hd, const uint16_t* const* krow,
+                                                const uint16_t* const* vrow, int64_t n, float* sc, bool prefetch) {
   constexpr int P = 16 / R;
   for (int64_t s = 0; s < n; s += P) {
     if (prefetch)
@@ -125,8 +126,8 @@ G4_BF16_TARGET void score_rows(const uint16_t* qb, int64_t hd, const uint16_t* c
 
 // Scores of G rows against n positions. krow and vrow hold at least n + kAheadRows + 16 rows
 // (zero rows beyond the range).
-G4_BF16_TARGET void scores(const uint16_t* qb, int64_t G, int64_t hd, const uint16_t* const* krow,
-                           const uint16_t* const* vrow, int64_t n, float* sc) {
+G4_TARGET_AVX512F_BW_VL_DQ_BF16 void scores(const uint16_t* qb, int64_t G, int64_t hd, const uint16_t* const* krow,
+                                            const uint16_t* const* vrow, int64_t n, float* sc) {
   int64_t g = 0;
   for (; g + 8 <= G; g += 8) score_rows<8>(qb + g * hd, hd, krow, vrow, n, sc + g * kTile, g == 0);
   for (; g + 4 <= G; g += 4) score_rows<4>(qb + g * hd, hd, krow, vrow, n, sc + g * kTile, g == 0);
@@ -140,8 +141,8 @@ G4_BF16_TARGET void scores(const uint16_t* qb, int64_t G, int64_t hd, const uint
 // The accumulators hold columns in that interleaved order: lo = {0-3, 8-11, 16-19, 24-27},
 // hi = {4-7, 12-15, 20-23, 28-31}; o is permuted into it on load and back on store.
 template <int R>
-G4_BF16_TARGET void accumulate_block(const uint16_t* pb, int64_t hd, const uint16_t* const* vrow, int64_t pairs,
-                                     int64_t c, float* o, NextKeyLines* next) {
+G4_TARGET_AVX512F_BW_VL_DQ_BF16 void accumulate_block(const uint16_t* pb, int64_t hd, const uint16_t* const* vrow,
+                                                      int64_t pairs, int64_t c, float* o, NextKeyLines* next) {
   const __mmask32 mv = mask32(hd - c);
   const __mmask16 m0 = __mmask16(mv), m1 = __mmask16(mv >> 16);
   __m512 lo[R], hi[R];
@@ -173,8 +174,8 @@ G4_BF16_TARGET void accumulate_block(const uint16_t* pb, int64_t hd, const uint1
   }
 }
 
-G4_BF16_TARGET void accumulate(const uint16_t* pb, int64_t G, int64_t hd, const uint16_t* const* vrow, int64_t n,
-                               float* o, NextKeyLines* next) {
+G4_TARGET_AVX512F_BW_VL_DQ_BF16 void accumulate(const uint16_t* pb, int64_t G, int64_t hd, const uint16_t* const* vrow,
+                                                int64_t n, float* o, NextKeyLines* next) {
   const int64_t pairs = (n + 1) / 2;
   for (int64_t c = 0; c < hd; c += 32) {
     int64_t g = 0;
@@ -187,7 +188,7 @@ G4_BF16_TARGET void accumulate(const uint16_t* pb, int64_t G, int64_t hd, const 
 
 // pb[j] = the upper 16 bits of e[j] for j < n, 16 at a time; pb[n] = 0 (an odd tile's last pair:
 // weight 0 on the zero row).
-G4_BF16_TARGET void top_halves(const float* e, int64_t n, uint16_t* pb) {
+G4_TARGET_AVX512F_BW_VL_DQ_BF16 void top_halves(const float* e, int64_t n, uint16_t* pb) {
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 m = n - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
     const __m512i bits = _mm512_srli_epi32(_mm512_castps_si512(_mm512_maskz_loadu_ps(m, e + j)), 16);
@@ -202,8 +203,8 @@ struct Scratch {
   std::vector<const uint16_t*> krow, vrow;
 };
 
-G4_BF16_TARGET void attend_bf16(const float* q, int64_t G, const KvSpans& kv, int64_t kv_head, int64_t begin,
-                                int64_t end, float* o, float* m, float* l) {
+G4_TARGET_AVX512F_BW_VL_DQ_BF16 void attend_bf16(const float* q, int64_t G, const KvSpans& kv, int64_t kv_head,
+                                                 int64_t begin, int64_t end, float* o, float* m, float* l) {
   const int64_t hd = kv.hd;
   thread_local Scratch s;
   // The rounded query rows ([G, hd], contiguous) start on a cache line, as in the f32 kernel.

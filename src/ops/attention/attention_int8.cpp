@@ -14,9 +14,9 @@
 
 #if defined(__x86_64__)
 #include "platform/avx512_intrinsics.h"
+#include "platform/target_attributes.h"
 
 #include "ops/isa/x86_lanes.h"
-#define G4_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 #endif
 
 namespace g4::ops {
@@ -41,7 +41,8 @@ inline __mmask16 mask16(int64_t count) {
 // 64 elements per VPDPBUSD: sums[r * P + p]. Keys past hd load as 0 (+128 after the flip) and
 // meet the queries' zero padding.
 template <int R>
-G4_VNNI_TARGET void score_block(const int8_t* q8, int64_t qs, int64_t hd, const int8_t* const* krow, int32_t* sums) {
+G4_TARGET_AVX512F_BW_VL_VNNI void score_block(const int8_t* q8, int64_t qs, int64_t hd, const int8_t* const* krow,
+                                              int32_t* sums) {
   constexpr int P = 16 / R;
   const __m512i flip = _mm512_set1_epi8(char(0x80));  // k8 + 128 as an unsigned byte
   __m512i acc[16];
@@ -91,9 +92,10 @@ void stream_order(int64_t n, int64_t hd, std::vector<int32_t>& order) {
 // block); at[i] is the tile column of entry i:
 // sc[r * kTile + at[i]] = (scale_q[r] · scale_k[i]) · (sum - 128 · Σ q8[r]).
 template <int R>
-G4_VNNI_TARGET void score_rows(const int8_t* q8, int64_t qs, const float* qscale, const int32_t* qcorr, int64_t hd,
-                               const int8_t* const* krow, const float* const* kscale, const int8_t* const* vrow,
-                               const int32_t* at, int64_t n, float* sc, bool prefetch) {
+G4_TARGET_AVX512F_BW_VL_VNNI void score_rows(const int8_t* q8, int64_t qs, const float* qscale, const int32_t* qcorr,
+                                             int64_t hd, const int8_t* const* krow, const float* const* kscale,
+                                             const int8_t* const* vrow, const int32_t* at, int64_t n, float* sc,
+                                             bool prefetch) {
   constexpr int P = 16 / R;
   alignas(64) int32_t sums[16];
   for (int64_t s = 0; s < n; s += P) {
@@ -112,8 +114,8 @@ G4_VNNI_TARGET void score_rows(const int8_t* q8, int64_t qs, const float* qscale
 // in registers; int8 values widened to f32, one FMA per (head, 16 columns, position), positions
 // in order. kFull: all 32 columns exist (no masks).
 template <int R, bool kFull>
-G4_VNNI_TARGET void accumulate_block(const float* w, int64_t hd, const int8_t* const* vrow, int64_t n, int64_t c,
-                                     float* o, bool prefetch) {
+G4_TARGET_AVX512F_BW_VL_VNNI void accumulate_block(const float* w, int64_t hd, const int8_t* const* vrow, int64_t n,
+                                                   int64_t c, float* o, bool prefetch) {
   const __mmask16 m0 = mask16(hd - c), m1 = mask16(hd - c - 16);
   __m512 lo[R], hi[R];
   #pragma GCC unroll 8
@@ -148,13 +150,14 @@ G4_VNNI_TARGET void accumulate_block(const float* w, int64_t hd, const int8_t* c
 }
 
 template <int R>
-G4_VNNI_TARGET void accumulate_strip(const float* w, int64_t hd, const int8_t* const* vrow, int64_t n, int64_t c,
-                                     float* o, bool prefetch) {
+G4_TARGET_AVX512F_BW_VL_VNNI void accumulate_strip(const float* w, int64_t hd, const int8_t* const* vrow, int64_t n,
+                                                   int64_t c, float* o, bool prefetch) {
   if (c + 32 <= hd) accumulate_block<R, true>(w, hd, vrow, n, c, o, prefetch);
   else accumulate_block<R, false>(w, hd, vrow, n, c, o, false);
 }
 
-G4_VNNI_TARGET void accumulate(const float* w, int64_t G, int64_t hd, const int8_t* const* vrow, int64_t n, float* o) {
+G4_TARGET_AVX512F_BW_VL_VNNI void accumulate(const float* w, int64_t G, int64_t hd, const int8_t* const* vrow,
+                                             int64_t n, float* o) {
   for (int64_t c = 0; c < hd; c += 32) {
     // Once per cache line of the rows, from the first block of heads, and only within the row.
     const bool pf = c % 64 == 0 && c + kLeadLines * 64 < hd;
@@ -177,8 +180,8 @@ struct Scratch {
   std::vector<const float*> ksord;           // their key scales
 };
 
-G4_VNNI_TARGET void attend_int8(const float* q, int64_t G, const KvSpans& kv, int64_t kv_head, int64_t begin,
-                                int64_t end, float* o, float* m, float* l) {
+G4_TARGET_AVX512F_BW_VL_VNNI void attend_int8(const float* q, int64_t G, const KvSpans& kv, int64_t kv_head,
+                                              int64_t begin, int64_t end, float* o, float* m, float* l) {
   const int64_t hd = kv.hd;
   thread_local Scratch s;
   // Quantized query rows on cache lines, zero past hd up to a whole number of 64-byte vectors.

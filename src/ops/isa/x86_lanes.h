@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "platform/target_attributes.h"
+
 namespace g4::ops::x86 {
 
 // 4 bytes as one int32 (any alignment), for a broadcast: 4 int8 activations (VPDPBUSD) or a
@@ -20,7 +22,7 @@ inline int32_t load_i32(const void* p) {
 
 // Sum of 16 lanes in a fixed order, so every caller reduces identically (GCC 12's
 // _mm512_reduce_add_ps trips -Wuninitialized).
-__attribute__((target("avx512f"))) inline float lane_sum(__m512 v) {
+G4_TARGET_AVX512F inline float lane_sum(__m512 v) {
   __m512 s = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
   s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, _MM_SHUFFLE(2, 3, 0, 1)));
   s = _mm512_add_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(1, 0, 3, 2)));
@@ -30,8 +32,8 @@ __attribute__((target("avx512f"))) inline float lane_sum(__m512 v) {
 
 // Every accumulator of an R x C tile set to zero.
 template <int R, int C>
-__attribute__((target("avx512f"))) inline void zero_tile(__m512 (&acc)[R][C]) {
-  #pragma GCC unroll 4
+G4_TARGET_AVX512F inline void zero_tile(__m512 (&acc)[R][C]) {
+#pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
     #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
@@ -39,8 +41,8 @@ __attribute__((target("avx512f"))) inline void zero_tile(__m512 (&acc)[R][C]) {
 
 // y[c · ldy + r] = the lane sum of acc[r][c]: the store at the end of an R rows x C tokens tile.
 template <int R, int C>
-__attribute__((target("avx512f"))) inline void store_tile_sums(const __m512 (&acc)[R][C], float* y, long ldy) {
-  #pragma GCC unroll 4
+G4_TARGET_AVX512F inline void store_tile_sums(const __m512 (&acc)[R][C], float* y, long ldy) {
+#pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
     #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) y[c * ldy + r] = lane_sum(acc[r][c]);
@@ -49,9 +51,8 @@ __attribute__((target("avx512f"))) inline void store_tile_sums(const __m512 (&ac
 // The interleaved prefill tiles' store: acc[g][c] (16 rows of group g, token c) to
 // y[c · ldy + 16g ..], for the first `count` tokens of the panel.
 template <int G, int C>
-__attribute__((target("avx512f"))) inline void store_group_panel(const __m512 (&acc)[G][C], float* y, long ldy,
-                                                                  int count) {
-  #pragma GCC unroll 8
+G4_TARGET_AVX512F inline void store_group_panel(const __m512 (&acc)[G][C], float* y, long ldy, int count) {
+#pragma GCC unroll 8
   for (int g = 0; g < G; ++g)
     #pragma GCC unroll 8
     for (int c = 0; c < C; ++c)
@@ -63,13 +64,13 @@ __attribute__((target("avx512f"))) inline void store_group_panel(const __m512 (&
 // 45 operations instead of 16 separate reductions. kInt32: the lanes hold int32 (exact sums),
 // otherwise f32; the shuffles move bits either way.
 template <bool kInt32>
-__attribute__((target("avx512f"))) inline __m512 add_lanes(__m512 x, __m512 y) {
+G4_TARGET_AVX512F inline __m512 add_lanes(__m512 x, __m512 y) {
   if constexpr (kInt32) return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(x), _mm512_castps_si512(y)));
   else return _mm512_add_ps(x, y);
 }
 
 template <bool kInt32>
-__attribute__((target("avx512f"))) inline __m512 sum16_lanes(const __m512* a) {
+G4_TARGET_AVX512F inline __m512 sum16_lanes(const __m512* a) {
   __m512 x[8], y[4];
   #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i)

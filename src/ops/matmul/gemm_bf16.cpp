@@ -10,9 +10,9 @@
 
 #if defined(__x86_64__)
 #include "platform/avx512_intrinsics.h"
+#include "platform/target_attributes.h"
 
 #include "ops/isa/x86_lanes.h"
-#define G4_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #endif
 
 namespace g4::ops {
@@ -27,7 +27,8 @@ constexpr int64_t kTokenBlock = 64;
 // R weight rows x C tokens: R·C accumulators of 16 f32 lanes, each fed 32 bf16 products per
 // step. Every variant performs the same per-(row, token) operations in the same order.
 template <int R, int C>
-G4_BF16_TARGET void tile(const uint16_t* w, int64_t in, const uint16_t* x, int64_t n, float* y, int64_t ldy) {
+G4_TARGET_AVX512F_BW_VL_BF16 void tile(const uint16_t* w, int64_t in, const uint16_t* x, int64_t n, float* y,
+                                       int64_t ldy) {
   __m512 acc[R][C];
   #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
@@ -82,7 +83,8 @@ TileFn pick(int r, int c) {
 // Decode on BF16_R16: G groups (group_values bf16 apart) side by side, one accumulator each,
 // lane r = row r; y[16g + r].
 template <int G>
-G4_BF16_TARGET void decode_groups(const uint16_t* w, uint64_t group_values, int64_t pairs, const uint16_t* x, float* y) {
+G4_TARGET_AVX512F_BW_VL_BF16 void decode_groups(const uint16_t* w, uint64_t group_values, int64_t pairs,
+                                                const uint16_t* x, float* y) {
   __m512 acc[G];
   #pragma GCC unroll 4
   for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
@@ -101,8 +103,8 @@ G4_BF16_TARGET void decode_groups(const uint16_t* w, uint64_t group_values, int6
 // the loop never leaves the activations; their sums are dropped.
 constexpr int kPanel = 8;
 template <int G>
-G4_BF16_TARGET void prefill_panel(const uint16_t* w, uint64_t group_values, int64_t in, const uint16_t* x, int count,
-                                  float* y, int64_t ldy) {
+G4_TARGET_AVX512F_BW_VL_BF16 void prefill_panel(const uint16_t* w, uint64_t group_values, int64_t in, const uint16_t* x,
+                                                int count, float* y, int64_t ldy) {
   const uint16_t* xt[kPanel];
   for (int t = 0; t < kPanel; ++t) xt[t] = x + std::min(t, count - 1) * in;
   __m512 acc[G][kPanel];
@@ -128,7 +130,7 @@ bool gemm_bf16_available() {
   return ok;
 }
 
-G4_BF16_TARGET void round_rows_to_bf16(const float* x, int64_t count, uint16_t* xb) {
+G4_TARGET_AVX512F_BW_VL_BF16 void round_rows_to_bf16(const float* x, int64_t count, uint16_t* xb) {
   int64_t i = 0;
   for (; i + 16 <= count; i += 16)
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(xb + i), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + i)));

@@ -6,7 +6,8 @@
 
 #include "platform/error.h"
 
-#include "ops/isa/x86_vnni_target.h"
+#include "platform/avx512_intrinsics.h"
+#include "platform/target_attributes.h"
 #if defined(__x86_64__)
 #include "ops/isa/x86_lanes.h"
 #endif
@@ -16,14 +17,14 @@ namespace g4::ops {
 #if defined(__x86_64__)
 namespace {
 
-G4_VNNI_TARGET inline float half_at(const std::byte* p) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline float half_at(const std::byte* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   return _cvtsh_ss(h);
 }
 
 // Sum of 8 lanes in a fixed order.
-G4_VNNI_TARGET inline float lane_sum8(__m256 v) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline float lane_sum8(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -31,14 +32,14 @@ G4_VNNI_TARGET inline float lane_sum8(__m256 v) {
 }
 
 // Lane i of the result: lane idx[i] of v (VPERMPS), for idx = base + i / per (per 4 or 8).
-G4_VNNI_TARGET inline __m512i spread_index(int base, int per) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512i spread_index(int base, int per) {
   alignas(64) int32_t idx[16];
   for (int i = 0; i < 16; ++i) idx[i] = base + i / per;
   return _mm512_load_si512(idx);
 }
 
 // Q4_K / Q5_K scales of one super-block: dsc lanes 0-7 = d·sc_j, dmn = dmin·m_j (j = 0..7).
-G4_VNNI_TARGET inline void q45k_scales(const std::byte* blk, __m512& dsc, __m256& dmn) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline void q45k_scales(const std::byte* blk, __m512& dsc, __m256& dmn) {
   alignas(16) uint8_t sm[16];
   kquant_scales_mins(reinterpret_cast<const uint8_t*>(blk + 4), sm);
   const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
@@ -50,7 +51,7 @@ G4_VNNI_TARGET inline void q45k_scales(const std::byte* blk, __m512& dsc, __m256
 // low nibbles (sub-block 2k) then the 32 high nibbles (sub-block 2k + 1), plus 16 from the
 // fifth bits for Q5_K.
 template <bool kQ5>
-G4_VNNI_TARGET inline __m512i q45k_codes(const std::byte* blk, int k) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512i q45k_codes(const std::byte* blk, int k) {
   const __m256i nib = _mm256_set1_epi8(0x0F);
   const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + (kQ5 ? 48 : 16) + 32 * k));
   __m256i lo = _mm256_and_si256(b, nib), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), nib);
@@ -70,8 +71,8 @@ G4_VNNI_TARGET inline __m512i q45k_codes(const std::byte* blk, int k) {
 // super-block one 8-lane FMA of dmin·m_j x the blocks' sums (scale x Σq). Result: the 16 lanes
 // summed minus the 8.
 template <int R, int C, bool kQ5>
-G4_VNNI_TARGET void tile_q45k(const std::byte* w, uint64_t rb, const Q8Activations& a, int64_t t, float* y,
-                              int64_t ldy) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void tile_q45k(const std::byte* w, uint64_t rb, const Q8Activations& a, int64_t t,
+                                                     float* y, int64_t ldy) {
   constexpr uint64_t kBytes = kQ5 ? 176 : 144;
   const int64_t in = a.in, blocks = in / kQ8Block, pairs = a.pairs();
   const uint64_t prefetch = row_tile_prefetch_distance(rb, R);
@@ -130,7 +131,7 @@ G4_VNNI_TARGET void tile_q45k(const std::byte* w, uint64_t rb, const Q8Activatio
 // Q6_K, half h, pair j (values 64j..64j + 63 of the half) as unsigned codes 0..63 (stored +32):
 // ql bytes [64h, 64h + 64) hold low nibbles of values l and 32 + l (j = 0) or their high nibbles
 // (j = 1); qh byte l holds the top two bits of values l, 32 + l, 64 + l, 96 + l (bits 0-1 .. 6-7).
-G4_VNNI_TARGET inline __m512i q6k_codes(const std::byte* blk, int h, int j) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512i q6k_codes(const std::byte* blk, int h, int j) {
   const __m512i ql = _mm512_loadu_si512(blk + 64 * h);
   const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h));
   const __m512i low = j == 0 ? _mm512_and_si512(ql, _mm512_set1_epi8(0x0F))
@@ -145,8 +146,8 @@ G4_VNNI_TARGET inline __m512i q6k_codes(const std::byte* blk, int h, int j) {
 // codes, minus 32 x each lane's Σq (one VPDPBUSD per token, shared by the rows), the lanes
 // scaled by d·scale of their 16-value sub-block x the blocks' scales, one FMA.
 template <int R, int C>
-G4_VNNI_TARGET void tile_q6k(const std::byte* w, uint64_t rb, const Q8Activations& a, int64_t t, float* y,
-                             int64_t ldy) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void tile_q6k(const std::byte* w, uint64_t rb, const Q8Activations& a, int64_t t,
+                                                    float* y, int64_t ldy) {
   const int64_t in = a.in, pairs = a.pairs();
   const uint64_t prefetch = row_tile_prefetch_distance(rb, R);
   __m512 acc[R][C];

@@ -23,7 +23,8 @@
 #include "platform/error.h"
 #include "platform/row_interleave.h"
 
-#include "ops/isa/x86_vnni_target.h"
+#include "platform/avx512_intrinsics.h"
+#include "platform/target_attributes.h"
 #if defined(__x86_64__)
 #include "ops/isa/x86_lanes.h"
 #endif
@@ -39,15 +40,15 @@ constexpr int64_t kSuperBlock = 256;
 inline float min_weight(float x_scale, int32_t q4_start) { return x_scale * float(q4_start / 8); }
 
 // The 16 rows' d and dmin of the super-block column `col`, in f32.
-G4_VNNI_TARGET inline void column_d_dmin(const std::byte* col, __m512& d, __m512& dmin) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline void column_d_dmin(const std::byte* col, __m512& d, __m512& dmin) {
   d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col)));
   dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + 32)));
 }
 
 // Sub-block j's 16 scales and mins (lane r: row r) of the super-block column `col`, times the
 // rows' d and dmin (column_d_dmin): d·sc_j and dmin·m_j in f32.
-G4_VNNI_TARGET inline void sub_block_scales(const std::byte* col, int j, __m512 d, __m512 dmin, __m512& dsc,
-                                            __m512& dmn) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline void sub_block_scales(const std::byte* col, int j, __m512 d, __m512 dmin,
+                                                                   __m512& dsc, __m512& dmn) {
   const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(col + kQ4KLowScales + 16 * j));
   __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(col + kQ4KHighScales + 16 * (j / 2)));
   if (j % 2) hi = _mm_srli_epi16(hi, 4);
@@ -61,8 +62,8 @@ G4_VNNI_TARGET inline void sub_block_scales(const std::byte* col, int j, __m512 
 }
 
 // One sub-block into a row lane accumulator (the two steps in the header's order).
-G4_VNNI_TARGET inline __m512 accumulate(__m512 acc, __m512i sum, __m512 dsc, __m512 dmn, float x_scale,
-                                        int32_t q4_start) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512 accumulate(__m512 acc, __m512i sum, __m512 dsc, __m512 dmn,
+                                                               float x_scale, int32_t q4_start) {
   acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dsc, _mm512_set1_ps(x_scale)), acc);
   return _mm512_fmadd_ps(dmn, _mm512_set1_ps(min_weight(x_scale, q4_start)), acc);
 }
@@ -79,12 +80,13 @@ template <bool kQ5>
 constexpr uint64_t q45k_column_bytes = kQ5 ? kQ5KColumnBytes : kQ4KColumnBytes;
 
 // Bit `bit` of each byte of the Q5_K high-bit vector qh, moved to bit 4 (the code's fifth bit).
-G4_VNNI_TARGET inline __m512i fifth_bits(__m512i qh, int bit) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512i fifth_bits(__m512i qh, int bit) {
   return _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(qh, _mm_cvtsi32_si128(bit)), _mm512_set1_epi8(1)), 4);
 }
 
 template <int G, bool kQ5>
-G4_VNNI_TARGET void decode_q4k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a, float* y) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q4k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a,
+                                                      float* y) {
   constexpr uint64_t kColumn = q45k_column_bytes<kQ5>;
   const int64_t supers = a.in / kSuperBlock;
   const __m512i nibble = _mm512_set1_epi8(0x0F);
@@ -142,8 +144,8 @@ G4_VNNI_TARGET void decode_q4k(const std::byte* w, uint64_t group_bytes, const Q
 // gemm_q8.cpp's prefill16: each weight vector meets 6 tokens, each broadcast G groups. A chunk's
 // vectors are read once per sub-block (low nibbles, then high), from L1 the second time.
 template <int G, bool kQ5>
-G4_VNNI_TARGET void prefill_q4k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a, int64_t t, float* y,
-                                int64_t ldy, int count) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void prefill_q4k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a,
+                                                       int64_t t, float* y, int64_t ldy, int count) {
   constexpr int C = int(kPanelTokens);
   constexpr uint64_t kColumn = q45k_column_bytes<kQ5>;
   const int64_t supers = a.in / kSuperBlock;
@@ -196,7 +198,7 @@ G4_VNNI_TARGET void prefill_q4k(const std::byte* w, uint64_t group_bytes, const 
 }
 
 // −32 · (the sum of the 16 int8 values at x): the Q6_K codes' offset, as a sub-block's starting sum.
-G4_VNNI_TARGET inline int32_t q6k_start(const int8_t* x) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline int32_t q6k_start(const int8_t* x) {
   // x + 128 as unsigned bytes, summed 8 at a time against zero (PSADBW), less 16 · 128.
   const __m128i u = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)), _mm_set1_epi8(char(0x80)));
   const __m128i sad = _mm_sad_epu8(u, _mm_setzero_si128());
@@ -205,7 +207,7 @@ G4_VNNI_TARGET inline int32_t q6k_start(const int8_t* x) {
 
 // The codes of part c (0..3) of one Q6_K_R16 value triple (lo, hi: the ql vectors; qh): value
 // 128h + 32c + 4v + k of each row, 0..63 (row_interleave.h).
-G4_VNNI_TARGET inline __m512i q6k_codes(__m512i lo, __m512i hi, __m512i qh, int c) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512i q6k_codes(__m512i lo, __m512i hi, __m512i qh, int c) {
   const __m512i n4 = _mm512_set1_epi8(0x0F), top = _mm512_set1_epi8(0x30);
   const __m512i l = c % 2 ? hi : lo;
   const __m512i low = _mm512_and_si512(c < 2 ? l : _mm512_srli_epi16(l, 4), n4);
@@ -215,19 +217,20 @@ G4_VNNI_TARGET inline __m512i q6k_codes(__m512i lo, __m512i hi, __m512i qh, int 
 }
 
 // Sub-block i's 16 rows' d·sc_i in f32 (column s at `col`, d its rows' d).
-G4_VNNI_TARGET inline __m512 q6k_scale(const std::byte* col, int64_t s, int i, __m512 d) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512 q6k_scale(const std::byte* col, int64_t s, int i, __m512 d) {
   const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(col + q6k_scales_at(s) + 16 * uint64_t(i)));
   return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc)));
 }
 
-G4_VNNI_TARGET inline __m512 q6k_d(const std::byte* col, int64_t s) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512 q6k_d(const std::byte* col, int64_t s) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + q6k_d_at(s))));
 }
 
 // Q6_K decode: G groups side by side x the one token; each value triple is read once for its
 // four parts; one super-block column requested ahead, as decode_q4k.
 template <int G>
-G4_VNNI_TARGET void decode_q6k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a, float* y) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q6k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a,
+                                                      float* y) {
   const int64_t supers = a.in / kSuperBlock;
   __m512 acc[G];
   #pragma GCC unroll 4
@@ -286,8 +289,8 @@ G4_VNNI_TARGET void decode_q6k(const std::byte* w, uint64_t group_bytes, const Q
 // sub-block's starting sum comes from the activations (panel_q6_start, computed once per
 // quantization: per tile it cost about as many instructions as the products themselves).
 template <int G>
-G4_VNNI_TARGET void prefill_q6k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a, int64_t t, float* y,
-                                int64_t ldy, int count) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void prefill_q6k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a,
+                                                       int64_t t, float* y, int64_t ldy, int count) {
   constexpr int C = int(kPanelTokens);
   const int64_t supers = a.in / kSuperBlock;
   const size_t first = a.panel_cell(t, 0);

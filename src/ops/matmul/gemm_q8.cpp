@@ -14,9 +14,9 @@
 
 #if defined(__x86_64__)
 #include "platform/avx512_intrinsics.h"
+#include "platform/target_attributes.h"
 
 #include "ops/isa/x86_lanes.h"
-#define G4_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")))
 #endif
 
 namespace g4::ops {
@@ -40,7 +40,7 @@ float quantize_block_scalar(const float* xb, int8_t* qb, int32_t* sum) {
 
 #if defined(__x86_64__)
 // 16 values: clamp(round_to_nearest_even(x · id), ±127) as int32.
-G4_VNNI_TARGET inline __m512i quantize16(__m512 x, __m512 id) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C inline __m512i quantize16(__m512 x, __m512 id) {
   const __m512 lim = _mm512_set1_ps(127.0f);
   const __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(x, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(r, _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim));
@@ -48,7 +48,7 @@ G4_VNNI_TARGET inline __m512i quantize16(__m512 x, __m512 id) {
 
 // The same arithmetic on AVX-512 (round to nearest even, as nearbyint in the default mode):
 // bit-identical to the scalar block (tested).
-G4_VNNI_TARGET float quantize_block_avx512(const float* xb, int8_t* qb, int32_t* sum) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C float quantize_block_avx512(const float* xb, int8_t* qb, int32_t* sum) {
   const __m512 x0 = _mm512_loadu_ps(xb), x1 = _mm512_loadu_ps(xb + 16);
   const __m512 m = _mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1));
   const float amax = _mm512_reduce_max_ps(m);
@@ -198,13 +198,13 @@ inline uint16_t load_u16(const std::byte* p) {
 // [d0 ×8, d1 ×8] as f32 from two f16 block scales (h1 = 0 for an absent second block).
 // Each scale broadcast to 8 halves (VPBROADCASTW), then one conversion of all 16 (fewer
 // instructions than packing both into a scalar first; no measurable speed difference here).
-G4_VNNI_TARGET inline __m512 pair_weight_scales(uint16_t h0, uint16_t h1) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C inline __m512 pair_weight_scales(uint16_t h0, uint16_t h1) {
   const __m128i a = _mm_set1_epi16(short(h0)), b = _mm_set1_epi16(short(h1));
   return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1));
 }
 
 // Q8_0 block: f16 d, 32 × int8. Two blocks' values as 64 bytes (upper half zero when absent).
-G4_VNNI_TARGET inline __m512i load_q8_pair(const std::byte* b0, bool second) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C inline __m512i load_q8_pair(const std::byte* b0, bool second) {
   const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2));
   const __m256i hi = second ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 34 + 2)) : _mm256_setzero_si256();
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
@@ -212,7 +212,7 @@ G4_VNNI_TARGET inline __m512i load_q8_pair(const std::byte* b0, bool second) {
 
 // Q4_0 block: f16 d, 16 bytes; value i = low nibble of byte i, value 16+i = high nibble.
 // Two blocks' 64 nibbles as unsigned bytes 0..15 in value order.
-G4_VNNI_TARGET inline __m512i load_q4_pair(const std::byte* b0, bool second) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C inline __m512i load_q4_pair(const std::byte* b0, bool second) {
   const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2));
   const __m128i x1 = second ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 18 + 2)) : _mm_setzero_si128();
   const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(x0), x1, 1);  // [q0 | q1]
@@ -224,7 +224,8 @@ G4_VNNI_TARGET inline __m512i load_q4_pair(const std::byte* b0, bool second) {
 // R weight rows × C tokens. Per (row, token) and per pair of blocks: one exact int32 product
 // (VPDPBUSD), one conversion, one scale, one FMA, in the same order for every R and C.
 template <int R, int C, bool kQ4>
-G4_VNNI_TARGET void tile(const std::byte* w, uint64_t rb, const Q8Activations& a, int64_t t, float* y, int64_t ldy) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C void tile(const std::byte* w, uint64_t rb, const Q8Activations& a, int64_t t,
+                                            float* y, int64_t ldy) {
   constexpr uint64_t kBlockBytes = kQ4 ? 18 : 34;
   const int64_t blocks = a.in / kQ8Block, pairs = a.pairs(), in = a.in;
   const uint64_t prefetch = row_tile_prefetch_distance(rb, R);
@@ -285,8 +286,8 @@ using TileFn = RowTileFn;
 // on the core (ops::plan_decode_streaming). Prefetching into the neighbouring group instead
 // (which another stream of the same call is already reading) read ~5% less on an Ice Lake VM.
 template <int G, bool kQ4>
-G4_VNNI_TARGET void decode16(const std::byte* w, uint64_t group_bytes, const Q8Activations& a, float* y,
-                             uint64_t prefetch) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C void decode16(const std::byte* w, uint64_t group_bytes, const Q8Activations& a,
+                                                float* y, uint64_t prefetch) {
   constexpr uint64_t kColumnBytes = kQ4 ? 288 : 544;  // one block column of a 16-row group
   const int64_t blocks = a.in / kQ8Block;
   const std::vector<int32_t>& starts = kQ4 ? a.q4_start : a.q8_start;
@@ -351,8 +352,8 @@ G4_VNNI_TARGET void decode16(const std::byte* w, uint64_t group_bytes, const Q8A
 // a panel of fewer tokens (the tail of a prefill, or 2-5 sequences decoding together) computes
 // only its own C lanes instead of 6, the same steps per token, so no bit changes.
 template <int G, bool kQ4, int C>
-G4_VNNI_TARGET void prefill16(const std::byte* w, uint64_t group_bytes, const Q8Activations& a, int64_t t, float* y,
-                              int64_t ldy) {
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C void prefill16(const std::byte* w, uint64_t group_bytes, const Q8Activations& a,
+                                                 int64_t t, float* y, int64_t ldy) {
   constexpr int P = int(kPanelTokens);
   constexpr uint64_t kColumnBytes = kQ4 ? 288 : 544;
   const int64_t blocks = a.in / kQ8Block;

@@ -11,6 +11,7 @@
 
 #if defined(__x86_64__)
 #include "platform/avx512_intrinsics.h"
+#include "platform/target_attributes.h"
 #endif
 
 namespace g4::ops {
@@ -159,10 +160,9 @@ inline int nearest(float v) { return int(std::lrintf(v)); }
 // scale is computed by the same scalar steps from the same maximum, and the values are rounded
 // by VCVTPS2DQ, which rounds to nearest even as lrintf does in the default mode. A block holding
 // a NaN or an infinity goes to the scalar code, whose comparisons define what such a block gives.
-#define G4_QUANT_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
 
 // The block's two halves, or false when a value is not finite.
-G4_QUANT_TARGET inline bool load_finite(const float* x, __m512* x0, __m512* x1) {
+G4_TARGET_AVX512F_BW_VL inline bool load_finite(const float* x, __m512* x0, __m512* x1) {
   *x0 = _mm512_loadu_ps(x);
   *x1 = _mm512_loadu_ps(x + 16);
   const __m512 big = _mm512_set1_ps(3.4028235e38f);
@@ -170,7 +170,7 @@ G4_QUANT_TARGET inline bool load_finite(const float* x, __m512* x0, __m512* x1) 
 }
 
 // round(x · id) clamped to [lo, hi], as int32 lanes.
-G4_QUANT_TARGET inline __m512i round_clamped(__m512 x, float id, int lo, int hi) {
+G4_TARGET_AVX512F_BW_VL inline __m512i round_clamped(__m512 x, float id, int lo, int hi) {
   const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(x, _mm512_set1_ps(id)));
   return _mm512_min_epi32(_mm512_max_epi32(q, _mm512_set1_epi32(lo)), _mm512_set1_epi32(hi));
 }
@@ -178,7 +178,7 @@ G4_QUANT_TARGET inline __m512i round_clamped(__m512 x, float id, int lo, int hi)
 void quant_q8_0_block(const float* x, std::byte* b);
 void quant_q4_0_block(const float* x, std::byte* b);
 
-G4_QUANT_TARGET void quant_q8_0_avx512(const float* x, std::byte* b, int64_t n) {
+G4_TARGET_AVX512F_BW_VL void quant_q8_0_avx512(const float* x, std::byte* b, int64_t n) {
   for (int64_t k = 0; k < n / 32; ++k, x += 32, b += 34) {
     __m512 x0, x1;
     if (!load_finite(x, &x0, &x1)) {
@@ -194,7 +194,7 @@ G4_QUANT_TARGET void quant_q8_0_avx512(const float* x, std::byte* b, int64_t n) 
   }
 }
 
-G4_QUANT_TARGET void quant_q4_0_avx512(const float* x, std::byte* b, int64_t n) {
+G4_TARGET_AVX512F_BW_VL void quant_q4_0_avx512(const float* x, std::byte* b, int64_t n) {
   for (int64_t k = 0; k < n / 32; ++k, x += 32, b += 18) {
     __m512 x0, x1;
     if (!load_finite(x, &x0, &x1)) {
