@@ -14,7 +14,6 @@
 #include "platform/amx_tile_config.h"
 #include "platform/dtype.h"
 #include "platform/error.h"
-#include "platform/sigill_guard.h"
 
 #if defined(__x86_64__)
 #include "platform/avx512_intrinsics.h"
@@ -336,8 +335,7 @@ TileKernelCheck check_attention_tiles(Bf16Tiles unit) {
   };
   State whole, pieces, tail_whole, tail_pieces;
   TileKernelCheck c;
-  c.run = true;
-  const bool ran = run_catching_sigill([&] {
+  const bool ran = run_kernel_check(c, std::string(bf16_tiles_name(unit)) + " attention kernel", [&] {
     auto go = [&](const std::vector<KvSpan>& sp, int64_t b, State& st) {
       attend_on(unit, q.data(), G, KvSpans{sp.data(), sp.size(), 1, hd}, 0, b, n, st.o.data(),
                                 st.m.data(), st.l.data());
@@ -347,10 +345,7 @@ TileKernelCheck check_attention_tiles(Bf16Tiles unit) {
     go(one, 129, tail_whole);
     go(cut, 129, tail_pieces);
   });
-  if (!ran) {
-    c.detail = std::string("SIGILL in the ") + bf16_tiles_name(unit) + " attention kernel";
-    return c;
-  }
+  if (!ran) return c;
   for (int64_t g = 0; g < G; ++g) {
     std::vector<double> sc(static_cast<size_t>(n));
     double mx = -INFINITY, sum = 0;
@@ -380,22 +375,17 @@ TileKernelCheck check_attention_tiles(Bf16Tiles unit) {
     c.detail = "the same keys in one span and cut into spans gave different bits";
     return c;
   }
-  c.passed = true;
-  c.detail = std::string(bf16_tiles_name(unit)) +
-             " attention kernel: 8 heads x head dim 64 over 300 keys within 2^-8 of double precision, the same keys "
-             "cut into spans bit-identical";
+  pass_kernel_check(c, std::string(bf16_tiles_name(unit)) +
+                           " attention kernel: 8 heads x head dim 64 over 300 keys within 2^-8 of double precision, "
+                           "the same keys cut into spans bit-identical");
   return c;
 }
 
 const TileKernelCheck& amx_attention_kernel_check() {
-  static const TileKernelCheck check = [] {
-    if (!amx_bf16_kernel_usable() || !attention_bf16_available()) {
-      TileKernelCheck c;
-      c.detail = "AMX-BF16 (probe, tile self-test, product kernel check) or AVX512_BF16 not confirmed on this CPU";
-      return c;
-    }
-    return check_attention_tiles(Bf16Tiles::Amx);
-  }();
+  static const TileKernelCheck check = gated_kernel_check(
+      amx_bf16_kernel_usable() && attention_bf16_available(),
+      "AMX-BF16 (probe, tile self-test, product kernel check) or AVX512_BF16 not confirmed on this CPU",
+      [] { return check_attention_tiles(Bf16Tiles::Amx); });
   return check;
 }
 

@@ -14,7 +14,6 @@
 #include "platform/dtype.h"
 #include "platform/error.h"
 #include "platform/row_interleave.h"
-#include "platform/sigill_guard.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -211,16 +210,14 @@ const char* bf16_tiles_name(Bf16Tiles t) {
 bool bf16_tiles_fit(int64_t in) { return in > 0 && in % kStepColumns == 0; }
 
 Bf16TileBlocking bf16_tiles_blocking(int64_t in, uint64_t budget_bytes) {
-  const int64_t steps = std::max<int64_t>(in, kStepColumns) / kStepColumns;
-  if (budget_bytes == 0) return {kTilePanelTokens, steps * kStepColumns};
-  // A pair of groups holds 64 bytes per column; its chunk may take an eighth of the budget, in
-  // chunks of equal whole steps.
-  const uint64_t pair_step = 2 * kStepGroupBytes, chunk_budget = budget_bytes / 8;
-  const int64_t max_steps = int64_t(std::max<uint64_t>(1, chunk_budget / pair_step));
-  const int64_t chunks = (steps + max_steps - 1) / max_steps, chunk = (steps + chunks - 1) / chunks;
-  const uint64_t pair = uint64_t(chunk) * pair_step, token = uint64_t(chunk) * kStepColumns * sizeof(uint16_t);
-  const uint64_t panels = budget_bytes > pair ? (budget_bytes - pair) / (token * kTilePanelTokens) : 0;
-  return {int64_t(std::clamp<uint64_t>(panels, 1, 16)) * kTilePanelTokens, chunk * kStepColumns};
+  // The row unit is a pair of groups (64 bytes per column); a token holds 2 bytes per column.
+  const TileBlocking b = tile_blocking(in, budget_bytes,
+                                       {.step_columns = kStepColumns,
+                                        .unit_bytes_per_step = 2 * kStepGroupBytes,
+                                        .token_bytes_per_step = kStepColumns * sizeof(uint16_t),
+                                        .panel_tokens = kTilePanelTokens,
+                                        .max_panels = 16});
+  return {b.token_block, b.k_chunk};
 }
 
 int64_t bf16_tile_panel_elements(int64_t T, int64_t in) {
@@ -308,16 +305,12 @@ TileKernelCheck check_bf16_tiles(Bf16Tiles unit) {
   const std::vector<uint16_t> p_all = panels_of(0, T), p_one = panels_of(20, 1), p_some = panels_of(30, 5);
   std::vector<float> all(size_t(T * out), NAN), one(size_t(out), NAN), some(size_t(5 * out), NAN);
   TileKernelCheck c;
-  c.run = true;
-  const bool ran = run_catching_sigill([&] {
+  const bool ran = run_kernel_check(c, std::string(bf16_tiles_name(unit)) + " kernel", [&] {
     gemm_bf16_tiles(unit, p_all.data(), T, in, w.data(), 0, out, all.data(), out, {32, 64});  // 2 blocks, 2 chunks
     gemm_bf16_tiles(unit, p_one.data(), 1, in, w.data(), 0, out, one.data(), out);
     gemm_bf16_tiles(unit, p_some.data(), 5, in, w.data(), 0, out, some.data(), out);
   });
-  if (!ran) {
-    c.detail = std::string("SIGILL in the ") + bf16_tiles_name(unit) + " kernel";
-    return c;
-  }
+  if (!ran) return c;
   for (int64_t t = 0; t < T; ++t)
     for (int64_t o = 0; o < out; ++o) {
       double sum = 0, magnitude = 0;
@@ -338,22 +331,17 @@ TileKernelCheck check_bf16_tiles(Bf16Tiles unit) {
     c.detail = "tokens alone or 5 at a time differ from the same tokens in a batch of 37";
     return c;
   }
-  c.passed = true;
-  c.detail = std::string(bf16_tiles_name(unit)) +
-             " kernel: 37 tokens x 96 columns x 48 rows (token blocks of 32, column chunks of 64) within 96 f32 "
-             "roundings of the scalar sum, tokens alone and in a smaller batch bit-identical to the batch";
+  pass_kernel_check(c, std::string(bf16_tiles_name(unit)) +
+                           " kernel: 37 tokens x 96 columns x 48 rows (token blocks of 32, column chunks of 64) within "
+                           "96 f32 roundings of the scalar sum, tokens alone and in a smaller batch bit-identical to "
+                           "the batch");
   return c;
 }
 
 const TileKernelCheck& amx_bf16_kernel_check() {
-  static const TileKernelCheck check = [] {
-    if (!host_cpu().amx_bf16_usable()) {
-      TileKernelCheck c;
-      c.detail = "the probe and tile self-test did not confirm AMX-BF16 on this CPU";
-      return c;
-    }
-    return check_bf16_tiles(Bf16Tiles::Amx);
-  }();
+  static const TileKernelCheck check = gated_kernel_check(
+      host_cpu().amx_bf16_usable(), "the probe and tile self-test did not confirm AMX-BF16 on this CPU",
+      [] { return check_bf16_tiles(Bf16Tiles::Amx); });
   return check;
 }
 

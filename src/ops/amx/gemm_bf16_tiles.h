@@ -31,6 +31,8 @@
 #include <cstdint>
 #include <string>
 
+#include "ops/amx/tile_kernel_check.h"
+
 namespace g4::ops {
 
 enum class Bf16Tiles { None, Amx, Emulated };
@@ -82,11 +84,6 @@ void gemm_bf16_tiles(Bf16Tiles unit, const uint16_t* panels, int64_t T, int64_t 
 // token tile, a pair of row groups and one alone, three steps) against the scalar sum of the
 // same bf16 values within 96 f32 roundings, and tokens alone and in a smaller batch against
 // their rows of the full batch, bit for bit. Any SIGILL, mismatch or difference fails it.
-struct TileKernelCheck {
-  bool run = false;     // false: the probe or the tile self-test did not confirm AMX-BF16
-  bool passed = false;
-  std::string detail;   // what was checked, or what failed and by how much, or why it did not run
-};
 const TileKernelCheck& amx_bf16_kernel_check();
 // host_cpu().amx_bf16_usable() and amx_bf16_kernel_check() passed.
 bool amx_bf16_kernel_usable();

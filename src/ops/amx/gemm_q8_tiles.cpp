@@ -12,12 +12,10 @@
 #include "platform/device.h"
 #include "platform/error.h"
 #include "platform/row_interleave.h"
-#include "platform/sigill_guard.h"
 
 #if defined(__x86_64__)
 #include "platform/avx512_intrinsics.h"
 #include "platform/target_attributes.h"
-#define G4_TARGET_AMX_INT8_AVX512F_BW_VL_F16C __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,f16c")))
 #endif
 
 namespace g4::ops {
@@ -218,16 +216,15 @@ const char* int8_tiles_name(Int8Tiles t) {
 bool int8_tiles_take(DType dtype) { return dtype == DType::Q8_0_R16 || dtype == DType::Q4_0_R16; }
 
 Int8TileBlocking int8_tiles_blocking(int64_t in, uint64_t budget_bytes) {
-  const int64_t blocks = std::max<int64_t>(in, kQ8Block) / kQ8Block;
-  if (budget_bytes == 0) return {kTileTokens, blocks * kQ8Block};
-  // A group holds ~32 bytes per column (Q8_0 ~17/16 a row, or Q4_0 with its bytes unpacked); its
-  // chunk may take an eighth of the budget, in chunks of equal whole blocks.
-  const uint64_t group_block = 2 * kInterleaveRows * kQ8Block, chunk_budget = budget_bytes / 8;
-  const int64_t max_blocks = int64_t(std::max<uint64_t>(1, chunk_budget / group_block));
-  const int64_t chunks = (blocks + max_blocks - 1) / max_blocks, chunk = (blocks + chunks - 1) / chunks;
-  const uint64_t group = uint64_t(chunk) * group_block, token = uint64_t(chunk) * kQ8Block;
-  const uint64_t tiles = budget_bytes > group ? (budget_bytes - group) / (token * kTileTokens) : 0;
-  return {int64_t(std::clamp<uint64_t>(tiles, 1, 32)) * kTileTokens, chunk * kQ8Block};
+  // The row unit is a group: ~32 bytes per column (Q8_0 ~17/16 a row, or Q4_0 with its bytes
+  // unpacked); a token holds 1 byte per column.
+  const TileBlocking b = tile_blocking(in, budget_bytes,
+                                       {.step_columns = kQ8Block,
+                                        .unit_bytes_per_step = 2 * kInterleaveRows * kQ8Block,
+                                        .token_bytes_per_step = kQ8Block,
+                                        .panel_tokens = kTileTokens,
+                                        .max_panels = 32});
+  return {b.token_block, b.k_chunk};
 }
 
 void gemm_q8_tiles(Int8Tiles unit, const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin,
@@ -272,7 +269,6 @@ TileKernelCheck check_q8_tiles(Int8Tiles unit) {
   for (auto& v : x) v = dist(rng);
   Q8Activations a;
   quantize_activations(x.data(), T, in, a, kQ8TokenTiles);
-  c.run = true;
   for (bool q4 : {false, true}) {
     const DType base = q4 ? DType::Q4_0 : DType::Q8_0;
     const uint64_t rb = row_bytes(base, in);
@@ -287,10 +283,10 @@ TileKernelCheck check_q8_tiles(Int8Tiles unit) {
     for (int64_t g = 0; g < out / kInterleaveRows; ++g)
       interleave_group(base, rows.data() + g * kInterleaveRows * rb, in, w.data() + g * kInterleaveRows * rb);
     std::vector<float> y(size_t(T * out), NAN);
-    if (!run_catching_sigill([&] { gemm_q8_tiles(unit, a, w.data(), interleaved_dtype(base), 0, out, y.data(), out, {32, 64}); })) {
-      c.detail = std::string("SIGILL in the ") + int8_tiles_name(unit) + " kernel";
+    if (!run_kernel_check(c, std::string(int8_tiles_name(unit)) + " kernel", [&] {
+          gemm_q8_tiles(unit, a, w.data(), interleaved_dtype(base), 0, out, y.data(), out, {32, 64});
+        }))
       return c;
-    }
     for (int64_t t = 0; t < T; ++t)
       for (int64_t o = 0; o < out; ++o) {
         const float want = scalar_formula(a, t, rows.data() + o * rb, base), got = y[size_t(t * out + o)];
@@ -301,10 +297,10 @@ TileKernelCheck check_q8_tiles(Int8Tiles unit) {
         }
       }
   }
-  c.passed = true;
-  c.detail = std::string(int8_tiles_name(unit)) +
-             " kernel: 37 tokens x 96 columns x 48 rows of Q8_0 and of Q4_0 (token blocks of 32, column chunks of 64), "
-             "every output bit-identical to the scalar formula (exact int32 block sums, the VPDPBUSD kernel's f32 steps)";
+  pass_kernel_check(c, std::string(int8_tiles_name(unit)) +
+                           " kernel: 37 tokens x 96 columns x 48 rows of Q8_0 and of Q4_0 (token blocks of 32, column "
+                           "chunks of 64), every output bit-identical to the scalar formula (exact int32 block sums, "
+                           "the VPDPBUSD kernel's f32 steps)");
 #else
   c.detail = std::string("no ") + int8_tiles_name(unit) + " kernel on this build";
 #endif
@@ -312,14 +308,9 @@ TileKernelCheck check_q8_tiles(Int8Tiles unit) {
 }
 
 const TileKernelCheck& amx_int8_kernel_check() {
-  static const TileKernelCheck check = [] {
-    if (!host_cpu().amx_int8_usable()) {
-      TileKernelCheck c;
-      c.detail = "the probe and tile self-test did not confirm AMX-INT8 on this CPU";
-      return c;
-    }
-    return check_q8_tiles(Int8Tiles::Amx);
-  }();
+  static const TileKernelCheck check = gated_kernel_check(
+      host_cpu().amx_int8_usable(), "the probe and tile self-test did not confirm AMX-INT8 on this CPU",
+      [] { return check_q8_tiles(Int8Tiles::Amx); });
   return check;
 }
 
