@@ -180,6 +180,26 @@ struct Scratch {
   std::vector<const float*> ksord;           // their key scales
 };
 
+// The K and V rows and scales of positions [begin, end) of kv head kv_head, found through the
+// spans one by one, into s.krow, s.vrow, s.kscale, s.vscale.
+void gather_rows(const KvSpans& kv, int64_t kv_head, int64_t begin, int64_t end, Scratch& s) {
+  const int64_t count = end - begin, hd = kv.hd;
+  for (auto* v : {&s.krow, &s.vrow}) v->resize(size_t(count));
+  for (auto* v : {&s.kscale, &s.vscale}) v->resize(size_t(count));
+  size_t si = 0;     // span holding position p
+  int64_t base = 0;  // its first position
+  for (int64_t p = begin; p < end; ++p) {
+    while (base + kv.spans[si].n <= p) base += kv.spans[si++].n;
+    const KvSpan& sp = kv.spans[si];
+    const int64_t row = (p - base) * kv.kvh + kv_head;
+    const size_t j = size_t(p - begin);
+    s.krow[j] = static_cast<const int8_t*>(sp.k) + row * hd;
+    s.vrow[j] = static_cast<const int8_t*>(sp.v) + row * hd;
+    s.kscale[j] = sp.k_scale + row;
+    s.vscale[j] = sp.v_scale + row;
+  }
+}
+
 G4_TARGET_AVX512F_BW_VL_VNNI void attend_int8(const float* q, int64_t G, const KvSpans& kv, int64_t kv_head,
                                               int64_t begin, int64_t end, float* o, float* m, float* l) {
   const int64_t hd = kv.hd;
@@ -202,24 +222,9 @@ G4_TARGET_AVX512F_BW_VL_VNNI void attend_int8(const float* q, int64_t G, const K
   std::fill(o, o + G * hd, 0.0f);
   std::fill(m, m + G, -std::numeric_limits<float>::infinity());
   std::fill(l, l + G, 0.0f);
-  // Every position's rows and scales, found through the spans one by one (the tiles' scoring
-  // order below pads its blocks with zero rows).
-  const int64_t count = end - begin;
+  // Every position's rows and scales (the tiles' scoring order below pads its blocks with zero rows).
+  gather_rows(kv, kv_head, begin, end, s);
   static const float kZeroScale = 0.0f;
-  for (auto* v : {&s.krow, &s.vrow}) v->resize(size_t(count));
-  for (auto* v : {&s.kscale, &s.vscale}) v->resize(size_t(count));
-  size_t si = 0;     // span holding position p
-  int64_t base = 0;  // its first position
-  for (int64_t p = begin; p < end; ++p) {
-    while (base + kv.spans[si].n <= p) base += kv.spans[si++].n;
-    const KvSpan& sp = kv.spans[si];
-    const int64_t row = (p - base) * kv.kvh + kv_head;
-    const size_t j = size_t(p - begin);
-    s.krow[j] = static_cast<const int8_t*>(sp.k) + row * hd;
-    s.vrow[j] = static_cast<const int8_t*>(sp.v) + row * hd;
-    s.kscale[j] = sp.k_scale + row;
-    s.vscale[j] = sp.v_scale + row;
-  }
   float* sc = s.sc.data();
   for (auto* v : {&s.kord, &s.vord}) v->assign(size_t(kTile + kPadRows), s.zero.data());
   s.ksord.assign(size_t(kTile + kPadRows), &kZeroScale);

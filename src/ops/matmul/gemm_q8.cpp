@@ -21,171 +21,6 @@
 
 namespace g4::ops {
 
-namespace {
-
-// One block of 32: q = clamp(nearbyint(x · 127/amax), ±127), returns the scale amax/127 and Σq.
-float quantize_block_scalar(const float* xb, int8_t* qb, int32_t* sum) {
-  float amax = 0;
-  for (int i = 0; i < kQ8Block; ++i) amax = std::max(amax, std::fabs(xb[i]));
-  const float id = amax > 0 ? 127.0f / amax : 0.0f;
-  int32_t s = 0;
-  for (int i = 0; i < kQ8Block; ++i) {
-    // |x·id| <= 127 up to rounding; the clamp keeps a NaN-free input inside int8.
-    qb[i] = int8_t(std::clamp(std::nearbyint(xb[i] * id), -127.0f, 127.0f));
-    s += qb[i];
-  }
-  *sum = s;
-  return amax / 127.0f;
-}
-
-#if defined(__x86_64__)
-// 16 values: clamp(round_to_nearest_even(x · id), ±127) as int32.
-G4_TARGET_AVX512F_BW_VL_VNNI_F16C inline __m512i quantize16(__m512 x, __m512 id) {
-  const __m512 lim = _mm512_set1_ps(127.0f);
-  const __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(x, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(r, _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim));
-}
-
-// The same arithmetic on AVX-512 (round to nearest even, as nearbyint in the default mode):
-// bit-identical to the scalar block (tested).
-G4_TARGET_AVX512F_BW_VL_VNNI_F16C float quantize_block_avx512(const float* xb, int8_t* qb, int32_t* sum) {
-  const __m512 x0 = _mm512_loadu_ps(xb), x1 = _mm512_loadu_ps(xb + 16);
-  const __m512 m = _mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1));
-  const float amax = _mm512_reduce_max_ps(m);
-  const __m512 id = _mm512_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
-  const __m512i q0 = quantize16(x0, id), q1 = quantize16(x1, id);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(qb), _mm512_cvtsepi32_epi8(q0));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + 16), _mm512_cvtsepi32_epi8(q1));
-  *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
-  return amax / 127.0f;
-}
-#endif
-
-}  // namespace
-
-void size_activations(int64_t T, int64_t in, unsigned layouts, Q8Activations& a) {
-  if (T < 1 || in < kQ8Block || in % kQ8Block)
-    throw Error("size_activations: T " + std::to_string(T) + ", in " + std::to_string(in) +
-                ": needs T >= 1 and in a positive multiple of " + std::to_string(kQ8Block));
-  const int64_t blocks = in / kQ8Block, pairs = (blocks + 1) / 2;
-  a.T = T;
-  a.in = in;
-  a.layouts = layouts & (T > 1 ? kQ8RowTiles | kQ8Panels | kQ8TokenTiles : kQ8RowTiles);  // one token needs no panel
-  a.q.resize(size_t(T * in));
-  a.scale.resize(size_t(T * blocks));
-  a.q8_start.resize(size_t(T * blocks));
-  a.q4_start.resize(size_t(T * blocks));
-  const size_t tiles = a.layouts & kQ8RowTiles ? size_t(T * pairs * 16) : 0;
-  a.pair_scale.resize(tiles);
-  a.q4_bias.resize(tiles);
-  const int64_t panels = (T + kPanelTokens - 1) / kPanelTokens;
-  const size_t cells = a.layouts & kQ8Panels ? size_t(panels * blocks * kPanelTokens) : 0;
-  a.panel_q.resize(cells * kQ8Block);
-  a.panel_q8_start.resize(cells);
-  a.panel_q4_start.resize(cells);
-  a.panel_q6_start.resize(2 * cells);
-  a.panel_scale.resize(cells);
-  const size_t tile_cells =
-      a.layouts & kQ8TokenTiles ? size_t((T + kTileTokens - 1) / kTileTokens * blocks * kTileTokens) : 0;
-  a.tile_q.resize(tile_cells * kQ8Block);
-  a.tile_q8_start.resize(tile_cells);
-  a.tile_q4_start.resize(tile_cells);
-  a.tile_scale.resize(tile_cells);
-  for (int64_t t = T; tile_cells && t % kTileTokens; ++t)  // the last token tile's cells past T
-    for (int64_t b = 0; b < blocks; ++b) {
-      const size_t cell = a.tile_cell(t, b);
-      std::memset(a.tile_q.data() + cell * kQ8Block, 0, kQ8Block);
-      a.tile_q8_start[cell] = a.tile_q4_start[cell] = 0;
-      a.tile_scale[cell] = 0.0f;
-    }
-  if (!cells) return;
-  // The last panel's cells past T: zeros, so the tile's unused lanes compute 0 · 0.
-  for (int64_t t = T; t < panels * kPanelTokens; ++t)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const size_t cell = a.panel_cell(t, b);
-      std::memset(a.panel_q.data() + cell * kQ8Block, 0, kQ8Block);
-      a.panel_q8_start[cell] = a.panel_q4_start[cell] = a.panel_q6_start[2 * cell] = a.panel_q6_start[2 * cell + 1] = 0;
-      a.panel_scale[cell] = 0.0f;
-    }
-}
-
-void quantize_tokens(const float* x, int64_t t0, int64_t t1, Q8Activations& a) {
-  if (t0 < 0 || t0 > t1 || t1 > a.T)
-    throw Error("quantize_tokens: tokens [" + std::to_string(t0) + ", " + std::to_string(t1) + ") of activations sized for " +
-                std::to_string(a.T));
-  const int64_t in = a.in, blocks = in / kQ8Block, pairs = (blocks + 1) / 2;
-#if defined(__x86_64__)
-  const bool simd = gemm_q8_available();
-#else
-  const bool simd = false;
-#endif
-  for (int64_t t = t0; t < t1; ++t) {
-    if (a.layouts & kQ8RowTiles) {
-      std::fill_n(a.pair_scale.data() + t * pairs * 16, pairs * 16, 0.0f);
-      std::fill_n(a.q4_bias.data() + t * pairs * 16, pairs * 16, 0);
-    }
-    for (int64_t b = 0; b < blocks; ++b) {
-      const float* xb = x + t * in + b * kQ8Block;
-      int8_t* qb = a.q.data() + t * in + b * kQ8Block;
-      int32_t sum = 0;
-#if defined(__x86_64__)
-      const float d = simd ? quantize_block_avx512(xb, qb, &sum) : quantize_block_scalar(xb, qb, &sum);
-#else
-      const float d = quantize_block_scalar(xb, qb, &sum);
-#endif
-      const size_t k = size_t(t * blocks + b);
-      a.scale[k] = d;
-      a.q8_start[k] = -128 * sum;
-      a.q4_start[k] = -8 * sum;
-      if (a.layouts & kQ8RowTiles) {
-        float* ps = a.pair_scale.data() + (t * pairs + b / 2) * 16 + (b % 2) * 8;
-        std::fill(ps, ps + 8, d);
-        a.q4_bias[size_t((t * pairs + b / 2) * 16 + (b % 2) * 8)] = -8 * sum;
-      }
-      if (a.layouts & kQ8Panels) {
-        const size_t cell = a.panel_cell(t, b);
-        std::memcpy(a.panel_q.data() + cell * kQ8Block, qb, kQ8Block);
-        a.panel_q8_start[cell] = a.q8_start[k];
-        a.panel_q4_start[cell] = a.q4_start[k];
-        for (int half = 0; half < 2; ++half) {
-          int32_t s16 = 0;
-          for (int i = 0; i < 16; ++i) s16 += qb[16 * half + i];
-          a.panel_q6_start[2 * cell + size_t(half)] = -32 * s16;
-        }
-        a.panel_scale[cell] = d;
-      }
-      if (a.layouts & kQ8TokenTiles) {
-        const size_t cell = a.tile_cell(t, b);
-        std::memcpy(a.tile_q.data() + cell * kQ8Block, qb, kQ8Block);
-        a.tile_q8_start[cell] = a.q8_start[k];
-        a.tile_q4_start[cell] = a.q4_start[k];
-        a.tile_scale[cell] = d;
-      }
-    }
-  }
-}
-
-void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& a, unsigned layouts) {
-  size_activations(T, in, layouts, a);
-  quantize_tokens(x, 0, T, a);
-}
-
-bool quantize_block_matches_scalar(const float* xb) {
-  int8_t q_scalar[kQ8Block];
-  int32_t s_scalar = 0;
-  const float d_scalar = quantize_block_scalar(xb, q_scalar, &s_scalar);
-#if defined(__x86_64__)
-  if (!gemm_q8_available()) return true;
-  int8_t q_simd[kQ8Block];
-  int32_t s_simd = 0;
-  const float d_simd = quantize_block_avx512(xb, q_simd, &s_simd);
-  return d_simd == d_scalar && s_simd == s_scalar && std::memcmp(q_simd, q_scalar, sizeof q_simd) == 0;
-#else
-  (void)d_scalar;
-  return true;
-#endif
-}
-
 #if defined(__x86_64__)
 namespace {
 
@@ -206,7 +41,8 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C inline __m512 pair_weight_scales(uint16_t h0, 
 // Q8_0 block: f16 d, 32 × int8. Two blocks' values as 64 bytes (upper half zero when absent).
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C inline __m512i load_q8_pair(const std::byte* b0, bool second) {
   const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2));
-  const __m256i hi = second ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 34 + 2)) : _mm256_setzero_si256();
+  const __m256i hi = second ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 34 + 2))
+                            : _mm256_setzero_si256();
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
@@ -214,7 +50,8 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C inline __m512i load_q8_pair(const std::byte* b
 // Two blocks' 64 nibbles as unsigned bytes 0..15 in value order.
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C inline __m512i load_q4_pair(const std::byte* b0, bool second) {
   const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2));
-  const __m128i x1 = second ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 18 + 2)) : _mm_setzero_si128();
+  const __m128i x1 = second ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 18 + 2))
+                            : _mm_setzero_si128();
   const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(x0), x1, 1);  // [q0 | q1]
   __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(both), _mm256_srli_epi16(both, 4), 1);
   z = _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));  // [q0, q0>>4, q1, q1>>4]
@@ -283,8 +120,8 @@ using TileFn = RowTileFn;
 // Decode: G groups x the one token. Each group is one sequential stream. prefetch > 0: each
 // group's block column `prefetch` bytes ahead is also requested into L1, the stream running on
 // into the group G groups later (the one it reads in the next call); whether that pays depends
-// on the core (ops::plan_decode_streaming). Prefetching into the neighbouring group instead
-// (which another stream of the same call is already reading) read ~5% less on an Ice Lake VM.
+// on the core (ops::plan_decode_streaming). Not into the neighbouring group, which another
+// stream of the same call is already reading (measured slower).
 template <int G, bool kQ4>
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C void decode16(const std::byte* w, uint64_t group_bytes, const Q8Activations& a,
                                                 float* y, uint64_t prefetch) {
@@ -341,13 +178,10 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void decode16(const std::byte* w, uint64_t gro
 }
 
 // Prefill: G groups (1 or 2) x one panel of kPanelTokens tokens (6; `count` of them real), the
-// panel's activation bytes, starts and scales each read through one pointer. Measured on an Ice
-// Lake VM (a standalone loop over this kernel, L2-resident data): this CPU issues two VPDPBUSD a
-// cycle from registers but only ~1.3 loads, and every product needs a broadcast activation load,
-// so the tile is sized to reuse each broadcast across 2 groups and each weight vector across 6
-// tokens with 24 accumulators in registers. VPDPBUSD/s, 1 thread: 2 groups x 6 tokens 3.0-3.4 G,
-// 3 x 4 2.6-3.2 G, 4 x 3 2.4-2.9 G, 1 x 8 2.1 G, the former 2 x 4 tile 1.6-1.8 G (it kept every
-// broadcast of a block live and spilled them); 5.3 G is the register-only peak.
+// panel's activation bytes, starts and scales each read through one pointer. The core issues
+// more VPDPBUSD than loads, and every product needs a broadcast activation load, so the tile
+// reuses each broadcast across 2 groups and each weight vector across 6 tokens (24 accumulators
+// in registers; the fastest shape measured).
 // C: the panel's real tokens (1..6). The activations keep their 6-token panel layout (stride P);
 // a panel of fewer tokens (the tail of a prefill, or 2-5 sequences decoding together) computes
 // only its own C lanes instead of 6, the same steps per token, so no bit changes.

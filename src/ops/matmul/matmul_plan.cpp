@@ -1,0 +1,184 @@
+// How a product is planned (the prefill panel, the decode streaming plan, the context made from
+// them) and how each weight dtype's product is described to the user (g4 info, bench, /v1/models).
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "ops/amx/attention_bf16_tiles.h"
+#include "ops/matmul/dot_kernels.h"
+#include "ops/matmul/gemm_bf16.h"
+#include "ops/matmul/gemm_kquant.h"
+#include "ops/matmul/gemm_q8.h"
+#include "ops/matmul/matmul.h"
+#include "ops/matmul/matmul_kinds.h"
+#include "platform/row_interleave.h"
+
+namespace g4::ops {
+
+using namespace matmul_kinds;
+
+TilePlan plan_matmul(const DeviceInfo& device, int64_t max_in) {
+  TileProblem p;
+  p.kernel = "matmul-widen";
+  for (int rows = int(kMaxPanelRows); rows >= 1; rows /= 2) p.candidates.push_back({rows, 1, int(max_in)});
+  p.scratch_bytes = [](const TileShape& t) { return uint64_t(t.m) * uint64_t(t.k) * 4u; };
+  ScratchLimit l2 = cpu_l2_limit(device);
+  l2.bytes /= 2;
+  l2.what = "half of " + l2.what;
+  return plan_tiles(p, l2);
+}
+
+DecodePlan plan_decode_streaming(const DeviceInfo& device) {
+  DecodePlan p;
+  if (device.vendor == "GenuineIntel") {
+    p.streaming = {4, 8u << 10};
+    p.reason =
+        "Intel core: one stream per core leaves DRAM bandwidth unused (on an Ice Lake VM, Q4_0/Q8_0 decode "
+        "products read +20-35% with prefetch 4-8 KiB ahead and another 15-20% with 4 row groups side by side; "
+        "BF16 on the f32 kernels +10-15% with 8 rows per call and prefetch; bench/matmul_bench.cpp)";
+  } else if (device.vendor == "AuthenticAMD") {
+    // Past the L1d, 4 groups side by side: one activation load serves 4 groups' columns.
+    const uint64_t l1d = device.caches.l1d_bytes ? device.caches.l1d_bytes : (48u << 10);
+    const uint64_t l2 = device.caches.l2_bytes ? device.caches.l2_bytes : (1u << 20);
+    p.streaming = {1, 0, l1d, 4, l2 / 4};
+    p.reason =
+        "AMD core: one stream keeps up (on Zen 5, 2 or 4 streams no faster on E2B's 14-18 KiB groups, prefetch 1 "
+        "and 4 KiB ahead slower; on Zen 4, E2B-like Q4_0 layers on 2 threads, alternated: this plan 37.5 GB/s, "
+        "4 streams 28.6, 4 streams with prefetch 8 KiB ahead 24.5, prefetch 4 KiB ahead 32.6); groups longer "
+        "than the L1d evict the activations between groups, and there 4 "
+        "groups side by side read +6% (55 KiB groups) and +13% (110 KiB) in a standalone loop; workers read a "
+        "quarter of their L2 of the next product during the caller's serial steps (E2B-like decode layers with "
+        "4-20 us serial gaps per product, g4's pool: 2.4-4.6% less time per layer)";
+  } else {
+    p.reason = "unmeasured CPU vendor '" + device.vendor + "': one stream, no software prefetch";
+  }
+  return p;
+}
+
+namespace {
+
+std::string prefetch_phrase(uint64_t bytes) {  // "prefetch 8 KiB ahead" / "prefetch 2304 B ahead" / "no prefetch"
+  if (!bytes) return "no prefetch";
+  return "prefetch " + (bytes % 1024 ? std::to_string(bytes) + " B" : std::to_string(bytes >> 10) + " KiB") + " ahead";
+}
+}  // namespace
+
+std::string describe_decode_streaming(const DecodeStreaming& s) {
+  std::string d = std::to_string(s.groups) + (s.groups == 1 ? " stream" : " streams") + " per thread";
+  if (s.wide_group_bytes && s.wide_groups != s.groups)
+    d += " (" + std::to_string(s.wide_groups) + " where a 16-row group exceeds " +
+         std::to_string(s.wide_group_bytes >> 10) + " KiB)";
+  d += ", " + prefetch_phrase(s.prefetch_bytes);
+  if (s.warm_bytes) d += ", workers read " + std::to_string(s.warm_bytes >> 10) + " KiB of the next product ahead";
+  return d;
+}
+
+std::string describe_decode_plan(const DecodePlan& p) {
+  return describe_decode_streaming(p.streaming) + " (" + p.reason + ")";
+}
+
+nlohmann::json decode_plan_to_json(const DecodePlan& p) {
+  return {{"streams_per_thread", p.streaming.groups},
+          {"prefetch_bytes", p.streaming.prefetch_bytes},
+          {"wide_group_bytes", p.streaming.wide_group_bytes},
+          {"wide_streams_per_thread", p.streaming.wide_groups},
+          {"warm_bytes", p.streaming.warm_bytes},
+          {"reason", p.reason}};
+}
+
+MatmulContext make_matmul_context(ThreadPool* pool, const DeviceInfo& device, int64_t widest_in, bool bf16_compute,
+                                  bool int8_activations) {
+  MatmulContext c;
+  c.pool = pool;
+  c.panel_rows = plan_matmul(device, widest_in).tile.m;
+  c.panel_in = widest_in;
+  c.bf16_compute = bf16_compute;
+  c.int8_activations = int8_activations;
+  c.decode = plan_decode_streaming(device).streaming;
+  // The tiles where `device` has AMX-BF16 and so does the CPU this process runs on, whose kernel
+  // check passed (a preset device describing AMX never turns the tiles on elsewhere).
+  if (bf16_compute && device.amx_bf16_usable() && amx_bf16_kernel_usable()) c.bf16_tiles = Bf16Tiles::Amx;
+  if (int8_activations && device.amx_int8_usable() && amx_int8_kernel_usable()) c.int8_tiles = Int8Tiles::Amx;
+  if (bf16_compute && device.amx_bf16_usable() && amx_attention_kernel_usable()) c.attention_tiles = Bf16Tiles::Amx;
+  c.tile_block_budget = cpu_l2_limit(device).bytes / 2;
+  return c;
+}
+
+std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
+  const std::string target = dot_kernel_target();
+  const std::string name(dtype_name(dtype));
+  if (dtype == DType::BF16 && uses_bf16_kernel(ctx))
+    return "BF16 weights x bf16-rounded activations on VDPBF16PS (AVX512_BF16), f32 accumulate";
+  if (dtype == DType::BF16_R16 && uses_bf16_kernel(ctx) && ctx.bf16_tiles != Bf16Tiles::None)
+    return std::string(
+               "BF16 weights, 16 rows interleaved (each group's 32 columns one B tile), x bf16-rounded "
+               "activations on ") +
+           (ctx.bf16_tiles == Bf16Tiles::Amx
+                ? "AMX-BF16 tiles (TDPBF16PS; probe, tile self-test and kernel check passed)"
+                : "a software model of AMX-BF16 tiles (tests only)") +
+           ", 32 tokens x 32 rows per step, each sum over the columns in order, every token count on the tiles; "
+           "prefill in token blocks x column chunks sized to half the L2 (a pair of row groups' chunk an eighth of "
+           "it), sums carried across chunks; matrices whose width is not a multiple of 32 on VDPBF16PS";
+  if (dtype == DType::BF16_R16 && uses_bf16_kernel(ctx)) {
+    std::string s =
+        "BF16 weights, 16 rows interleaved, x bf16-rounded activations on VDPBF16PS (AVX512_BF16), 16 rows per "
+        "instruction, one f32 lane per row summed over the value pairs in order; decode: " +
+        std::to_string(kBf16DecodeGroups) +
+        " 16-row groups side by side per thread; prefill: panels of 8 tokens x 32 rows";
+    if (host_cpu().amx_bf16_usable() && !amx_bf16_kernel_usable())
+      s += " (AMX-BF16 tiles not used: their kernel check failed: " + amx_bf16_kernel_check().detail + ")";
+    return s;
+  }
+  if (simd_blocks(dtype) && uses_int8_kernel(ctx))
+    return name +
+           " weights x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
+           "exact int32 block sums, f32 accumulate";
+  if (dtype_is_kquant(dtype) && uses_int8_kernel(ctx))
+    return name +
+           " super-blocks x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
+           "exact int32 sums per 4 values, scaled per sub-block, f32 accumulate";
+  if (dtype_is_interleaved(dtype) && dtype != DType::BF16_R16 && uses_int8_kernel(ctx)) {
+    DecodeStreaming shown = ctx.decode;  // the K-quant kernels prefetch one super-block column ahead everywhere
+    if (dtype == DType::Q4_K_R16 || dtype == DType::Q5_K_R16 || dtype == DType::Q6_K_R16)
+      shown.prefetch_bytes = dtype == DType::Q4_K_R16   ? kQ4KColumnBytes
+                             : dtype == DType::Q5_K_R16 ? kQ5KColumnBytes
+                                                        : kQ6KColumnBytes;
+    std::string s = std::string(dtype_name(interleave_base(dtype))) +
+                    " weights, 16 rows interleaved, x int8 activations (blocks of 32, f32 scales) on VPDPBUSD "
+                    "(AVX512_VNNI), 16 rows per instruction, exact int32 block sums, f32 accumulate" +
+                    "; decode: " + describe_decode_streaming(shown);
+    if (uses_int8_tiles(ctx, dtype))
+      s += std::string("; prefill on ") +
+           (ctx.int8_tiles == Int8Tiles::Amx ? "AMX-INT8 tiles (TDPBSUD; probe, tile self-test and kernel check passed)"
+                                             : "a software model of AMX-INT8 tiles (tests only)") +
+           ", 16 tokens x 16 rows x one block per product, then the same f32 steps: bit-identical to VPDPBUSD";
+    else if (int8_tiles_take(dtype) && host_cpu().amx_int8_usable() && !amx_int8_kernel_usable())
+      s += "; AMX-INT8 tiles not used: their kernel check failed: " + amx_int8_kernel_check().detail;
+    return s;
+  }
+  if (dtype_is_interleaved(dtype)) return name + " weights on the reference loops (one row at a time out of its group)";
+  std::string s;
+  if (simd_dtype(dtype))
+    s = "f32 FMA on " + name + " weights widened in registers (Highway " + target +
+        "), f32 accumulate; decode: " + std::to_string(float_decode_rows(ctx)) + " rows per call, " +
+        prefetch_phrase(ctx.decode.prefetch_bytes) + "; prefill: panels of rows widened once";
+  else if (simd_blocks(dtype))
+    s = name + " blocks read directly by SIMD kernels (Highway " + target + "), f32 accumulate";
+  else if (dtype_is_kquant(dtype))
+    s = name + " super-blocks read directly by SIMD kernels for decode (Highway " + target +
+        ", up to 4 rows per activation load), rows dequantized once for SIMD f32 dots for prefill, f32 accumulate";
+  else if (other_blocks(dtype))
+    s = name +
+        " blocks: scalar block dots split over the threads for decode, rows dequantized once for SIMD f32 "
+        "dots (Highway " +
+        target + ") for prefill, f32 accumulate";
+  else
+    s = name + " weights on the reference loops (dequantized per row), f32 accumulate";
+  if (ctx.bf16_compute && dtype == DType::BF16)
+    s += " (the policy asked for bf16 compute, but this CPU has no confirmed AVX512_BF16)";
+  if (ctx.int8_activations && int8_blocks(dtype))
+    s += " (the policy asked for int8 activations, but this CPU has no confirmed AVX512_VNNI)";
+  return s;
+}
+
+}  // namespace g4::ops
