@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ops/matmul/matmul.h"
-#include "ops/matmul/quant_dot.h"
+#include "ops/quant/quant_dot.h"
 #include "platform/device.h"
 #include "platform/dtype.h"
 #include "platform/huge_pages.h"

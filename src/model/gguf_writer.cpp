@@ -248,7 +248,7 @@ void add_gemma4_metadata(GgufWriter& w, const ModelConfig& c, const std::string&
 
 #include "model/gguf_weights.h"
 #include "model/model.h"
-#include "ops/matmul/quant_dot.h"
+#include "ops/quant/quant_dot.h"
 
 namespace g4 {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "ops/matmul/dot_kernels.h"
-#include "ops/matmul/quant_dot.h"
+#include "ops/quant/quant_dot.h"
 #include "platform/error.h"
 #include "platform/mapped_file.h"
 

@@ -26,17 +26,17 @@ int64_t dtype_block_size(DType t) {
     case DType::F16:
     case DType::BF16: return 1;
     case DType::Q8_0:
+    case DType::Q8_0_R16: return q8_0::kBlockValues;
     case DType::Q4_0:
-    case DType::Q4_1:
-    case DType::Q8_0_R16:
-    case DType::Q4_0_R16: return 32;
+    case DType::Q4_0_R16: return q4_0::kBlockValues;
+    case DType::Q4_1: return q4_1::kBlockValues;
     case DType::BF16_R16: return 2;  // a pair of bf16 values, one 32-bit lane of VDPBF16PS
-    case DType::Q4_K_R16:
-    case DType::Q5_K_R16:
-    case DType::Q6_K_R16:
     case DType::Q4_K:
+    case DType::Q4_K_R16: return q4_k::kBlockValues;
     case DType::Q5_K:
-    case DType::Q6_K: return 256;
+    case DType::Q5_K_R16: return q5_k::kBlockValues;
+    case DType::Q6_K:
+    case DType::Q6_K_R16: return q6_k::kBlockValues;
   }
   return 1;
 }
@@ -46,17 +46,17 @@ size_t dtype_block_bytes(DType t) {
     case DType::F32: return 4;
     case DType::F16: return 2;
     case DType::BF16: return 2;
-    case DType::Q8_0: return 34;
-    case DType::Q4_0: return 18;
-    case DType::Q4_1: return 20;
-    case DType::Q4_K: return 144;
-    case DType::Q5_K: return 176;
-    case DType::Q6_K: return 210;
-    case DType::Q8_0_R16: return 34;  // per row: a group of 16 rows holds 16 blocks per block column
-    case DType::Q4_0_R16: return 18;
-    case DType::Q4_K_R16: return 144;
-    case DType::Q5_K_R16: return 176;
-    case DType::Q6_K_R16: return 210;
+    case DType::Q8_0: return q8_0::kBlockBytes;
+    case DType::Q4_0: return q4_0::kBlockBytes;
+    case DType::Q4_1: return q4_1::kBlockBytes;
+    case DType::Q4_K: return q4_k::kBlockBytes;
+    case DType::Q5_K: return q5_k::kBlockBytes;
+    case DType::Q6_K: return q6_k::kBlockBytes;
+    case DType::Q8_0_R16: return q8_0::kBlockBytes;  // per row: a group of 16 rows holds 16 blocks per block column
+    case DType::Q4_0_R16: return q4_0::kBlockBytes;
+    case DType::Q4_K_R16: return q4_k::kBlockBytes;
+    case DType::Q5_K_R16: return q5_k::kBlockBytes;
+    case DType::Q6_K_R16: return q6_k::kBlockBytes;
     case DType::BF16_R16: return 4;
   }
   return 0;
@@ -148,116 +148,24 @@ inline uint16_t rd16(const std::byte* p) {
   std::memcpy(&v, p, 2);
   return v;
 }
-inline float half_at(const std::byte* p) { return f16_to_f32(rd16(p)); }
-inline uint8_t u8(const std::byte* p) { return uint8_t(*p); }
 
 }  // namespace
 
-// The packed 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block.
-void kquant_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = uint8_t((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-    *m = uint8_t((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
-
 void dequantize_row(DType t, const std::byte* src, float* y, int64_t n) {
   switch (t) {
-    case DType::F32:
-      std::memcpy(y, src, size_t(n) * 4);
-      return;
+    case DType::F32: std::memcpy(y, src, size_t(n) * 4); return;
     case DType::F16:
       for (int64_t i = 0; i < n; ++i) y[i] = f16_to_f32(rd16(src + i * 2));
       return;
     case DType::BF16:
       for (int64_t i = 0; i < n; ++i) y[i] = bf16_to_f32(rd16(src + i * 2));
       return;
-    case DType::Q8_0:
-      for (int64_t b = 0; b < n / 32; ++b, src += 34, y += 32) {
-        const float d = half_at(src);
-        for (int j = 0; j < 32; ++j) y[j] = float(int8_t(u8(src + 2 + j))) * d;
-      }
-      return;
-    case DType::Q4_0:
-      for (int64_t b = 0; b < n / 32; ++b, src += 18, y += 32) {
-        const float d = half_at(src);
-        for (int j = 0; j < 16; ++j) {
-          const uint8_t q = u8(src + 2 + j);
-          y[j] = float(int(q & 0xF) - 8) * d;
-          y[j + 16] = float(int(q >> 4) - 8) * d;
-        }
-      }
-      return;
-    case DType::Q4_1:
-      for (int64_t b = 0; b < n / 32; ++b, src += 20, y += 32) {
-        const float d = half_at(src), m = half_at(src + 2);
-        for (int j = 0; j < 16; ++j) {
-          const uint8_t q = u8(src + 4 + j);
-          y[j] = float(q & 0xF) * d + m;
-          y[j + 16] = float(q >> 4) * d + m;
-        }
-      }
-      return;
-    case DType::Q4_K:
-      for (int64_t b = 0; b < n / 256; ++b, src += 144) {
-        const float d = half_at(src), dmin = half_at(src + 2);
-        const uint8_t* scales = reinterpret_cast<const uint8_t*>(src + 4);
-        const uint8_t* q = reinterpret_cast<const uint8_t*>(src + 16);
-        for (int j = 0, is = 0; j < 256; j += 64, is += 2, q += 32) {
-          uint8_t sc, m;
-          kquant_scale_min(is, scales, &sc, &m);
-          const float d1 = d * sc, m1 = dmin * m;
-          kquant_scale_min(is + 1, scales, &sc, &m);
-          const float d2 = d * sc, m2 = dmin * m;
-          for (int l = 0; l < 32; ++l) *y++ = d1 * float(q[l] & 0xF) - m1;
-          for (int l = 0; l < 32; ++l) *y++ = d2 * float(q[l] >> 4) - m2;
-        }
-      }
-      return;
-    case DType::Q5_K:
-      for (int64_t b = 0; b < n / 256; ++b, src += 176) {
-        const float d = half_at(src), dmin = half_at(src + 2);
-        const uint8_t* scales = reinterpret_cast<const uint8_t*>(src + 4);
-        const uint8_t* qh = reinterpret_cast<const uint8_t*>(src + 16);
-        const uint8_t* ql = reinterpret_cast<const uint8_t*>(src + 48);
-        uint8_t u1 = 1, u2 = 2;
-        for (int j = 0, is = 0; j < 256; j += 64, is += 2, ql += 32) {
-          uint8_t sc, m;
-          kquant_scale_min(is, scales, &sc, &m);
-          const float d1 = d * sc, m1 = dmin * m;
-          kquant_scale_min(is + 1, scales, &sc, &m);
-          const float d2 = d * sc, m2 = dmin * m;
-          for (int l = 0; l < 32; ++l) *y++ = d1 * float((ql[l] & 0xF) + ((qh[l] & u1) ? 16 : 0)) - m1;
-          for (int l = 0; l < 32; ++l) *y++ = d2 * float((ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - m2;
-          u1 = uint8_t(u1 << 2);
-          u2 = uint8_t(u2 << 2);
-        }
-      }
-      return;
-    case DType::Q6_K:
-      for (int64_t b = 0; b < n / 256; ++b, src += 210) {
-        const uint8_t* ql = reinterpret_cast<const uint8_t*>(src);
-        const uint8_t* qh = reinterpret_cast<const uint8_t*>(src + 128);
-        const int8_t* sc = reinterpret_cast<const int8_t*>(src + 192);
-        const float d = half_at(src + 208);
-        for (int half = 0; half < 2; ++half, y += 128, ql += 64, qh += 32, sc += 8) {
-          for (int l = 0; l < 32; ++l) {
-            const int is = l / 16;
-            const int q1 = int((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
-            const int q2 = int((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
-            const int q3 = int((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-            const int q4 = int((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-            y[l] = d * float(sc[is]) * float(q1);
-            y[l + 32] = d * float(sc[is + 2]) * float(q2);
-            y[l + 64] = d * float(sc[is + 4]) * float(q3);
-            y[l + 96] = d * float(sc[is + 6]) * float(q4);
-          }
-        }
-      }
-      return;
+    case DType::Q8_0: return q8_0::dequantize(src, y, n);
+    case DType::Q4_0: return q4_0::dequantize(src, y, n);
+    case DType::Q4_1: return q4_1::dequantize(src, y, n);
+    case DType::Q4_K: return q4_k::dequantize(src, y, n);
+    case DType::Q5_K: return q5_k::dequantize(src, y, n);
+    case DType::Q6_K: return q6_k::dequantize(src, y, n);
     case DType::Q8_0_R16:
     case DType::Q4_0_R16:
     case DType::Q4_K_R16:

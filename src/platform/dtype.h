@@ -6,23 +6,19 @@
 #include <optional>
 #include <string_view>
 
+#include "platform/block_formats.h"
+
 namespace g4 {
 
 // F32/F16/BF16 are per-element types. The rest are ggml block-quantized types (GGUF): a row is
 // a sequence of fixed-size blocks, each holding `dtype_block_size` values in `dtype_block_bytes`
-// bytes (layouts in dtype.cpp, bit-compatible with ggml):
-//   Q8_0  32 values, 34 B: f16 d, int8 q[32];                      x = q·d
-//   Q4_0  32 values, 18 B: f16 d, 16 B nibbles;                    x = (q−8)·d
-//   Q4_1  32 values, 20 B: f16 d, f16 m, 16 B nibbles;             x = q·d + m
-//         (nibbles: low nibble of byte j is element j, high nibble is element j+16)
-//   Q4_K 256 values, 144 B: f16 d, f16 dmin, 12 B packed 6-bit scales/mins, 128 B nibbles
-//   Q5_K 256 values, 176 B: as Q4_K plus 32 B of fifth bits
-//   Q6_K 256 values, 210 B: 128 B low nibbles, 64 B high 2-bit pairs, int8 scales[16], f16 d
-// Q8_0_R16 / Q4_0_R16 / Q4_K_R16 / Q5_K_R16 / Q6_K_R16 are g4's own: Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K blocks of 16 consecutive rows interleaved for the
-// VNNI kernel, and BF16_R16 bf16 value pairs of 16 rows interleaved for the VDPBF16PS kernel
-// (layouts in row_interleave.h). Same bytes per row on average, but a row is not contiguous:
-// read one with TensorView::row_to_f32 (BF16_R16 is therefore a block type of 2-value blocks,
-// with no per-element size). Never read from or written to a file.
+// bytes (Q8_0, Q4_0, Q4_1: 32 values; the K-quants Q4_K, Q5_K, Q6_K: 256; layouts in
+// platform/block_formats.h, bit-compatible with ggml).
+// Q8_0_R16 / Q4_0_R16 / Q4_K_R16 / Q5_K_R16 / Q6_K_R16 are g4's own: Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K blocks of 16
+// consecutive rows interleaved for the VNNI kernel, and BF16_R16 bf16 value pairs of 16 rows interleaved for the
+// VDPBF16PS kernel (layouts in row_interleave.h). Same bytes per row on average, but a row is not contiguous: read one
+// with TensorView::row_to_f32 (BF16_R16 is therefore a block type of 2-value blocks, with no per-element size). Never
+// read from or written to a file.
 enum class DType : uint8_t {
   F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K, Q8_0_R16, Q4_0_R16, Q4_K_R16, Q6_K_R16, Q5_K_R16, BF16_R16
 };
@@ -49,25 +45,10 @@ std::optional<DType> dtype_from_ggml(uint32_t ggml_type);
 uint32_t dtype_to_ggml(DType t);  // throws g4::Error for the in-memory interleaved types
 
 // Dequantizes n values (a whole number of blocks) of type t starting at src.
-// Per-element types are widened. Scalar and exact: the spec every kernel is tested against.
+// Per-element types are widened. Scalar and exact: the spec every kernel is tested against
+// (each block format's own decoder, block_formats.h).
 // Interleaved types have no contiguous row: throws g4::Error (use TensorView::row_to_f32).
 void dequantize_row(DType t, const std::byte* src, float* dst, int64_t n);
-// The 6-bit scale and min of sub-block j (0..7) packed in the 12 scale bytes of a Q4_K/Q5_K block.
-void kquant_scale_min(int j, const uint8_t* scales12, uint8_t* scale, uint8_t* min);
-// All eight at once, for the SIMD kernels: out[j] = scale j, out[8 + j] = min j. The 12 bytes as
-// little-endian words a, b, c hold sub-blocks 0-3 in the low 6 bits of a's (scales) and b's
-// (mins) bytes, and 4-7 in c's nibbles (scale low, min high) with their top two bits in the top
-// bits of a's and b's bytes: four sub-blocks per 32-bit operation.
-inline void kquant_scales_mins(const uint8_t* scales12, uint8_t out[16]) {
-  uint32_t a, b, c;
-  std::memcpy(&a, scales12, 4);
-  std::memcpy(&b, scales12 + 4, 4);
-  std::memcpy(&c, scales12 + 8, 4);
-  constexpr uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
-  const uint32_t words[4] = {a & k6, (c & k4) | (((a >> 6) & k2) << 4), b & k6, ((c >> 4) & k4) | (((b >> 6) & k2) << 4)};
-  std::memcpy(out, words, 16);
-}
-
 inline float bf16_to_f32(uint16_t h) {
   uint32_t bits = uint32_t(h) << 16;
   float f;

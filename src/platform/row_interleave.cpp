@@ -59,10 +59,10 @@ inline void move_unit(const std::byte* from, std::byte* to, uint32_t flip) {
 // Q5_K_R16: the same, the values at 48 in the block (after 32 B of fifth bits) and the fifth
 // bits moved to the column's kQ5KHighBits vectors.
 void q4k_block_to_column(const std::byte* blk, int r, std::byte* col, bool q5) {
-  std::memcpy(col + 2 * r, blk, 2);
-  std::memcpy(col + 32 + 2 * r, blk + 2, 2);
+  std::memcpy(col + 2 * r, blk + q4_k::kDAt, 2);
+  std::memcpy(col + 32 + 2 * r, blk + q4_k::kDminAt, 2);
   uint8_t sm[16];
-  kquant_scales_mins(reinterpret_cast<const uint8_t*>(blk + 4), sm);
+  kquant_scales_mins(reinterpret_cast<const uint8_t*>(blk + q4_k::kScalesAt), sm);
   for (int j = 0; j < 8; ++j) {
     const uint8_t sc = sm[j], m = sm[8 + j];
     col[kQ4KLowScales + 16 * j + r] = std::byte((sc & 15) | (m & 15) << 4);
@@ -72,14 +72,14 @@ void q4k_block_to_column(const std::byte* blk, int r, std::byte* col, bool q5) {
   }
   for (int k = 0; k < 4; ++k)
     for (int v = 0; v < 8; ++v)
-      std::memcpy(col + kQ4KValues + 512 * k + 64 * v + 4 * r, blk + (q5 ? 48 : 16) + 32 * k + 4 * v, 4);
+      std::memcpy(col + kQ4KValues + 512 * k + 64 * v + 4 * r, blk + (q5 ? q5_k::kQsAt : q4_k::kQsAt) + 32 * k + 4 * v, 4);
   if (q5)
-    for (int v = 0; v < 8; ++v) std::memcpy(col + kQ5KHighBits + 64 * v + 4 * r, blk + 16 + 4 * v, 4);
+    for (int v = 0; v < 8; ++v) std::memcpy(col + kQ5KHighBits + 64 * v + 4 * r, blk + q5_k::kQhAt + 4 * v, 4);
 }
 
 void q4k_column_to_block(const std::byte* col, int r, std::byte* blk, bool q5) {
-  std::memcpy(blk, col + 2 * r, 2);
-  std::memcpy(blk + 2, col + 32 + 2 * r, 2);
+  std::memcpy(blk + q4_k::kDAt, col + 2 * r, 2);
+  std::memcpy(blk + q4_k::kDminAt, col + 32 + 2 * r, 2);
   uint8_t sc[8], m[8];
   for (int j = 0; j < 8; ++j) {
     const uint8_t lo = uint8_t(col[kQ4KLowScales + 16 * j + r]);
@@ -87,7 +87,7 @@ void q4k_column_to_block(const std::byte* col, int r, std::byte* blk, bool q5) {
     sc[j] = uint8_t((lo & 15) | (hi & 3) << 4);
     m[j] = uint8_t((lo >> 4) | (hi >> 2) << 4);
   }
-  uint8_t* q = reinterpret_cast<uint8_t*>(blk + 4);  // the inverse of kquant_scale_min's unpacking
+  uint8_t* q = reinterpret_cast<uint8_t*>(blk + q4_k::kScalesAt);  // the inverse of kquant_scale_min's unpacking
   for (int j = 0; j < 4; ++j) {
     q[j] = uint8_t(sc[j] | (sc[j + 4] >> 4) << 6);
     q[j + 4] = uint8_t(m[j] | (m[j + 4] >> 4) << 6);
@@ -95,9 +95,9 @@ void q4k_column_to_block(const std::byte* col, int r, std::byte* blk, bool q5) {
   }
   for (int k = 0; k < 4; ++k)
     for (int v = 0; v < 8; ++v)
-      std::memcpy(blk + (q5 ? 48 : 16) + 32 * k + 4 * v, col + kQ4KValues + 512 * k + 64 * v + 4 * r, 4);
+      std::memcpy(blk + (q5 ? q5_k::kQsAt : q4_k::kQsAt) + 32 * k + 4 * v, col + kQ4KValues + 512 * k + 64 * v + 4 * r, 4);
   if (q5)
-    for (int v = 0; v < 8; ++v) std::memcpy(blk + 16 + 4 * v, col + kQ5KHighBits + 64 * v + 4 * r, 4);
+    for (int v = 0; v < 8; ++v) std::memcpy(blk + q5_k::kQhAt + 4 * v, col + kQ5KHighBits + 64 * v + 4 * r, 4);
 }
 
 // Q6_K_R16: row r's super-block (210 B: ql[128], qh[64], int8 scales[16], f16 d) to or from its
@@ -108,14 +108,14 @@ void q6k_move(std::byte* blk, int r, std::byte* col, int64_t s) {
     if constexpr (kToColumn) std::memcpy(c, b, n);
     else std::memcpy(b, c, n);
   };
-  move(blk + 208, col + q6k_d_at(s) + 2 * r, 2);
-  for (int i = 0; i < 16; ++i) move(blk + 192 + i, col + q6k_scales_at(s) + 16 * i + r, 1);
+  move(blk + q6_k::kDAt, col + q6k_d_at(s) + 2 * r, 2);
+  for (int i = 0; i < q6_k::kSubBlocks; ++i) move(blk + q6_k::kScalesAt + i, col + q6k_scales_at(s) + 16 * i + r, 1);
   for (int h = 0; h < 2; ++h)
     for (int v = 0; v < 8; ++v) {
       std::byte* vec = col + q6k_values_at(s) + 1536 * h + 192 * v + 4 * r;
-      move(blk + 64 * h + 4 * v, vec, 4);
-      move(blk + 64 * h + 32 + 4 * v, vec + 64, 4);
-      move(blk + 128 + 32 * h + 4 * v, vec + 128, 4);
+      move(blk + q6_k::kQlAt + 64 * h + 4 * v, vec, 4);
+      move(blk + q6_k::kQlAt + 64 * h + 32 + 4 * v, vec + 64, 4);
+      move(blk + q6_k::kQhAt + 32 * h + 4 * v, vec + 128, 4);
     }
 }
 }  // namespace
@@ -131,7 +131,7 @@ void interleave_group(DType base, const std::byte* rows, int64_t in, std::byte* 
   }
   if (base == DType::Q6_K) {
     for (int r = 0; r < kInterleaveRows; ++r)
-      for (int64_t s = 0; s < in / 256; ++s)
+      for (int64_t s = 0; s < in / q4_k::kBlockValues; ++s)
         q6k_move<true>(const_cast<std::byte*>(rows + uint64_t(r) * rb + uint64_t(s) * bb), r,
                        group + uint64_t(s) * kQ6KColumnBytes, s);  // reads the row only
     return;
@@ -140,16 +140,16 @@ void interleave_group(DType base, const std::byte* rows, int64_t in, std::byte* 
     const bool q5 = base == DType::Q5_K;
     const uint64_t column = q5 ? kQ5KColumnBytes : kQ4KColumnBytes;
     for (int r = 0; r < kInterleaveRows; ++r)
-      for (int64_t s = 0; s < in / 256; ++s)
+      for (int64_t s = 0; s < in / q4_k::kBlockValues; ++s)
         q4k_block_to_column(rows + uint64_t(r) * rb + uint64_t(s) * bb, r, group + uint64_t(s) * column, q5);
     return;
   }
-  const uint32_t flip = flip_of(base);
+  const uint32_t flip = flip_of(base);  // Q8_0 or Q4_0: the same block size and field offsets
   for (int r = 0; r < kInterleaveRows; ++r)
-    for (int64_t b = 0; b < in / 32; ++b) {
+    for (int64_t b = 0; b < in / q8_0::kBlockValues; ++b) {
       const std::byte* src = rows + uint64_t(r) * rb + uint64_t(b) * bb;
       std::memcpy(group + scale_at(bb, b, r), src, 2);
-      for (uint64_t v = 0; v + 2 < bb; v += 4) move_unit(src + 2 + v, group + unit_at(bb, in / 32, b, r, v), flip);
+      for (uint64_t v = 0; v + 2 < bb; v += 4) move_unit(src + q8_0::kQsAt + v, group + unit_at(bb, in / q8_0::kBlockValues, b, r, v), flip);
     }
 }
 
@@ -162,21 +162,21 @@ void extract_interleaved_row(DType interleaved, const std::byte* group, int64_t 
     return;
   }
   if (base == DType::Q6_K) {
-    for (int64_t s = 0; s < in / 256; ++s)
+    for (int64_t s = 0; s < in / q4_k::kBlockValues; ++s)
       q6k_move<false>(row + uint64_t(s) * bb, r, const_cast<std::byte*>(group + uint64_t(s) * kQ6KColumnBytes), s);
     return;
   }
   if (base == DType::Q4_K || base == DType::Q5_K) {
     const bool q5 = base == DType::Q5_K;
     const uint64_t column = q5 ? kQ5KColumnBytes : kQ4KColumnBytes;
-    for (int64_t s = 0; s < in / 256; ++s) q4k_column_to_block(group + uint64_t(s) * column, r, row + uint64_t(s) * bb, q5);
+    for (int64_t s = 0; s < in / q4_k::kBlockValues; ++s) q4k_column_to_block(group + uint64_t(s) * column, r, row + uint64_t(s) * bb, q5);
     return;
   }
   const uint32_t flip = flip_of(base);
-  for (int64_t b = 0; b < in / 32; ++b) {
+  for (int64_t b = 0; b < in / q8_0::kBlockValues; ++b) {
     std::byte* dst = row + uint64_t(b) * bb;
     std::memcpy(dst, group + scale_at(bb, b, r), 2);
-    for (uint64_t v = 0; v + 2 < bb; v += 4) move_unit(group + unit_at(bb, in / 32, b, r, v), dst + 2 + v, flip);
+    for (uint64_t v = 0; v + 2 < bb; v += 4) move_unit(group + unit_at(bb, in / q8_0::kBlockValues, b, r, v), dst + q8_0::kQsAt + v, flip);
   }
 }
 

@@ -58,11 +58,11 @@ namespace g4 {
 
 inline constexpr int64_t kInterleaveRows = 16;
 // Q4_K_R16: one super-block column of a group, and where its parts start within it.
-inline constexpr uint64_t kQ4KColumnBytes = 16 * 144;
+inline constexpr uint64_t kQ4KColumnBytes = kInterleaveRows * q4_k::kBlockBytes;
 inline constexpr uint64_t kQ4KLowScales = 64, kQ4KHighScales = 192, kQ4KValues = 256;
-inline constexpr uint64_t kQ5KColumnBytes = 16 * 176, kQ5KHighBits = 2304;  // Q5_K_R16
+inline constexpr uint64_t kQ5KColumnBytes = kInterleaveRows * q5_k::kBlockBytes, kQ5KHighBits = 2304;  // Q5_K_R16
 // Q6_K_R16: one super-block column, and where the parts of column s start within it.
-inline constexpr uint64_t kQ6KColumnBytes = 16 * 210;
+inline constexpr uint64_t kQ6KColumnBytes = kInterleaveRows * q6_k::kBlockBytes;
 inline constexpr uint64_t q6k_d_at(int64_t s) { return s % 2 ? 0 : 3328; }
 inline constexpr uint64_t q6k_scales_at(int64_t s) { return s % 2 ? 32 : 0; }
 inline constexpr uint64_t q6k_values_at(int64_t s) { return s % 2 ? 288 : 256; }

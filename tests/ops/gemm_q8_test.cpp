@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ops/matmul/matmul.h"
-#include "ops/matmul/quant_dot.h"
+#include "ops/quant/quant_dot.h"
 #include "ops/ref/reference_ops.h"
 #include "platform/device_presets.h"
 #include "platform/dtype.h"

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "ops/matmul/dot_kernels.h"
-#include "ops/matmul/quant_dot.h"
+#include "ops/quant/quant_dot.h"
 #include "ops/ref/reference_ops.h"
 #include "platform/device_presets.h"
 #include "ops/matmul/gemm_bf16.h"

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "ops/matmul/quant_dot.h"
+#include "ops/quant/quant_dot.h"
 #include "ops/ref/reference_ops.h"
 #include "test_util.h"
 

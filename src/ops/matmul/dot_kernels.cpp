@@ -197,21 +197,21 @@ float DotQ8_0(const float* x, const std::byte* row, size_t n) {
   const size_t N = hn::Lanes(d);
   auto acc = hn::Zero(d);
   float tail = 0;
-  for (size_t b = 0; b < n / 32; ++b) {
-    const std::byte* blk = row + b * 34;
+  for (size_t b = 0; b < n / q8_0::kBlockValues; ++b) {
+    const std::byte* blk = row + b * q8_0::kBlockBytes;
     uint16_t h;
-    std::memcpy(&h, blk, 2);
+    std::memcpy(&h, blk + q8_0::kDAt, 2);
     const float scale = g4::f16_to_f32(h);
-    const int8_t* q = reinterpret_cast<const int8_t*>(blk + 2);
-    const float* xb = x + b * 32;
-    if (N <= 32) {
+    const int8_t* q = reinterpret_cast<const int8_t*>(blk + q8_0::kQsAt);
+    const float* xb = x + b * q8_0::kBlockValues;
+    if (N <= size_t(q8_0::kBlockValues)) {
       const auto vs = hn::Set(d, scale);
-      for (size_t j = 0; j < 32; j += N) {
+      for (size_t j = 0; j < size_t(q8_0::kBlockValues); j += N) {
         const auto qv = hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, q + j)));
         acc = hn::MulAdd(hn::Mul(hn::LoadU(d, xb + j), vs), qv, acc);
       }
     } else {
-      for (size_t j = 0; j < 32; ++j) tail += scale * xb[j] * float(q[j]);
+      for (size_t j = 0; j < size_t(q8_0::kBlockValues); ++j) tail += scale * xb[j] * float(q[j]);
     }
   }
   return hn::GetLane(hn::SumOfLanes(d, acc)) + tail;
@@ -228,13 +228,13 @@ float DotQ4_0(const float* x, const std::byte* row, size_t n) {
   float tail = 0;
   const auto low_mask = hn::Set(di, 15);
   const auto eight = hn::Set(d, 8.0f);
-  for (size_t b = 0; b < n / 32; ++b) {
-    const std::byte* blk = row + b * 18;
+  for (size_t b = 0; b < n / q4_0::kBlockValues; ++b) {
+    const std::byte* blk = row + b * q4_0::kBlockBytes;
     uint16_t h;
-    std::memcpy(&h, blk, 2);
+    std::memcpy(&h, blk + q4_0::kDAt, 2);
     const float scale = g4::f16_to_f32(h);
-    const uint8_t* q = reinterpret_cast<const uint8_t*>(blk + 2);
-    const float* xb = x + b * 32;
+    const uint8_t* q = reinterpret_cast<const uint8_t*>(blk + q4_0::kQsAt);
+    const float* xb = x + b * q4_0::kBlockValues;
     if (N <= 16) {
       const auto vs = hn::Set(d, scale);
       for (size_t j = 0; j < 16; j += N) {
@@ -242,7 +242,7 @@ float DotQ4_0(const float* x, const std::byte* row, size_t n) {
         const auto lo = hn::Sub(hn::ConvertTo(d, hn::And(bytes, low_mask)), eight);
         const auto hi = hn::Sub(hn::ConvertTo(d, hn::ShiftRight<4>(bytes)), eight);
         acc = hn::MulAdd(hn::Mul(hn::LoadU(d, xb + j), vs), lo, acc);
-        acc = hn::MulAdd(hn::Mul(hn::LoadU(d, xb + 16 + j), vs), hi, acc);
+        acc = hn::MulAdd(hn::Mul(hn::LoadU(d, xb + q4_0::kQsBytes + j), vs), hi, acc);
       }
     } else {
       for (size_t j = 0; j < 16; ++j) {
@@ -262,19 +262,19 @@ void DotRowsBlocksT(const float* x, const std::byte* w, size_t rb, size_t n, flo
   const hn::Rebind<int32_t, decltype(d)> di;
   constexpr size_t kMaxChunks = 8;  // 32 / 4 lanes (SSE4); AVX-512 uses 2
   const size_t N = hn::Lanes(d);
-  const size_t chunks = std::min<size_t>(32 / N, kMaxChunks);  // N >= 4: DotRowsBlocks checks
-  const size_t bb = kQ4 ? 18 : 34;  // bytes per block
+  const size_t chunks = std::min<size_t>(q8_0::kBlockValues / N, kMaxChunks);  // N >= 4: DotRowsBlocks checks
+  const size_t bb = kQ4 ? q4_0::kBlockBytes : q8_0::kBlockBytes;
   decltype(hn::Zero(d)) acc[R];
   for (int r = 0; r < R; ++r) acc[r] = hn::Zero(d);
-  for (size_t b = 0; b < n / 32; ++b) {
+  for (size_t b = 0; b < n / q8_0::kBlockValues; ++b) {
     decltype(hn::Zero(d)) xv[kMaxChunks];
-    for (size_t j = 0; j < chunks; ++j) xv[j] = hn::LoadU(d, x + b * 32 + j * N);
+    for (size_t j = 0; j < chunks; ++j) xv[j] = hn::LoadU(d, x + b * q8_0::kBlockValues + j * N);
     for (int r = 0; r < R; ++r) {
       const std::byte* blk = w + size_t(r) * rb + b * bb;
       auto sum = hn::Zero(d);
       if constexpr (kQ4) {
         const hn::Rebind<uint8_t, decltype(d)> d8;
-        const uint8_t* q = reinterpret_cast<const uint8_t*>(blk + 2);
+        const uint8_t* q = reinterpret_cast<const uint8_t*>(blk + q4_0::kQsAt);
         const size_t half = chunks / 2;  // byte j holds value j (low nibble) and value j + 16 (high)
         for (size_t c = 0; c < half; ++c) {
           const auto bytes = hn::BitCast(di, hn::PromoteTo(hn::RebindToUnsigned<decltype(di)>(), hn::LoadU(d8, q + c * N)));
@@ -285,11 +285,11 @@ void DotRowsBlocksT(const float* x, const std::byte* w, size_t rb, size_t n, flo
         }
       } else {
         const hn::Rebind<int8_t, decltype(d)> d8;
-        const int8_t* q = reinterpret_cast<const int8_t*>(blk + 2);
+        const int8_t* q = reinterpret_cast<const int8_t*>(blk + q8_0::kQsAt);
         for (size_t j = 0; j < chunks; ++j)
           sum = hn::MulAdd(xv[j], hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, q + j * N))), sum);
       }
-      acc[r] = hn::MulAdd(hn::Set(d, F16At(blk)), sum, acc[r]);
+      acc[r] = hn::MulAdd(hn::Set(d, F16At(blk + q8_0::kDAt)), sum, acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) out[r] = hn::GetLane(hn::SumOfLanes(d, acc[r]));
@@ -297,7 +297,7 @@ void DotRowsBlocksT(const float* x, const std::byte* w, size_t rb, size_t n, flo
 
 bool DotRowsBlocks(const float* x, const std::byte* w, size_t rb, DType dtype, size_t n, int rows, float* out) {
   const hn::ScalableTag<float> d;
-  if (n % 32 || hn::Lanes(d) > 16 || hn::Lanes(d) < 4 || (dtype != DType::Q8_0 && dtype != DType::Q4_0)) return false;
+  if (n % q8_0::kBlockValues || hn::Lanes(d) > 16 || hn::Lanes(d) < 4 || (dtype != DType::Q8_0 && dtype != DType::Q4_0)) return false;
   const bool q4 = dtype == DType::Q4_0;
   switch (rows) {
     case 1: q4 ? DotRowsBlocksT<true, 1>(x, w, rb, n, out) : DotRowsBlocksT<false, 1>(x, w, rb, n, out); break;
@@ -310,7 +310,7 @@ bool DotRowsBlocks(const float* x, const std::byte* w, size_t rb, DType dtype, s
 }
 
 bool DotRowBlocks(const float* x, const std::byte* row, DType dtype, size_t n, float* out) {
-  if (n % 32) return false;
+  if (n % q8_0::kBlockValues) return false;
   if (dtype == DType::Q8_0) *out = DotQ8_0(x, row, n);
   else if (dtype == DType::Q4_0) *out = DotQ4_0(x, row, n);
   else return false;

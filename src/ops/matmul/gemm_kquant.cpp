@@ -41,10 +41,11 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512i spread_index(int base, int 
 // Q4_K / Q5_K scales of one super-block: dsc lanes 0-7 = d·sc_j, dmn = dmin·m_j (j = 0..7).
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline void q45k_scales(const std::byte* blk, __m512& dsc, __m256& dmn) {
   alignas(16) uint8_t sm[16];
-  kquant_scales_mins(reinterpret_cast<const uint8_t*>(blk + 4), sm);
+  kquant_scales_mins(reinterpret_cast<const uint8_t*>(blk + q4_k::kScalesAt), sm);
   const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
-  dsc = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v)), _mm512_set1_ps(half_at(blk)));
-  dmn = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8))), _mm256_set1_ps(half_at(blk + 2)));
+  dsc = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v)), _mm512_set1_ps(half_at(blk + q4_k::kDAt)));
+  dmn = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8))),
+                      _mm256_set1_ps(half_at(blk + q4_k::kDminAt)));
 }
 
 // Q4_K / Q5_K, chunk k (64 values) of a super-block as unsigned codes in value order: the 32
@@ -53,11 +54,12 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline void q45k_scales(const std::byte* b
 template <bool kQ5>
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512i q45k_codes(const std::byte* blk, int k) {
   const __m256i nib = _mm256_set1_epi8(0x0F);
-  const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + (kQ5 ? 48 : 16) + 32 * k));
+  const __m256i b =
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + (kQ5 ? q5_k::kQsAt : q4_k::kQsAt) + 32 * k));
   __m256i lo = _mm256_and_si256(b, nib), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), nib);
   if constexpr (kQ5) {
     const __m256i one = _mm256_set1_epi8(1);
-    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16));
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + q5_k::kQhAt));
     // Shifting 16-bit lanes by up to 7 leaves each byte's own bit s in its bit 0.
     lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * k)), one), 4));
     hi = _mm256_or_si256(hi,
@@ -73,7 +75,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512i q45k_codes(const std::byte*
 template <int R, int C, bool kQ5>
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void tile_q45k(const std::byte* w, uint64_t rb, const Q8Activations& a, int64_t t,
                                                      float* y, int64_t ldy) {
-  constexpr uint64_t kBytes = kQ5 ? 176 : 144;
+  constexpr uint64_t kBytes = kQ5 ? q5_k::kBlockBytes : q4_k::kBlockBytes;
   const int64_t in = a.in, blocks = in / kQ8Block, pairs = a.pairs();
   const uint64_t prefetch = row_tile_prefetch_distance(rb, R);
   __m512 acc[R][C];
@@ -83,7 +85,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void tile_q45k(const std::byte* w, uint64_
     #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps(), mins[r][c] = _mm256_setzero_ps();
   const __m512i idx[4] = {spread_index(0, 8), spread_index(2, 8), spread_index(4, 8), spread_index(6, 8)};
-  for (int64_t sb = 0; sb < in / 256; ++sb) {
+  for (int64_t sb = 0; sb < in / q4_k::kBlockValues; ++sb) {
     __m256 sums[C];  // per token, the super-block's 8 activation blocks' sums: scale · Σq, Σq = −q4_start / 8
     #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
@@ -122,7 +124,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void tile_q45k(const std::byte* w, uint64_
       }
     }
   }
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
     #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) y[c * ldy + r] = x86::lane_sum(acc[r][c]) - lane_sum8(mins[r][c]);
@@ -133,7 +135,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void tile_q45k(const std::byte* w, uint64_
 // (j = 1); qh byte l holds the top two bits of values l, 32 + l, 64 + l, 96 + l (bits 0-1 .. 6-7).
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512i q6k_codes(const std::byte* blk, int h, int j) {
   const __m512i ql = _mm512_loadu_si512(blk + 64 * h);
-  const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h));
+  const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + q6_k::kQhAt + 32 * h));
   const __m512i low = j == 0 ? _mm512_and_si512(ql, _mm512_set1_epi8(0x0F))
                              : _mm512_and_si512(_mm512_srli_epi16(ql, 4), _mm512_set1_epi8(0x0F));
   // Shifting 16-bit lanes by up to 6 leaves each byte's own bits s, s + 1 in its bits 0-1.
@@ -154,14 +156,15 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void tile_q6k(const std::byte* w, uint64_t
   x86::zero_tile<R, C>(acc);
   const __m512i idx[4] = {spread_index(0, 4), spread_index(4, 4), spread_index(8, 4), spread_index(12, 4)};
   const __m512i bias = _mm512_set1_epi8(32);
-  for (int64_t sb = 0; sb < in / 256; ++sb) {
+  for (int64_t sb = 0; sb < in / q6_k::kBlockValues; ++sb) {
     __m512 dsc[R];  // d · scale of the 16 sub-blocks
     #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const std::byte* blk = w + r * rb + sb * 210;
-      for (uint64_t o = 0; o < 210; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch + o), _MM_HINT_T0);
-      const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
-      dsc[r] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc)), _mm512_set1_ps(half_at(blk + 208)));
+      const std::byte* blk = w + r * rb + sb * q6_k::kBlockBytes;
+      for (uint64_t o = 0; o < q6_k::kBlockBytes; o += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch + o), _MM_HINT_T0);
+      const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + q6_k::kScalesAt));
+      dsc[r] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc)), _mm512_set1_ps(half_at(blk + q6_k::kDAt)));
     }
     for (int h = 0; h < 2; ++h)
       for (int j = 0; j < 2; ++j) {
@@ -176,7 +179,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void tile_q6k(const std::byte* w, uint64_t
         }
         #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
-          const __m512i wv = q6k_codes(w + r * rb + sb * 210, h, j);
+          const __m512i wv = q6k_codes(w + r * rb + sb * q6_k::kBlockBytes, h, j);
           const __m512 ws = _mm512_permutexvar_ps(idx[2 * h + j], dsc[r]);
           #pragma GCC unroll 4
           for (int c = 0; c < C; ++c) {
@@ -216,7 +219,7 @@ void gemm_kquant_rows(const Q8Activations& a, const std::byte* w, DType dtype, i
                       int64_t ldy) {
   if (!dtype_is_kquant(dtype))
     throw Error("gemm_kquant_rows: " + std::string(dtype_name(dtype)) + " weights are not K-quant super-blocks");
-  if (a.in % 256)
+  if (a.in % q4_k::kBlockValues)
     throw Error("gemm_kquant_rows: rows of " + std::to_string(a.in) + " values are not whole super-blocks of 256");
   if (!(a.layouts & kQ8RowTiles))
     throw Error("gemm_kquant_rows: " + std::string(dtype_name(dtype)) +

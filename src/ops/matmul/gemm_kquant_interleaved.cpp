@@ -34,7 +34,7 @@ namespace g4::ops {
 #if defined(__x86_64__)
 namespace {
 
-constexpr int64_t kSuperBlock = 256;
+constexpr int64_t kSuperBlock = q4_k::kBlockValues;  // Q4_K, Q5_K and Q6_K alike
 
 // x_scale · (−Σq) of one activation block, from its −8·Σq start: the min term's activation side.
 inline float min_weight(float x_scale, int32_t q4_start) { return x_scale * float(q4_start / 8); }

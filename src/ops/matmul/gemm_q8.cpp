@@ -41,7 +41,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C inline __m512 pair_weight_scales(uint16_t h0, 
 // Q8_0 block: f16 d, 32 × int8. Two blocks' values as 64 bytes (upper half zero when absent).
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C inline __m512i load_q8_pair(const std::byte* b0, bool second) {
   const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2));
-  const __m256i hi = second ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 34 + 2))
+  const __m256i hi = second ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + q8_0::kBlockBytes + q8_0::kQsAt))
                             : _mm256_setzero_si256();
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
@@ -50,7 +50,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C inline __m512i load_q8_pair(const std::byte* b
 // Two blocks' 64 nibbles as unsigned bytes 0..15 in value order.
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C inline __m512i load_q4_pair(const std::byte* b0, bool second) {
   const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2));
-  const __m128i x1 = second ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 18 + 2))
+  const __m128i x1 = second ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + q4_0::kBlockBytes + q4_0::kQsAt))
                             : _mm_setzero_si128();
   const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(x0), x1, 1);  // [q0 | q1]
   __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(both), _mm256_srli_epi16(both, 4), 1);
@@ -63,7 +63,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C inline __m512i load_q4_pair(const std::byte* b
 template <int R, int C, bool kQ4>
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C void tile(const std::byte* w, uint64_t rb, const Q8Activations& a, int64_t t,
                                             float* y, int64_t ldy) {
-  constexpr uint64_t kBlockBytes = kQ4 ? 18 : 34;
+  constexpr uint64_t kBlockBytes = kQ4 ? q4_0::kBlockBytes : q8_0::kBlockBytes;
   const int64_t blocks = a.in / kQ8Block, pairs = a.pairs(), in = a.in;
   const uint64_t prefetch = row_tile_prefetch_distance(rb, R);
   __m512 acc[R][C];

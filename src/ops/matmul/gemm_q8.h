@@ -18,7 +18,7 @@
 
 namespace g4::ops {
 
-inline constexpr int64_t kQ8Block = 32;
+inline constexpr int64_t kQ8Block = q8_0::kBlockValues;
 
 // Tokens per panel of prefill activations: the interleaved prefill tile's width (gemm_q8.cpp).
 inline constexpr int64_t kPanelTokens = 6;

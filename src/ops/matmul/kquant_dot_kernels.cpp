@@ -34,9 +34,9 @@ HWY_INLINE VI Bytes(const uint8_t* p) {
 // arrays 16 floats; the other halves are scratch).
 HWY_INLINE void SubBlockScales(const std::byte* blk, float* dsc, float* dmn) {
   uint8_t sm[16];
-  kquant_scales_mins(reinterpret_cast<const uint8_t*>(blk + 4), sm);
+  kquant_scales_mins(reinterpret_cast<const uint8_t*>(blk + q4_k::kScalesAt), sm);
   const DF d;
-  const VF vd = hn::Set(d, F16At(blk)), vmin = hn::Set(d, F16At(blk + 2));
+  const VF vd = hn::Set(d, F16At(blk + q4_k::kDAt)), vmin = hn::Set(d, F16At(blk + q4_k::kDminAt));
   for (size_t k = 0; k < 16; k += hn::Lanes(d)) {
     const VF v = hn::ConvertTo(d, Bytes(sm + k));
     hn::StoreU(hn::Mul(v, vd), d, dsc + k);
@@ -53,18 +53,19 @@ template <bool kQ5, int R>
 void DotRowsQ45K(const float* x, const std::byte* w, size_t rb, size_t n, float* out) {
   const DF d;
   const DI di;
-  constexpr size_t kBlockBytes = kQ5 ? 176 : 144, kNibbles = kQ5 ? 48 : 16;
+  constexpr size_t kBlockBytes = kQ5 ? q5_k::kBlockBytes : q4_k::kBlockBytes,
+                   kNibbles = kQ5 ? q5_k::kQsAt : q4_k::kQsAt;
   constexpr size_t kMaxPer32 = 32 / kMinLanes;
   const size_t N = hn::Lanes(d), per32 = std::min(32 / N, kMaxPer32);  // DotRowsKQuant checks N >= 4
   const VI low = hn::Set(di, 15), one = hn::Set(di, 1);
   VF acc[R];
   for (int r = 0; r < R; ++r) acc[r] = hn::Zero(d);
-  for (size_t sb = 0; sb < n / 256; ++sb) {
+  for (size_t sb = 0; sb < n / q4_k::kBlockValues; ++sb) {
     float dsc[R][16], dmn[R][16];
     #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) SubBlockScales(w + size_t(r) * rb + sb * kBlockBytes, dsc[r], dmn[r]);
     for (int c = 0; c < 4; ++c) {
-      const float* xc = x + sb * 256 + size_t(c) * 64;
+      const float* xc = x + sb * q4_k::kBlockValues + size_t(c) * 64;
       VF x0[kMaxPer32], x1[kMaxPer32];  // the chunk's two halves
       VF sx0 = hn::Zero(d), sx1 = hn::Zero(d);
       for (size_t k = 0; k < per32; ++k) {
@@ -82,7 +83,7 @@ void DotRowsQ45K(const float* x, const std::byte* w, size_t rb, size_t n, float*
           const VI b = Bytes(q + k * N);
           VI lo = hn::And(b, low), hi = hn::ShiftRight<4>(b);
           if constexpr (kQ5) {
-            const VI h = Bytes(reinterpret_cast<const uint8_t*>(blk + 16) + k * N);
+            const VI h = Bytes(reinterpret_cast<const uint8_t*>(blk + q5_k::kQhAt) + k * N);
             lo = hn::Or(lo, hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(h, 2 * c), one)));
             hi = hn::Or(hi, hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(h, 2 * c + 1), one)));
           }
@@ -120,26 +121,26 @@ void DotRowsQ6K(const float* x, const std::byte* w, size_t rb, size_t n, float* 
   const VI low = hn::Set(di, 15), two_bits = hn::Set(di, 3);
   VF acc[R];
   for (int r = 0; r < R; ++r) acc[r] = hn::Zero(d);
-  for (size_t sb = 0; sb < n / 256; ++sb) {
+  for (size_t sb = 0; sb < n / q6_k::kBlockValues; ++sb) {
     float scales[R][16];  // d · scale of the 16 sub-blocks, per row
     #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const std::byte* blk = w + size_t(r) * rb + sb * 210;
-      const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
-      const VF dd = hn::Set(d, F16At(blk + 208));
+      const std::byte* blk = w + size_t(r) * rb + sb * q6_k::kBlockBytes;
+      const int8_t* sc = reinterpret_cast<const int8_t*>(blk + q6_k::kScalesAt);
+      const VF dd = hn::Set(d, F16At(blk + q6_k::kDAt));
       for (size_t k = 0; k < 16; k += N)
         hn::StoreU(hn::Mul(hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(hn::Rebind<int8_t, DF>(), sc + k))), dd), d,
                    scales[r] + k);
     }
     for (int h = 0; h < 2; ++h) {
-      const float* xh = x + sb * 256 + size_t(h) * 128;
+      const float* xh = x + sb * q6_k::kBlockValues + size_t(h) * 128;
       for (size_t l = 0; l < 32; l += N) {
         const VF x0 = hn::LoadU(d, xh + l), x1 = hn::LoadU(d, xh + 32 + l), x2 = hn::LoadU(d, xh + 64 + l),
                  x3 = hn::LoadU(d, xh + 96 + l);
         const size_t s = 8 * size_t(h) + l / 16;  // the sub-block of value l of this half (32 + l: s + 2, ...)
         #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
-          const uint8_t* ql = reinterpret_cast<const uint8_t*>(w + size_t(r) * rb + sb * 210) + 64 * h;
+          const uint8_t* ql = reinterpret_cast<const uint8_t*>(w + size_t(r) * rb + sb * q6_k::kBlockBytes) + 64 * h;
           const uint8_t* qh = ql + 128 - 32 * h;  // the block's qh at +128, this half's 32 bytes on
           const VI a = Bytes(ql + l), b = Bytes(ql + 32 + l), hb = Bytes(qh + l);
           acc[r] = Q6Term(hn::Or(hn::And(a, low), hn::ShiftLeft<4>(hn::And(hb, two_bits))), x0, scales[r][s], acc[r]);
@@ -168,7 +169,7 @@ bool DotRowsKQuantR(const float* x, const std::byte* w, size_t rb, DType dtype, 
 
 bool DotRowsKQuant(const float* x, const std::byte* w, size_t rb, DType dtype, size_t n, int rows, float* out) {
   const size_t N = hn::Lanes(DF());
-  if (n % 256 || N < kMinLanes || N > kMaxLanes) return false;
+  if (n % q4_k::kBlockValues || N < kMinLanes || N > kMaxLanes) return false;
   switch (rows) {
     case 1: return DotRowsKQuantR<1>(x, w, rb, dtype, n, out);
     case 2: return DotRowsKQuantR<2>(x, w, rb, dtype, n, out);

@@ -17,7 +17,7 @@
 #include "ops/matmul/gemm_q8.h"
 #include "ops/matmul/kquant_dot_kernels.h"
 #include "ops/matmul/matmul_kinds.h"
-#include "ops/matmul/quant_dot.h"
+#include "ops/quant/quant_dot.h"
 #include "ops/ref/reference_ops.h"
 #include "platform/aligned_rows.h"
 #include "platform/row_interleave.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ops/matmul/quant_dot.h"
+#include "ops/quant/quant_dot.h"
 #include "platform/row_interleave.h"
 
 namespace g4::ref {

@@ -1,6 +1,7 @@
 // Dot products of an f32 activation vector with one weight row stored in any g4 dtype, reading
 // the packed blocks directly (no dequantized copy of the row), and the matching quantizers.
-// Each kernel is tested against dequantize_row + f32 dot on random blocks (tests/ops).
+// One file per block format in this folder (block_quant.h); each dot is tested against
+// dequantize_row + f32 dot on random blocks (tests/ops).
 #pragma once
 #include <cstddef>
 #include <cstdint>
