@@ -21,6 +21,7 @@
 
 #include "ops/attention_span_checks.h"
 #include "ops/matmul/matmul.h"
+#include "ops/matmul_context_options.h"
 #include "platform/device_presets.h"
 #include "platform/dtype.h"
 #include "platform/error.h"
@@ -278,15 +279,14 @@ TEST(AttentionBf16Tiles, TheCheckPassesOnTheModelAndSaysWhyTheCpuIsNotUsed) {
   // The context asks for attention tiles only where this CPU's check passed: never from a preset
   // that describes AMX-BF16 on a CPU without it, never without bf16 compute, never where the OS
   // refused tile state.
-  EXPECT_EQ(ops::make_matmul_context(nullptr, host_cpu(), 1536, true, false).attention_tiles,
+  EXPECT_EQ(test::context_for(host_cpu(), {.bf16_compute = true}).attention_tiles,
             cpu.passed ? ops::Bf16Tiles::Amx : ops::Bf16Tiles::None);
   if (!cpu.passed) {
-    EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids(), 1536, true, false).attention_tiles,
+    EXPECT_EQ(test::context_for(presets::sapphire_rapids(), {.bf16_compute = true}).attention_tiles,
               ops::Bf16Tiles::None);
   }
-  EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids(), 1536, false, false).attention_tiles,
-            ops::Bf16Tiles::None);
-  EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids_amx_refused(), 1536, true, false).attention_tiles,
+  EXPECT_EQ(test::context_for(presets::sapphire_rapids(), {}).attention_tiles, ops::Bf16Tiles::None);
+  EXPECT_EQ(test::context_for(presets::sapphire_rapids_amx_refused(), {.bf16_compute = true}).attention_tiles,
             ops::Bf16Tiles::None);
 }
 

@@ -62,11 +62,15 @@ Data make(const Int8Case& c, std::mt19937& rng, float score_scale) {
   return d;
 }
 
-// out [G, hd] over positions [begin, end) of kv head kh, in double. quantized_q: the query rows
-// as the int8 kernel sees them; otherwise as given (what the f32 kernel multiplies). cached_kv:
-// keys and values as the cache holds them; otherwise before its rounding.
-std::vector<double> truth(const Int8Case& c, const Data& d, int64_t kh, int64_t begin, int64_t end, bool quantized_q,
-                          bool cached_kv = true) {
+// What the double-precision truth multiplies.
+struct TruthOptions {
+  bool quantized_q = false;  // the query rows as the int8 kernel sees them; otherwise as given (the f32 kernel's)
+  bool cached_kv = true;     // keys and values as the cache holds them; otherwise before its rounding
+};
+
+// out [G, hd] over positions [begin, end) of kv head kh, in double.
+std::vector<double> truth(const Int8Case& c, const Data& d, int64_t kh, int64_t begin, int64_t end, TruthOptions o) {
+  const bool quantized_q = o.quantized_q, cached_kv = o.cached_kv;
   std::vector<double> out(size_t(c.G * c.hd), 0.0);
   std::vector<int8_t> q8(size_t(c.hd));
   for (int64_t g = 0; g < c.G; ++g) {
@@ -112,8 +116,13 @@ std::vector<ops::KvSpan> cut(const Int8Case& c, const Data& d, const std::vector
 
 using Result = test::AttentionState;
 
+struct RunOptions {
+  bool f32_kernel = false;  // the f32 kernel (ops::attend_partial) instead of the int8 one
+};
+
 Result run(const Int8Case& c, const Data& d, const std::vector<ops::KvSpan>& spans, int64_t kh, int64_t begin,
-           int64_t end, bool f32_kernel = false) {
+           int64_t end, RunOptions o = {}) {
+  const bool f32_kernel = o.f32_kernel;
   Result r{std::vector<float>(size_t(c.G * c.hd)), std::vector<float>(size_t(c.G)), std::vector<float>(size_t(c.G))};
   const ops::KvSpans ks{spans.data(), spans.size(), c.kvh, c.hd};
   if (f32_kernel)
@@ -153,7 +162,8 @@ TEST(AttentionInt8, MatchesDoublePrecisionOnTheSameQuantizedOperands) {
       const auto spans = cut(c, d, {});
       double worst = 0;
       for (int64_t kh = 0; kh < c.kvh; ++kh)
-        worst = std::max(worst, worst_diff(finish(c, run(c, d, spans, kh, 0, c.n)), truth(c, d, kh, 0, c.n, true)));
+        worst = std::max(
+            worst, worst_diff(finish(c, run(c, d, spans, kh, 0, c.n)), truth(c, d, kh, 0, c.n, {.quantized_q = true})));
       std::printf("[ attn int8 ] G %lld kvh %lld hd %lld n %lld scale %.0f: worst |delta| %.2e\n", (long long)c.G,
                   (long long)c.kvh, (long long)c.hd, (long long)c.n, double(scale), worst);
       EXPECT_LE(worst, kInt8Tol) << "G " << c.G << " hd " << c.hd << " n " << c.n;
@@ -178,8 +188,9 @@ TEST(AttentionInt8, QueryRoundingCostsAboutAsMuchAsTheCachesOwn) {
     for (float scale : {0.5f, 2.0f}) {
       const Data d = make(c, rng, scale);
       const auto spans = cut(c, d, {});
-      const auto exact = truth(c, d, 0, 0, c.n, false, false);
-      const auto int8 = finish(c, run(c, d, spans, 0, 0, c.n)), f32 = finish(c, run(c, d, spans, 0, 0, c.n, true));
+      const auto exact = truth(c, d, 0, 0, c.n, {.quantized_q = false, .cached_kv = false});
+      const auto int8 = finish(c, run(c, d, spans, 0, 0, c.n)),
+                 f32 = finish(c, run(c, d, spans, 0, 0, c.n, {.f32_kernel = true}));
       const double mean_int8 = mean_diff(int8, exact), mean_f32 = mean_diff(f32, exact);
       std::printf("[ attn int8 ] hd %lld n %lld scale %.1f: |delta| vs unrounded K/V: f32 kernel mean %.2e (worst %.2e), "
                   "int8 kernel mean %.2e (worst %.2e)\n",
@@ -209,7 +220,7 @@ TEST(AttentionInt8, SplitRangesMergeToTheWhole) {
   const Int8Case c{8, 1, 256, 700};
   const Data d = make(c, rng, 0.5f);
   const auto spans = cut(c, d, {64, 64, 64, 64, 64, 64, 64, 64, 64, 64});
-  const auto want = truth(c, d, 0, 0, c.n, true);
+  const auto want = truth(c, d, 0, 0, c.n, {.quantized_q = true});
   std::vector<Result> parts;
   for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 256}, {256, 301}, {301, 512}, {512, 700}})
     parts.push_back(run(c, d, spans, 0, b, e));

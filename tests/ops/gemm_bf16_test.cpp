@@ -13,6 +13,7 @@
 #include <random>
 
 #include "ops/matmul/matmul.h"
+#include "ops/matmul_context_options.h"
 #include "ops/ref/reference_ops.h"
 #include "platform/device_presets.h"
 #include "platform/dtype.h"
@@ -71,7 +72,7 @@ void expect_near_reference(const Bf16Weights& rows, const Bf16Weights& w, double
     for (size_t i = 0; i < x.size(); ++i) xr[i] = round_to_bf16(x[i]);
     ref::matmul(xr.data(), T, rows.view, want.data());
     for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
-      ops::MatmulContext ctx{p, 4, true};
+      ops::MatmulContext ctx{.pool = p, .panel_rows = 4, .bf16_compute = true};
       ctx.bf16_tiles = tiles;
       ASSERT_TRUE(ops::uses_bf16_kernel(ctx));
       std::fill(got.begin(), got.end(), NAN);
@@ -100,12 +101,14 @@ TEST_F(GemmBf16, TokenResultsDoNotDependOnBatchOffsetRowsOrThreads) {
   Bf16Weights w = make_weights(out, in, 5);
   std::vector<float> x = test::random_activations(T * in, 9);
   std::vector<float> all(size_t(T * out));
-  ops::matmul(x.data(), T, w.view, all.data(), ops::MatmulContext{nullptr, 4, true});
+  ops::matmul(x.data(), T, w.view, all.data(),
+              ops::MatmulContext{.pool = nullptr, .panel_rows = 4, .bf16_compute = true});
   ThreadPool pool(2);
   for (int64_t t : {0, 1, 3, 63, 64, 69}) {
     // Alone (T = 1), on 2 threads.
     std::vector<float> one(static_cast<size_t>(out));
-    ops::matmul(&x[size_t(t * in)], 1, w.view, one.data(), ops::MatmulContext{&pool, 4, true});
+    ops::matmul(&x[size_t(t * in)], 1, w.view, one.data(),
+                ops::MatmulContext{.pool = &pool, .panel_rows = 4, .bf16_compute = true});
     EXPECT_EQ(0, std::memcmp(one.data(), &all[size_t(t * out)], size_t(out) * 4)) << "token " << t << " alone";
     // In a chunk of 3 starting at t (a different tile position), rows from an odd offset.
     if (t + 3 <= T) {
@@ -138,8 +141,10 @@ TEST_F(GemmBf16, InterleavedMatchesReferenceOnRoundedActivations) {
     const Bf16Weights rows = make_weights(out, in, unsigned(out * 7 + in));
     expect_near_reference(rows, interleaved(rows), 1.2e-7 * double(in));
   }
-  EXPECT_NE(ops::describe_matmul(ops::MatmulContext{nullptr, 4, true}, DType::BF16_R16).find("16 rows interleaved"),
-            std::string::npos);
+  EXPECT_NE(
+      ops::describe_matmul(ops::MatmulContext{.pool = nullptr, .panel_rows = 4, .bf16_compute = true}, DType::BF16_R16)
+          .find("16 rows interleaved"),
+      std::string::npos);
 }
 
 // One chain per row and token: a token's outputs are the same bits alone (decode, any number of
@@ -155,7 +160,8 @@ TEST_F(GemmBf16, InterleavedTokenResultsDoNotDependOnBatchRowsStreamsOrThreads) 
   ops::gemm_bf16_interleaved_rows(xb.data(), T, in, w.view.data, 0, out, all.data(), out, 2);
   ThreadPool pool(2);
   std::vector<float> threaded(all.size(), NAN);
-  ops::matmul(x.data(), T, w.view, threaded.data(), ops::MatmulContext{&pool, 4, true});
+  ops::matmul(x.data(), T, w.view, threaded.data(),
+              ops::MatmulContext{.pool = &pool, .panel_rows = 4, .bf16_compute = true});
   EXPECT_EQ(0, std::memcmp(threaded.data(), all.data(), all.size() * 4)) << "2 threads";
   for (int64_t t : {0, 1, 7, 8, 63, 64, 69})
     for (int side : {1, 2, 4}) {
@@ -362,16 +368,14 @@ TEST(Bf16Tiles, KernelCheckPassesOnTheModelAndSaysWhyTheCpuTilesAreNotUsed) {
     EXPECT_NE(cpu.detail.find("did not confirm AMX-BF16"), std::string::npos) << cpu.detail;
     // A context made for this CPU never asks for tiles it does not have, nor one made for a
     // preset that describes AMX-BF16 (Sapphire Rapids), since this CPU runs it.
-    EXPECT_EQ(ops::make_matmul_context(nullptr, host_cpu(), 1536, true, false).bf16_tiles, ops::Bf16Tiles::None);
-    EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids(), 1536, true, false).bf16_tiles,
-              ops::Bf16Tiles::None);
+    EXPECT_EQ(test::context_for(host_cpu(), {.bf16_compute = true}).bf16_tiles, ops::Bf16Tiles::None);
+    EXPECT_EQ(test::context_for(presets::sapphire_rapids(), {.bf16_compute = true}).bf16_tiles, ops::Bf16Tiles::None);
   }
   // Never without bf16 compute, nor on a device whose AMX the OS refused or whose self-test failed.
-  EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids(), 1536, false, false).bf16_tiles,
+  EXPECT_EQ(test::context_for(presets::sapphire_rapids(), {}).bf16_tiles, ops::Bf16Tiles::None);
+  EXPECT_EQ(test::context_for(presets::sapphire_rapids_amx_refused(), {.bf16_compute = true}).bf16_tiles,
             ops::Bf16Tiles::None);
-  EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids_amx_refused(), 1536, true, false).bf16_tiles,
-            ops::Bf16Tiles::None);
-  EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids_amx_selftest_failed(), 1536, true, false).bf16_tiles,
+  EXPECT_EQ(test::context_for(presets::sapphire_rapids_amx_selftest_failed(), {.bf16_compute = true}).bf16_tiles,
             ops::Bf16Tiles::None);
 }
 
@@ -382,7 +386,7 @@ TEST_F(GemmBf16, TilesThroughMatmulMatchReference) {
     const Bf16Weights rows = make_weights(out, in, unsigned(out * 3 + in));
     expect_near_reference(rows, interleaved(rows), 1.2e-7 * double(in), ops::Bf16Tiles::Emulated);
   }
-  ops::MatmulContext ctx{nullptr, 4, true};
+  ops::MatmulContext ctx{.pool = nullptr, .panel_rows = 4, .bf16_compute = true};
   ctx.bf16_tiles = ops::Bf16Tiles::Emulated;
   EXPECT_TRUE(ops::uses_bf16_tiles(ctx, 96));
   EXPECT_FALSE(ops::uses_bf16_tiles(ctx, 46));
@@ -398,7 +402,7 @@ TEST_F(GemmBf16, TilesThroughMatmulAreBitExactAcrossBatchAndThreads) {
   const int64_t out = 96, in = 160, T = 70;
   const Bf16Weights w = interleaved(make_weights(out, in, 21));
   const std::vector<float> x = test::random_activations(T * in, 22);
-  ops::MatmulContext one_thread{nullptr, 4, true};
+  ops::MatmulContext one_thread{.pool = nullptr, .panel_rows = 4, .bf16_compute = true};
   one_thread.bf16_tiles = ops::Bf16Tiles::Emulated;
   ThreadPool pool(2);
   ops::MatmulContext two_threads = one_thread;

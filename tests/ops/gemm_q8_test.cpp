@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ops/matmul/matmul.h"
+#include "ops/matmul_context_options.h"
 #include "ops/quant/quant_dot.h"
 #include "ops/ref/reference_ops.h"
 #include "platform/device_presets.h"
@@ -390,7 +391,7 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   d.vendor = "SomeoneElse";
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.prefetch_bytes, 0u);
   EXPECT_NE(ops::plan_decode_streaming(d).reason.find("SomeoneElse"), std::string::npos);
-  const ops::MatmulContext c = ops::make_matmul_context(nullptr, d, 1536, false, true);
+  const ops::MatmulContext c = test::context_for(d, {.int8_activations = true});
   EXPECT_EQ(c.decode.prefetch_bytes, 0u);
   EXPECT_EQ(c.panel_in, 1536);
   EXPECT_GE(c.panel_rows, 4);
@@ -400,11 +401,10 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   EXPECT_EQ(j.at("prefetch_bytes"), 8192);
   EXPECT_NE(j.at("reason").get<std::string>().find("Intel"), std::string::npos);
   if (ops::gemm_q8_available()) {  // the description names the kernel that runs, so only where it can
-    const std::string desc =
-        ops::describe_matmul(ops::make_matmul_context(nullptr, d, 1536, false, true), DType::Q4_0_R16);
+    const std::string desc = ops::describe_matmul(test::context_for(d, {.int8_activations = true}), DType::Q4_0_R16);
     EXPECT_NE(desc.find("4 streams per thread, prefetch 8 KiB ahead"), std::string::npos) << desc;
     // The K-quant kernels prefetch one super-block column ahead whatever the plan says.
-    const ops::MatmulContext amd_ctx = ops::make_matmul_context(nullptr, presets::avx2_laptop(), 1536, false, true);
+    const ops::MatmulContext amd_ctx = test::context_for(presets::avx2_laptop(), {.int8_activations = true});
     const std::string q6 = ops::describe_matmul(amd_ctx, DType::Q6_K_R16);
     EXPECT_NE(q6.find("prefetch 3360 B ahead"), std::string::npos) << q6;
     EXPECT_NE(ops::describe_matmul(amd_ctx, DType::Q4_K_R16).find("prefetch 2304 B ahead"), std::string::npos);
@@ -571,20 +571,19 @@ TEST(Int8TilesDispatch, KernelCheckPassesOnTheModelAndSaysWhyTheCpuTilesAreNotUs
     EXPECT_FALSE(cpu.run);
     EXPECT_FALSE(cpu.passed);
     EXPECT_NE(cpu.detail.find("did not confirm AMX-INT8"), std::string::npos) << cpu.detail;
-    EXPECT_EQ(ops::make_matmul_context(nullptr, host_cpu(), 1536, false, true).int8_tiles, ops::Int8Tiles::None);
+    EXPECT_EQ(test::context_for(host_cpu(), {.int8_activations = true}).int8_tiles, ops::Int8Tiles::None);
     // A preset that describes AMX does not turn on tiles this CPU lacks.
-    EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids(), 1536, false, true).int8_tiles,
+    EXPECT_EQ(test::context_for(presets::sapphire_rapids(), {.int8_activations = true}).int8_tiles,
               ops::Int8Tiles::None);
   } else {
     EXPECT_TRUE(cpu.passed) << cpu.detail;
-    EXPECT_EQ(ops::make_matmul_context(nullptr, host_cpu(), 1536, false, true).int8_tiles, ops::Int8Tiles::Amx);
+    EXPECT_EQ(test::context_for(host_cpu(), {.int8_activations = true}).int8_tiles, ops::Int8Tiles::Amx);
   }
   // Never without int8 activations, nor on a device whose AMX the OS refused or whose self-test failed.
-  EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids(), 1536, true, false).int8_tiles,
+  EXPECT_EQ(test::context_for(presets::sapphire_rapids(), {.bf16_compute = true}).int8_tiles, ops::Int8Tiles::None);
+  EXPECT_EQ(test::context_for(presets::sapphire_rapids_amx_refused(), {.int8_activations = true}).int8_tiles,
             ops::Int8Tiles::None);
-  EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids_amx_refused(), 1536, false, true).int8_tiles,
-            ops::Int8Tiles::None);
-  EXPECT_EQ(ops::make_matmul_context(nullptr, presets::sapphire_rapids_amx_selftest_failed(), 1536, false, true).int8_tiles,
+  EXPECT_EQ(test::context_for(presets::sapphire_rapids_amx_selftest_failed(), {.int8_activations = true}).int8_tiles,
             ops::Int8Tiles::None);
 }
 

@@ -56,7 +56,7 @@ TEST(Matmul, SimdMatchesReferenceForEveryFloatDtype) {
         for (ThreadPool* p : {&pool1, &pool2, &pool3}) {
           for (int group : {1, 2, 4, 16, 64})
             for (int streams : {1, 2, 4}) {  // decode: up to 4, 8 or 8 rows per call
-              ops::MatmulContext ctx{p, group};
+              ops::MatmulContext ctx{.pool = p, .panel_rows = group};
               ctx.decode = {streams, streams == 4 ? 8192u : 0u};
               std::fill(got.begin(), got.end(), NAN);
               ops::matmul(x.data(), T, w.view, got.data(), ctx);
@@ -102,7 +102,7 @@ TEST(Matmul, BlockQuantizedMatchesReference) {
             want[size_t(t * out + o)] = float(acc);
           }
         }
-        ops::MatmulContext ctx{&pool, 4};
+        ops::MatmulContext ctx{.pool = &pool, .panel_rows = 4};
         std::fill(got.begin(), got.end(), std::nanf(""));  // an output left unwritten fails
         ops::matmul(x.data(), T, w, got.data(), ctx);
         for (size_t i = 0; i < got.size(); ++i)
@@ -150,15 +150,18 @@ TEST(Matmul, SharedInputEqualsSeparateProductsBitForBit) {
   };
   struct Set {
     std::vector<DType> types;
-    bool bf16, int8;
+    bool bf16_compute = false, int8_activations = false;
   };
-  std::vector<Set> sets{{{DType::F32, DType::F32}, false, false}, {{DType::Q8_0, DType::BF16, DType::Q8_0}, true, true}};
-  if (ops::gemm_bf16_available()) sets.push_back({{DType::BF16, DType::BF16, DType::BF16}, true, false});
+  std::vector<Set> sets{
+      {.types = {DType::F32, DType::F32}},
+      {.types = {DType::Q8_0, DType::BF16, DType::Q8_0}, .bf16_compute = true, .int8_activations = true}};
+  if (ops::gemm_bf16_available())
+    sets.push_back({.types = {DType::BF16, DType::BF16, DType::BF16}, .bf16_compute = true});
   if (ops::gemm_q8_available()) {
-    sets.push_back({{DType::Q8_0, DType::Q8_0, DType::Q8_0}, false, true});
-    sets.push_back({{DType::Q4_0, DType::Q4_0}, false, true});
-    sets.push_back({{DType::Q8_0_R16, DType::Q8_0_R16, DType::Q8_0_R16}, false, true});
-    sets.push_back({{DType::Q4_0_R16, DType::Q4_0_R16}, false, true});
+    sets.push_back({.types = {DType::Q8_0, DType::Q8_0, DType::Q8_0}, .int8_activations = true});
+    sets.push_back({.types = {DType::Q4_0, DType::Q4_0}, .int8_activations = true});
+    sets.push_back({.types = {DType::Q8_0_R16, DType::Q8_0_R16, DType::Q8_0_R16}, .int8_activations = true});
+    sets.push_back({.types = {DType::Q4_0_R16, DType::Q4_0_R16}, .int8_activations = true});
   }
   for (const Set& set : sets) {
     std::vector<Weights> ws;
@@ -166,7 +169,8 @@ TEST(Matmul, SharedInputEqualsSeparateProductsBitForBit) {
     for (int threads : {1, 2, 3})
       for (int64_t T : {1, 6}) {
         ThreadPool pool(threads);
-        ops::MatmulContext ctx{&pool, 4, set.bf16, set.int8};
+        ops::MatmulContext ctx{
+            .pool = &pool, .panel_rows = 4, .bf16_compute = set.bf16_compute, .int8_activations = set.int8_activations};
         std::vector<float> x(size_t(T * in));
         for (auto& v : x) v = u(rng);
         std::vector<std::vector<float>> apart, together;
@@ -202,7 +206,7 @@ TEST(Matmul, WarmRangesStartWhereEachWorkersShareStarts) {
   const TensorView k = test::matrix_view(DType::Q4_0_R16, 256, in, kb.data());
   ASSERT_EQ(q.nbytes, qb.size());
   ThreadPool two(2), three(3), one(1);
-  ops::MatmulContext ctx{&two, 4, false, true};
+  ops::MatmulContext ctx{.pool = &two, .panel_rows = 4, .int8_activations = true};
   ctx.decode.warm_bytes = 256u << 10;
   // 144 units, chunk max(1, 144 / 16) = 9: the worker's share starts at round(72 / 9) · 9 = 72, in q.
   auto r = ops::warm_ranges({&q, &k}, ctx);
@@ -256,7 +260,7 @@ TEST(Matmul, PrefillPanelsEqualEachTokenAloneBitForBit) {
         for (auto& v : x) v = u(rng);
         for (ThreadPool* p : {&pool1, &pool3})
           for (int panel : {1, 2, 3, 8, 64}) {
-            ops::MatmulContext ctx{p, panel};
+            ops::MatmulContext ctx{.pool = p, .panel_rows = panel};
             ctx.panel_in = panel == 3 ? in * 5 : 0;  // a narrower matrix than planned: 15 rows per panel
             if (panel == 8) ctx.decode = {4, 8192};  // decode alone: 8 rows per call, prefetch
             std::fill(together.begin(), together.end(), NAN);
