@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <numeric>
 
 #include "cli/args.h"
@@ -15,6 +14,7 @@
 #include "model/model.h"
 #include "platform/error.h"
 #include "model/weight_placement.h"
+#include "platform/atomic_file.h"
 #include "platform/device.h"
 #include "platform/thread_pool.h"
 
@@ -100,13 +100,7 @@ int run(const std::vector<std::string>& argv) {
   auto t2 = std::chrono::steady_clock::now();
   const int64_t V = model->config.vocab_size, T = int64_t(tokens.size());
   if (auto out = a.get("--out")) {
-    const std::string tmp = *out + ".tmp";
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error(*out + ": cannot open for writing");
-    f.write(reinterpret_cast<const char*>(logits.data()), std::streamsize(logits.size() * sizeof(float)));
-    f.close();
-    if (!f) throw Error(*out + ": write failed");
-    std::rename(tmp.c_str(), out->c_str());
+    write_file_atomically(*out, std::string_view(reinterpret_cast<const char*>(logits.data()), logits.size() * sizeof(float)));
     std::fprintf(stderr, "wrote %s: [%lld, %lld] float32\n", out->c_str(), (long long)T, (long long)V);
   }
   const float* last = logits.data() + (T - 1) * V;

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 
+#include "platform/atomic_file.h"
 #include "platform/error.h"
 
 namespace g4 {
@@ -161,27 +161,17 @@ void GgufWriter::write(const std::filesystem::path& path, const Filler& fill) co
   }
   while (h.size() % kAlign) h.push_back('\0');
 
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error(tmp.string() + ": cannot open for writing");
-    f.write(h.data(), std::streamsize(h.size()));
-    std::vector<std::byte> buf;
-    for (size_t i = 0; i < tensors_.size() && f; ++i) {
-      const auto& t = tensors_[i];
-      const uint64_t padded = (t.nbytes + kAlign - 1) / kAlign * kAlign;
-      buf.assign(padded, std::byte{0});
-      fill(i, buf.data());
-      f.write(reinterpret_cast<const char*>(buf.data()), std::streamsize(buf.size()));
-    }
-    f.flush();
-    if (!f) {
-      f.close();
-      std::filesystem::remove(tmp);
-      throw Error(tmp.string() + ": write failed (disk full?); nothing was left behind");
-    }
+  AtomicFile f(path);
+  f.write(h);
+  std::vector<std::byte> buf;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const auto& t = tensors_[i];
+    const uint64_t padded = (t.nbytes + kAlign - 1) / kAlign * kAlign;
+    buf.assign(padded, std::byte{0});
+    fill(i, buf.data());
+    f.write(buf.data(), buf.size());
   }
-  std::filesystem::rename(tmp, path);
+  f.commit();
 }
 
 std::vector<float> gemma4_rope_freqs(const ModelConfig& c) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 
+#include "platform/atomic_file.h"
 #include "platform/error.h"
 
 namespace g4 {
@@ -213,30 +214,19 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Tens
   std::string htext = header.dump();
   while ((8 + htext.size()) % 8) htext.push_back(' ');  // align the data section to 8 bytes
 
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error(tmp.string() + ": cannot open for writing");
-    uint64_t hl = htext.size();
-    unsigned char len[8];
-    for (int i = 0; i < 8; ++i) len[i] = (unsigned char)(hl >> (8 * i));
-    f.write(reinterpret_cast<const char*>(len), 8);
-    f.write(htext.data(), std::streamsize(htext.size()));
-    std::vector<std::byte> buf;
-    for (const auto& s : specs) {
-      buf.assign(s.nbytes(), std::byte{0});
-      fill(s, buf.data());
-      f.write(reinterpret_cast<const char*>(buf.data()), std::streamsize(buf.size()));
-      if (!f) break;
-    }
-    f.flush();
-    if (!f) {
-      f.close();
-      std::filesystem::remove(tmp);
-      throw Error(tmp.string() + ": write failed (disk full?); nothing was left behind");
-    }
+  AtomicFile f(path);
+  const uint64_t hl = htext.size();
+  unsigned char len[8];
+  for (int i = 0; i < 8; ++i) len[i] = (unsigned char)(hl >> (8 * i));
+  f.write(len, 8);
+  f.write(htext);
+  std::vector<std::byte> buf;
+  for (const auto& s : specs) {
+    buf.assign(s.nbytes(), std::byte{0});
+    fill(s, buf.data());
+    f.write(buf.data(), buf.size());
   }
-  std::filesystem::rename(tmp, path);
+  f.commit();
 }
 
 std::vector<std::filesystem::path> write_safetensors_sharded(const std::filesystem::path& dir,
@@ -269,12 +259,7 @@ std::vector<std::filesystem::path> write_safetensors_sharded(const std::filesyst
     for (const auto& s : shards[k]) weight_map[s.name] = name;
   }
   json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
-  const auto idx = dir / "model.safetensors.index.json";
-  {
-    std::ofstream f(idx.string() + ".tmp");
-    f << index.dump(2) << "\n";
-  }
-  std::filesystem::rename(idx.string() + ".tmp", idx);
+  write_file_atomically(dir / "model.safetensors.index.json", index.dump(2) + "\n");
   return files;
 }
 

@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <fstream>
 
+#include "platform/atomic_file.h"
 #include "platform/error.h"
 
 namespace g4 {
@@ -83,14 +83,7 @@ void fill_synth_tensor(const TensorSpec& s, std::byte* out, uint64_t seed) {
 namespace {
 
 void write_json_atomic(const std::filesystem::path& p, const nlohmann::json& j) {
-  const std::string tmp = p.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    if (!f) throw Error(tmp + ": cannot open for writing");
-    f << j.dump(2) << "\n";
-    if (!f) throw Error(tmp + ": write failed");
-  }
-  std::filesystem::rename(tmp, p);
+  write_file_atomically(p, j.dump(2) + "\n");
 }
 
 }  // namespace

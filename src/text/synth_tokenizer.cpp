@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "platform/atomic_file.h"
 #include "platform/error.h"
 #include "text/utf8.h"
 #include "text/vocab.h"
@@ -147,20 +147,6 @@ void learn_merges(Builder& b, size_t max_merges) {
   }
 }
 
-void write_atomically(const std::filesystem::path& path, const std::string& bytes) {
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error(tmp + ": cannot create");
-    f.write(bytes.data(), std::streamsize(bytes.size()));
-    f.flush();
-    if (!f) throw Error(tmp + ": write failed (disk full?)");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw Error(path.string() + ": cannot rename from " + tmp + ": " + ec.message());
-}
-
 std::string quote(const std::string& s) { return json(s).dump(); }
 
 }  // namespace
@@ -272,8 +258,8 @@ void write_synth_tokenizer(const std::filesystem::path& dir, int vocab_size) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error(dir.string() + ": cannot create directory: " + ec.message());
-  write_atomically(dir / "tokenizer.json", out);
-  write_atomically(dir / "tokenizer_config.json", config.dump(2) + "\n");
+  write_file_atomically(dir / "tokenizer.json", out);
+  write_file_atomically(dir / "tokenizer_config.json", config.dump(2) + "\n");
 }
 
 }  // namespace g4::text
