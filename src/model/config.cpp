@@ -101,35 +101,33 @@ RopeParams parse_rope(const json& r, const std::string& where, RopeParams fallba
   return p;
 }
 
-}  // namespace
+// The steps of parse_config, in the order it checks the fields (the first problem found is the
+// one reported).
 
-const char* layer_type_name(LayerType t) { return t == LayerType::Full ? "full_attention" : "sliding_attention"; }
-
-ModelConfig parse_config(const json& root, const std::string& source) {
+// The object holding the text decoder's fields: root itself, or its text_config for the
+// multimodal model types. Sets `where` to name it in errors.
+const json& text_config_of(const json& root, const std::string& source, std::string& top_type, std::string& where) {
   if (!root.is_object()) throw Error(source + ": config is not a JSON object");
   // (json::value() throws a type_error when the field has another type: found by fuzz/config_fuzz.)
   if (root.contains("model_type") && !root["model_type"].is_string())
     throw Error(source + ": field 'model_type' = " + root["model_type"].dump(-1, ' ', false, json::error_handler_t::replace) +
                 ": must be a string");
-  std::string top_type = root.value("model_type", std::string());
-  const json* text = &root;
-  std::string where = source;
+  top_type = root.value("model_type", std::string());
+  where = source;
   if (top_type == "gemma4" || top_type == "gemma4_unified") {
     if (!root.contains("text_config") || !root["text_config"].is_object())
       throw Error(source + ": model_type '" + top_type + "' needs an object field 'text_config'");
-    text = &root["text_config"];
     where = source + ": text_config";
-  } else if (top_type != "gemma4_text" && top_type != "gemma4_unified_text") {
+    return root["text_config"];
+  }
+  if (top_type != "gemma4_text" && top_type != "gemma4_unified_text")
     throw Error(source + ": field 'model_type' = \"" + top_type +
                 "\": not a Gemma 4 model (expected gemma4, gemma4_text, gemma4_unified or gemma4_unified_text)");
-  }
-  Reader r{*text, where, {}};
-  ModelConfig c;
-  c.model_type = r.get_string("model_type", top_type == "gemma4_unified" ? "gemma4_unified_text" : "gemma4_text");
-  if (c.model_type != "gemma4_text" && c.model_type != "gemma4_unified_text")
-    r.fail("model_type", "expected gemma4_text or gemma4_unified_text");
+  return root;
+}
 
-  // Geometry has no sensible default: a config without it is broken, not "default-sized".
+// Geometry has no sensible default: a config without it is broken, not "default-sized".
+void parse_geometry(Reader& r, ModelConfig& c) {
   c.vocab_size = r.get_int("vocab_size", std::nullopt, 1);
   c.hidden_size = r.get_int("hidden_size", std::nullopt, 1);
   c.intermediate_size = r.get_int("intermediate_size", std::nullopt, 1);
@@ -145,19 +143,26 @@ ModelConfig parse_config(const json& root, const std::string& source) {
   c.max_position_embeddings = r.get_int("max_position_embeddings", c.model_type == "gemma4_unified_text" ? 262144 : 131072, 1);
   c.rms_norm_eps = r.get_double("rms_norm_eps", 1e-6);
   if (!(c.rms_norm_eps > 0 && c.rms_norm_eps < 1)) r.fail("rms_norm_eps", "must be in (0, 1)");
+}
+
+// pad, bos and eos (an integer or a list of them).
+void parse_special_ids(Reader& r, ModelConfig& c) {
   c.pad_token_id = r.get_int("pad_token_id", 0);
   c.bos_token_id = r.get_int("bos_token_id", 2);
-  if (r.present("eos_token_id")) {
-    const json& e = text->at("eos_token_id");
-    c.eos_token_ids.clear();
-    if (e.is_number_integer()) c.eos_token_ids.push_back(e.get<int>());
-    else if (e.is_array()) {
-      for (const json& x : e) {
-        if (!x.is_number_integer()) r.fail("eos_token_id", "must be an integer or a list of integers");
-        c.eos_token_ids.push_back(x.get<int>());
-      }
-    } else r.fail("eos_token_id", "must be an integer or a list of integers");
-  }
+  if (!r.present("eos_token_id")) return;
+  const json& e = r.j.at("eos_token_id");
+  c.eos_token_ids.clear();
+  if (e.is_number_integer()) c.eos_token_ids.push_back(e.get<int>());
+  else if (e.is_array()) {
+    for (const json& x : e) {
+      if (!x.is_number_integer()) r.fail("eos_token_id", "must be an integer or a list of integers");
+      c.eos_token_ids.push_back(x.get<int>());
+    }
+  } else r.fail("eos_token_id", "must be an integer or a list of integers");
+}
+
+// tie_word_embeddings, and the attention fields of other Gemma generations g4 refuses.
+void parse_embedding_tie_and_attention(Reader& r, ModelConfig& c, const json& root, const std::string& source) {
   // tie_word_embeddings may sit at the top level of a multimodal config.
   if (root.contains("tie_word_embeddings") && !root["tie_word_embeddings"].is_boolean())
     throw Error(source + ": field 'tie_word_embeddings' must be true or false");
@@ -166,39 +171,43 @@ ModelConfig parse_config(const json& root, const std::string& source) {
   if (r.present("attn_logit_softcapping")) r.fail("attn_logit_softcapping", "Gemma 4 has no attention-logit softcap");
   if (r.present("query_pre_attn_scalar")) r.fail("query_pre_attn_scalar", "Gemma 4 attention scaling is 1.0; this field belongs to Gemma 2/3");
   r.used.insert("attn_logit_softcapping");
+}
 
+void parse_rope_parameters(Reader& r, ModelConfig& c) {
   if (r.present("rope_parameters")) {
-    const json& rp = text->at("rope_parameters");
+    const json& rp = r.j.at("rope_parameters");
     if (!rp.is_object()) r.fail("rope_parameters", "must be an object keyed by layer type");
     for (auto it = rp.begin(); it != rp.end(); ++it) {
-      if (it.key() == "sliding_attention") c.rope_sliding = parse_rope(it.value(), where + ": rope_parameters.sliding_attention", c.rope_sliding);
-      else if (it.key() == "full_attention") c.rope_full = parse_rope(it.value(), where + ": rope_parameters.full_attention", c.rope_full);
-      else throw Error(where + ": rope_parameters." + it.key() + ": unknown layer type");
+      if (it.key() == "sliding_attention") c.rope_sliding = parse_rope(it.value(), r.where + ": rope_parameters.sliding_attention", c.rope_sliding);
+      else if (it.key() == "full_attention") c.rope_full = parse_rope(it.value(), r.where + ": rope_parameters.full_attention", c.rope_full);
+      else throw Error(r.where + ": rope_parameters." + it.key() + ": unknown layer type");
     }
   }
   if (r.present("rope_scaling")) r.fail("rope_scaling", "not supported for Gemma 4 (rope_parameters holds RoPE settings)");
+}
 
-  // gemma4_unified (12B) drops per-layer inputs and MoE and changes three defaults.
-  const bool unified = c.model_type == "gemma4_unified_text";
+void parse_attention_window(Reader& r, ModelConfig& c, bool unified) {
   c.sliding_window = r.get_int("sliding_window", unified ? 1024 : 512, 1);
   c.use_bidirectional_attention = r.get_string("use_bidirectional_attention", unified ? "vision" : "");
   if (c.use_bidirectional_attention == "all")
     r.fail("use_bidirectional_attention", "\"all\" makes every layer bidirectional: not a causal text decoder g4 can serve");
   if (!c.use_bidirectional_attention.empty() && c.use_bidirectional_attention != "vision")
     r.fail("use_bidirectional_attention", "expected null, \"vision\" or \"all\"");
+}
 
+void parse_layer_types(Reader& r, ModelConfig& c) {
   if (r.present("layer_types")) {
-    const json& lt = text->at("layer_types");
+    const json& lt = r.j.at("layer_types");
     if (!lt.is_array()) r.fail("layer_types", "must be a list");
     for (size_t i = 0; i < lt.size(); ++i) {
       std::string t = lt[i].is_string() ? lt[i].get<std::string>() : lt[i].dump();
       if (t == "sliding_attention") c.layer_types.push_back(LayerType::Sliding);
       else if (t == "full_attention") c.layer_types.push_back(LayerType::Full);
-      else throw Error(where + ": field 'layer_types'[" + std::to_string(i) + "] = " + lt[i].dump() +
+      else throw Error(r.where + ": field 'layer_types'[" + std::to_string(i) + "] = " + lt[i].dump() +
                        ": expected \"sliding_attention\" or \"full_attention\"");
     }
     if (int(c.layer_types.size()) != c.num_hidden_layers)
-      throw Error(where + ": field 'layer_types' has " + std::to_string(c.layer_types.size()) +
+      throw Error(r.where + ": field 'layer_types' has " + std::to_string(c.layer_types.size()) +
                   " entries but num_hidden_layers = " + std::to_string(c.num_hidden_layers));
   } else {
     // The reference's default: a 5:1 pattern, every 6th layer full.
@@ -210,7 +219,10 @@ ModelConfig parse_config(const json& root, const std::string& source) {
     c.layer_types.back() = LayerType::Full;  // the reference forces this too
     c.notes.push_back("last layer was sliding_attention; forced to full_attention as the reference does");
   }
+}
 
+// Final softcap, per-layer embeddings, K=V and KV sharing.
+void parse_variant_features(Reader& r, ModelConfig& c, bool unified) {
   if (r.present("final_logit_softcapping")) {
     c.final_logit_softcapping = r.get_double("final_logit_softcapping", 0);
     if (*c.final_logit_softcapping <= 0) r.fail("final_logit_softcapping", "must be > 0 or null");
@@ -223,20 +235,46 @@ ModelConfig parse_config(const json& root, const std::string& source) {
   if (c.has_ple() && c.vocab_size_per_layer_input < 1) r.fail("vocab_size_per_layer_input", "must be >= 1 with per-layer embeddings");
   c.attention_k_eq_v = r.get_bool("attention_k_eq_v", false);
   c.num_kv_shared_layers = r.get_int("num_kv_shared_layers", 0, 0);
+}
+
+void parse_moe(Reader& r, ModelConfig& c, bool unified) {
   c.enable_moe_block = r.get_bool("enable_moe_block", false);
   if (unified && c.enable_moe_block) r.fail("enable_moe_block", "gemma4_unified has no MoE block");
   c.use_double_wide_mlp = r.get_bool("use_double_wide_mlp", false);
   c.num_experts = r.present("num_experts") ? r.get_int("num_experts", 0, 1) : 0;
   c.top_k_experts = r.present("top_k_experts") ? r.get_int("top_k_experts", 0, 1) : 0;
   c.moe_intermediate_size = r.present("moe_intermediate_size") ? r.get_int("moe_intermediate_size", 0, 1) : 0;
-  if (c.enable_moe_block) {
-    if (!c.num_experts) r.fail("num_experts", "enable_moe_block is true but num_experts is missing");
-    if (!c.top_k_experts) r.fail("top_k_experts", "enable_moe_block is true but top_k_experts is missing");
-    if (!c.moe_intermediate_size) r.fail("moe_intermediate_size", "enable_moe_block is true but moe_intermediate_size is missing");
-    if (c.top_k_experts > c.num_experts)
-      r.fail("top_k_experts", "exceeds num_experts = " + std::to_string(c.num_experts));
-  }
-  for (auto it = text->begin(); it != text->end(); ++it)
+  if (!c.enable_moe_block) return;
+  if (!c.num_experts) r.fail("num_experts", "enable_moe_block is true but num_experts is missing");
+  if (!c.top_k_experts) r.fail("top_k_experts", "enable_moe_block is true but top_k_experts is missing");
+  if (!c.moe_intermediate_size) r.fail("moe_intermediate_size", "enable_moe_block is true but moe_intermediate_size is missing");
+  if (c.top_k_experts > c.num_experts)
+    r.fail("top_k_experts", "exceeds num_experts = " + std::to_string(c.num_experts));
+}
+
+}  // namespace
+
+const char* layer_type_name(LayerType t) { return t == LayerType::Full ? "full_attention" : "sliding_attention"; }
+
+ModelConfig parse_config(const json& root, const std::string& source) {
+  std::string top_type, where;
+  const json& text = text_config_of(root, source, top_type, where);
+  Reader r{text, where, {}};
+  ModelConfig c;
+  c.model_type = r.get_string("model_type", top_type == "gemma4_unified" ? "gemma4_unified_text" : "gemma4_text");
+  if (c.model_type != "gemma4_text" && c.model_type != "gemma4_unified_text")
+    r.fail("model_type", "expected gemma4_text or gemma4_unified_text");
+  parse_geometry(r, c);
+  parse_special_ids(r, c);
+  parse_embedding_tie_and_attention(r, c, root, source);
+  parse_rope_parameters(r, c);
+  // gemma4_unified (12B) drops per-layer inputs and MoE and changes three defaults.
+  const bool unified = c.model_type == "gemma4_unified_text";
+  parse_attention_window(r, c, unified);
+  parse_layer_types(r, c);
+  parse_variant_features(r, c, unified);
+  parse_moe(r, c, unified);
+  for (auto it = text.begin(); it != text.end(); ++it)
     if (!r.used.count(it.key()) && !kIgnoredKeys.count(it.key()) && it.key() != "model_type")
       c.notes.push_back("ignored unknown field '" + it.key() + "'");
   c.finalize();
