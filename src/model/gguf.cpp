@@ -143,6 +143,153 @@ GgufValue read_value(Cursor& c, GgufType type, const std::string& what, int dept
   return v;
 }
 
+// The steps of GgufFile::open, in file order.
+
+// Magic, version and the tensor and metadata counts (checked against what the file can hold).
+struct Preamble {
+  uint32_t version;
+  uint64_t n_tensors, n_kv;
+};
+Preamble read_preamble(Cursor& c) {
+  if (c.size < 4) c.fail(0, "not a GGUF file: only " + std::to_string(c.size) + " bytes");
+  const uint32_t magic = c.read<uint32_t>("magic");
+  if (magic != kMagic) {
+    char m[5] = {0};
+    std::memcpy(m, c.base, 4);
+    for (char& ch : m)
+      if (ch && (ch < 32 || ch > 126)) ch = '?';
+    c.fail(0, std::string("not a GGUF file: magic '") + m + "' (expected 'GGUF')");
+  }
+  Preamble p;
+  p.version = c.read<uint32_t>("version");
+  if (p.version != 3)
+    c.fail(4, "GGUF version " + std::to_string(p.version) + " is not supported (g4 reads version 3)" +
+                  (p.version > 0xFFFF ? ": a big-endian file?" : ""));
+  p.n_tensors = c.read<uint64_t>("tensor count");
+  p.n_kv = c.read<uint64_t>("metadata count");
+  // Each metadata entry takes at least 8 (key length) + 4 (type) + 1 bytes; each tensor info
+  // at least 8 + 4 + 8 + 4 + 8 = 32 bytes (name length, n_dims, one ne, type, offset).
+  if (p.n_kv > c.left() / 13) c.fail(16, "metadata count " + std::to_string(p.n_kv) + " is absurd for a " + std::to_string(c.size) + "-byte file");
+  if (p.n_tensors > c.left() / 32) c.fail(8, "tensor count " + std::to_string(p.n_tensors) + " is absurd for a " + std::to_string(c.size) + "-byte file");
+  return p;
+}
+
+std::map<std::string, GgufValue> read_metadata(Cursor& c, uint64_t n_kv) {
+  std::map<std::string, GgufValue> kv;
+  for (uint64_t k = 0; k < n_kv; ++k) {
+    const uint64_t at = c.pos;
+    const std::string key(c.string("metadata key #" + std::to_string(k)));
+    const uint64_t tat = c.pos;
+    const uint32_t t = c.read<uint32_t>("type of metadata '" + key + "'");
+    if (!valid_type(t)) c.fail(tat, "metadata '" + key + "': unknown value type " + std::to_string(t));
+    GgufValue v = read_value(c, GgufType(t), "metadata '" + key + "'", 0);
+    if (!kv.emplace(key, std::move(v)).second) c.fail(at, "metadata key '" + key + "' appears twice");
+  }
+  return kv;
+}
+
+// general.alignment, 32 when absent.
+uint64_t read_alignment(const Cursor& c, const std::map<std::string, GgufValue>& kv) {
+  auto it = kv.find("general.alignment");
+  if (it == kv.end()) return 32;
+  const GgufValue* a = &it->second;
+  if (!a->is_int() || a->type == GgufType::BOOL) c.fail(a->offset, "general.alignment must be an integer");
+  if (a->i < 1 || a->i > (1 << 20) || (a->i & (a->i - 1)))
+    c.fail(a->offset, "general.alignment = " + std::to_string(a->i) + ": must be a power of two up to 1 MiB");
+  return uint64_t(a->i);
+}
+
+std::string tensor_where(const GgufTensorInfo& ti) {
+  return "tensor '" + ti.name + "' (info at byte " + std::to_string(ti.info_offset) + ")";
+}
+
+// Tensor info #k: name, dimensions, type and data offset.
+GgufTensorInfo read_tensor_info(Cursor& c, uint64_t k) {
+  GgufTensorInfo ti;
+  ti.info_offset = c.pos;
+  ti.name = std::string(c.string("tensor info #" + std::to_string(k) + " name"));
+  const std::string where = tensor_where(ti);
+  const uint32_t nd = c.read<uint32_t>(where + " n_dims");
+  if (nd < 1 || nd > kMaxDims) c.fail(ti.info_offset, where + ": n_dims " + std::to_string(nd) + " (expected 1.." + std::to_string(kMaxDims) + ")");
+  uint64_t numel = 1;
+  for (uint32_t d = 0; d < nd; ++d) {
+    const uint64_t ne = c.read<uint64_t>(where + " ne[" + std::to_string(d) + "]");
+    if (ne < 1 || ne > kMaxDim) c.fail(ti.info_offset, where + ": ne[" + std::to_string(d) + "] = " + std::to_string(ne) + " is absurd");
+    if (numel > (1ull << 62) / ne) c.fail(ti.info_offset, where + ": element count overflows");
+    numel *= ne;
+    ti.ne.push_back(int64_t(ne));
+  }
+  const uint64_t tat = c.pos;
+  ti.ggml_type = c.read<uint32_t>(where + " type");
+  auto dt = dtype_from_ggml(ti.ggml_type);
+  if (!dt)
+    c.fail(tat, where + ": ggml type " + std::to_string(ti.ggml_type) +
+                    " is not supported (g4 reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)");
+  ti.dtype = *dt;
+  if (ti.ne[0] % dtype_block_size(ti.dtype))
+    c.fail(tat, where + ": row length ne[0] = " + std::to_string(ti.ne[0]) + " is not a multiple of the " +
+                    std::string(dtype_name(ti.dtype)) + " block size " + std::to_string(dtype_block_size(ti.dtype)));
+  ti.offset = c.read<uint64_t>(where + " data offset");
+  return ti;
+}
+
+std::vector<GgufTensorInfo> read_tensor_infos(Cursor& c, uint64_t n_tensors) {
+  std::vector<GgufTensorInfo> infos;
+  std::set<std::string> names;
+  for (uint64_t k = 0; k < n_tensors; ++k) {
+    GgufTensorInfo ti = read_tensor_info(c, k);
+    if (!names.insert(ti.name).second) c.fail(ti.info_offset, "tensor name '" + ti.name + "' appears twice");
+    infos.push_back(std::move(ti));
+  }
+  return infos;
+}
+
+// The view of tensor ti, whose data must lie aligned inside the data section (data_len bytes
+// from file offset data_offset).
+TensorView tensor_view(const Cursor& c, const GgufTensorInfo& ti, uint64_t al, uint64_t data_offset) {
+  const uint64_t data_len = c.size - data_offset;
+  const std::string where = tensor_where(ti);
+  uint64_t rows = 1;
+  for (size_t d = 1; d < ti.ne.size(); ++d) rows *= uint64_t(ti.ne[d]);
+  const uint64_t rb = row_bytes(ti.dtype, ti.ne[0]);
+  if (rows && rb > (1ull << 62) / rows) c.fail(ti.info_offset, where + ": byte size overflows");
+  const uint64_t nbytes = rows * rb;
+  if (ti.offset % al)
+    c.fail(ti.info_offset, where + ": data offset " + std::to_string(ti.offset) + " is not a multiple of the alignment " +
+                               std::to_string(al));
+  if (ti.offset > data_len || nbytes > data_len - ti.offset)
+    c.fail(ti.info_offset, where + ": data [" + std::to_string(ti.offset) + ", +" + std::to_string(nbytes) +
+                               ") runs past the data section (" + std::to_string(data_len) + " bytes from file offset " +
+                               std::to_string(data_offset) + "; file is " + std::to_string(c.size) + " bytes)");
+  TensorView v;
+  v.name = ti.name;
+  v.file = c.file;
+  v.dtype = ti.dtype;
+  v.shape.assign(ti.ne.rbegin(), ti.ne.rend());
+  v.data = c.base + data_offset + ti.offset;
+  v.nbytes = nbytes;
+  v.file_offset = data_offset + ti.offset;
+  return v;
+}
+
+// Refuses two tensors whose data overlap.
+void check_no_overlap(const Cursor& c, const std::vector<GgufTensorInfo>& infos,
+                      const std::map<std::string, TensorView>& views, uint64_t data_offset) {
+  struct Range {
+    uint64_t begin, end;
+    const GgufTensorInfo* t;
+  };
+  std::vector<Range> ranges;
+  for (const GgufTensorInfo& ti : infos) ranges.push_back({ti.offset, ti.offset + views.at(ti.name).nbytes, &ti});
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  for (size_t k = 1; k < ranges.size(); ++k)
+    if (ranges[k].begin < ranges[k - 1].end)
+      c.fail(data_offset + ranges[k].begin,
+             "tensors '" + ranges[k - 1].t->name + "' [" + std::to_string(ranges[k - 1].begin) + ", " +
+                 std::to_string(ranges[k - 1].end) + ") and '" + ranges[k].t->name + "' [" +
+                 std::to_string(ranges[k].begin) + ", " + std::to_string(ranges[k].end) + ") overlap in the data section");
+}
+
 }  // namespace
 
 const char* gguf_type_name(GgufType t) {
@@ -179,119 +326,20 @@ double GgufValue::float_at(uint64_t k) const { return scalar_float(elem_type, el
 std::unique_ptr<GgufFile> GgufFile::open(const std::filesystem::path& path) {
   std::unique_ptr<GgufFile> g(new GgufFile());
   g->map_ = MappedFile(path);
-  const std::string fname = path.string();
-  Cursor c{g->map_.data(), g->map_.size(), 0, fname};
-  if (c.size < 4) c.fail(0, "not a GGUF file: only " + std::to_string(c.size) + " bytes");
-  const uint32_t magic = c.read<uint32_t>("magic");
-  if (magic != kMagic) {
-    char m[5] = {0};
-    std::memcpy(m, g->map_.data(), 4);
-    for (char& ch : m)
-      if (ch && (ch < 32 || ch > 126)) ch = '?';
-    c.fail(0, std::string("not a GGUF file: magic '") + m + "' (expected 'GGUF')");
-  }
-  g->version_ = c.read<uint32_t>("version");
-  if (g->version_ != 3)
-    c.fail(4, "GGUF version " + std::to_string(g->version_) + " is not supported (g4 reads version 3)" +
-                  (g->version_ > 0xFFFF ? ": a big-endian file?" : ""));
-  const uint64_t n_tensors = c.read<uint64_t>("tensor count");
-  const uint64_t n_kv = c.read<uint64_t>("metadata count");
-  // Each metadata entry takes at least 8 (key length) + 4 (type) + 1 bytes; each tensor info
-  // at least 8 + 4 + 8 + 4 + 8 = 32 bytes (name length, n_dims, one ne, type, offset).
-  if (n_kv > c.left() / 13) c.fail(16, "metadata count " + std::to_string(n_kv) + " is absurd for a " + std::to_string(c.size) + "-byte file");
-  if (n_tensors > c.left() / 32) c.fail(8, "tensor count " + std::to_string(n_tensors) + " is absurd for a " + std::to_string(c.size) + "-byte file");
-
-  for (uint64_t k = 0; k < n_kv; ++k) {
-    const uint64_t at = c.pos;
-    const std::string key(c.string("metadata key #" + std::to_string(k)));
-    const uint64_t tat = c.pos;
-    const uint32_t t = c.read<uint32_t>("type of metadata '" + key + "'");
-    if (!valid_type(t)) c.fail(tat, "metadata '" + key + "': unknown value type " + std::to_string(t));
-    GgufValue v = read_value(c, GgufType(t), "metadata '" + key + "'", 0);
-    if (!g->kv_.emplace(key, std::move(v)).second) c.fail(at, "metadata key '" + key + "' appears twice");
-  }
-  if (const GgufValue* a = g->find("general.alignment")) {
-    if (!a->is_int() || a->type == GgufType::BOOL) c.fail(a->offset, "general.alignment must be an integer");
-    if (a->i < 1 || a->i > (1 << 20) || (a->i & (a->i - 1)))
-      c.fail(a->offset, "general.alignment = " + std::to_string(a->i) + ": must be a power of two up to 1 MiB");
-    g->alignment_ = uint64_t(a->i);
-  }
-
-  std::set<std::string> names;
-  for (uint64_t k = 0; k < n_tensors; ++k) {
-    GgufTensorInfo ti;
-    ti.info_offset = c.pos;
-    ti.name = std::string(c.string("tensor info #" + std::to_string(k) + " name"));
-    const std::string where = "tensor '" + ti.name + "' (info at byte " + std::to_string(ti.info_offset) + ")";
-    const uint32_t nd = c.read<uint32_t>(where + " n_dims");
-    if (nd < 1 || nd > kMaxDims) c.fail(ti.info_offset, where + ": n_dims " + std::to_string(nd) + " (expected 1.." + std::to_string(kMaxDims) + ")");
-    uint64_t numel = 1;
-    for (uint32_t d = 0; d < nd; ++d) {
-      const uint64_t ne = c.read<uint64_t>(where + " ne[" + std::to_string(d) + "]");
-      if (ne < 1 || ne > kMaxDim) c.fail(ti.info_offset, where + ": ne[" + std::to_string(d) + "] = " + std::to_string(ne) + " is absurd");
-      if (numel > (1ull << 62) / ne) c.fail(ti.info_offset, where + ": element count overflows");
-      numel *= ne;
-      ti.ne.push_back(int64_t(ne));
-    }
-    const uint64_t tat = c.pos;
-    ti.ggml_type = c.read<uint32_t>(where + " type");
-    auto dt = dtype_from_ggml(ti.ggml_type);
-    if (!dt)
-      c.fail(tat, where + ": ggml type " + std::to_string(ti.ggml_type) +
-                      " is not supported (g4 reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)");
-    ti.dtype = *dt;
-    if (ti.ne[0] % dtype_block_size(ti.dtype))
-      c.fail(tat, where + ": row length ne[0] = " + std::to_string(ti.ne[0]) + " is not a multiple of the " +
-                      std::string(dtype_name(ti.dtype)) + " block size " + std::to_string(dtype_block_size(ti.dtype)));
-    ti.offset = c.read<uint64_t>(where + " data offset");
-    if (!names.insert(ti.name).second) c.fail(ti.info_offset, "tensor name '" + ti.name + "' appears twice");
-    g->infos_.push_back(std::move(ti));
-  }
+  Cursor c{g->map_.data(), g->map_.size(), 0, path.string()};
+  const Preamble pre = read_preamble(c);
+  g->version_ = pre.version;
+  g->kv_ = read_metadata(c, pre.n_kv);
+  g->alignment_ = read_alignment(c, g->kv_);
+  g->infos_ = read_tensor_infos(c, pre.n_tensors);
   // Data section: after the infos, padded to the alignment.
   const uint64_t al = g->alignment_;
   const uint64_t data_off = (c.pos + al - 1) / al * al;
   if (data_off > c.size && !g->infos_.empty())
     c.fail(c.pos, "data section would start at byte " + std::to_string(data_off) + ", past the end of the file");
   g->data_offset_ = std::min(data_off, c.size);
-  const uint64_t data_len = c.size - g->data_offset_;
-
-  struct Range {
-    uint64_t begin, end;
-    const GgufTensorInfo* t;
-  };
-  std::vector<Range> ranges;
-  for (const GgufTensorInfo& ti : g->infos_) {
-    const std::string where = "tensor '" + ti.name + "' (info at byte " + std::to_string(ti.info_offset) + ")";
-    uint64_t rows = 1;
-    for (size_t d = 1; d < ti.ne.size(); ++d) rows *= uint64_t(ti.ne[d]);
-    const uint64_t rb = row_bytes(ti.dtype, ti.ne[0]);
-    if (rows && rb > (1ull << 62) / rows) c.fail(ti.info_offset, where + ": byte size overflows");
-    const uint64_t nbytes = rows * rb;
-    if (ti.offset % al)
-      c.fail(ti.info_offset, where + ": data offset " + std::to_string(ti.offset) + " is not a multiple of the alignment " +
-                                 std::to_string(al));
-    if (ti.offset > data_len || nbytes > data_len - ti.offset)
-      c.fail(ti.info_offset, where + ": data [" + std::to_string(ti.offset) + ", +" + std::to_string(nbytes) +
-                                 ") runs past the data section (" + std::to_string(data_len) + " bytes from file offset " +
-                                 std::to_string(g->data_offset_) + "; file is " + std::to_string(c.size) + " bytes)");
-    ranges.push_back({ti.offset, ti.offset + nbytes, &ti});
-    TensorView v;
-    v.name = ti.name;
-    v.file = fname;
-    v.dtype = ti.dtype;
-    v.shape.assign(ti.ne.rbegin(), ti.ne.rend());
-    v.data = g->map_.data() + g->data_offset_ + ti.offset;
-    v.nbytes = nbytes;
-    v.file_offset = g->data_offset_ + ti.offset;
-    g->views_.emplace(ti.name, std::move(v));
-  }
-  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
-  for (size_t k = 1; k < ranges.size(); ++k)
-    if (ranges[k].begin < ranges[k - 1].end)
-      c.fail(g->data_offset_ + ranges[k].begin,
-             "tensors '" + ranges[k - 1].t->name + "' [" + std::to_string(ranges[k - 1].begin) + ", " +
-                 std::to_string(ranges[k - 1].end) + ") and '" + ranges[k].t->name + "' [" +
-                 std::to_string(ranges[k].begin) + ", " + std::to_string(ranges[k].end) + ") overlap in the data section");
+  for (const GgufTensorInfo& ti : g->infos_) g->views_.emplace(ti.name, tensor_view(c, ti, al, g->data_offset_));
+  check_no_overlap(c, g->infos_, g->views_, g->data_offset_);
   return g;
 }
 
