@@ -71,28 +71,21 @@ bool is_other_tower(const std::string& name) {
   return false;
 }
 
-}  // namespace
+// The steps of bind_weights, in the order it checks the checkpoint.
 
-ModelWeights bind_weights(const ModelConfig& c, const std::map<std::string, TensorView>& tensors,
-                          const std::string& source) {
-  ModelWeights w;
-  for (const char* p : {"model.language_model.", "language_model.model.", "language_model.", "model."}) {
-    if (tensors.count(std::string(p) + "embed_tokens.weight")) {
-      w.prefix = p;
-      break;
-    }
-  }
-  if (w.prefix.empty() && tensors.count("embed_tokens.weight")) w.prefix = "";
-  else if (w.prefix.empty())
-    throw Error(source + ": no text decoder found: none of model.language_model., language_model., model. holds "
-                         "embed_tokens.weight (" + std::to_string(tensors.size()) + " tensors in the checkpoint)");
+// The prefix the text decoder's tensors share ("model.language_model." in released checkpoints).
+std::string text_prefix(const std::map<std::string, TensorView>& tensors, const std::string& source) {
+  for (const char* p : {"model.language_model.", "language_model.model.", "language_model.", "model."})
+    if (tensors.count(std::string(p) + "embed_tokens.weight")) return p;
+  if (tensors.count("embed_tokens.weight")) return "";
+  throw Error(source + ": no text decoder found: none of model.language_model., language_model., model. holds "
+                       "embed_tokens.weight (" + std::to_string(tensors.size()) + " tensors in the checkpoint)");
+}
 
-  const int64_t H = c.hidden_size, V = c.vocab_size, L = c.num_hidden_layers, P = c.hidden_size_per_layer_input;
-  Binder b(tensors, w.prefix, source, w);
-  w.embed_tokens = b.need("embed_tokens.weight", {V, H});
-  w.dtype = w.embed_tokens->dtype;
-  w.final_norm = b.need("norm.weight", {H});
-  // lm_head: optional; when tied the embedding is the head (a shipped copy is ignored).
+// lm_head: optional; when tied the embedding is the head (a shipped copy is ignored).
+void bind_head(const ModelConfig& c, const std::map<std::string, TensorView>& tensors, const std::string& source,
+               ModelWeights& w) {
+  const int64_t H = c.hidden_size, V = c.vocab_size;
   const TensorView* head = nullptr;
   for (const std::string& name : {std::string("lm_head.weight"), w.prefix + "lm_head.weight"}) {
     auto it = tensors.find(name);
@@ -113,6 +106,10 @@ ModelWeights bind_weights(const ModelConfig& c, const std::map<std::string, Tens
     w.bytes_by_dtype[std::string(dtype_name(head->dtype))] += head->nbytes;
     w.parameter_count += uint64_t(head->numel());
   }
+}
+
+void bind_per_layer_embeddings(const ModelConfig& c, Binder& b, ModelWeights& w) {
+  const int64_t H = c.hidden_size, L = c.num_hidden_layers, P = c.hidden_size_per_layer_input;
   if (P > 0) {
     w.embed_per_layer = b.need("embed_tokens_per_layer.weight", {c.vocab_size_per_layer_input, L * P});
     w.per_layer_model_projection = b.need("per_layer_model_projection.weight", {L * P, H});
@@ -120,58 +117,63 @@ ModelWeights bind_weights(const ModelConfig& c, const std::map<std::string, Tens
   } else {
     b.forbid("embed_tokens_per_layer.weight", "hidden_size_per_layer_input is 0 (no per-layer embeddings)");
   }
+}
 
-  w.layers.resize(size_t(L));
-  for (int i = 0; i < L; ++i) {
-    const LayerPlan& p = c.layers[size_t(i)];
-    LayerWeights& lw = w.layers[size_t(i)];
-    const std::string l = "layers." + std::to_string(i) + ".";
-    const int64_t hd = p.head_dim, q_out = int64_t(c.num_attention_heads) * hd, kv_out = int64_t(p.kv_heads) * hd;
-    lw.input_norm = b.need(l + "input_layernorm.weight", {H});
-    lw.post_attention_norm = b.need(l + "post_attention_layernorm.weight", {H});
-    lw.pre_feedforward_norm = b.need(l + "pre_feedforward_layernorm.weight", {H});
-    lw.post_feedforward_norm = b.need(l + "post_feedforward_layernorm.weight", {H});
-    lw.q_proj = b.need(l + "self_attn.q_proj.weight", {q_out, H});
-    lw.q_norm = b.need(l + "self_attn.q_norm.weight", {hd});
-    lw.o_proj = b.need(l + "self_attn.o_proj.weight", {H, q_out});
-    if (p.kv_shared) {
-      // Some exports ship k/v/k_norm on shared layers; the reference ignores them, so do we.
-      b.tolerate(l + "self_attn.k_proj.weight");
-      b.tolerate(l + "self_attn.v_proj.weight");
-      b.tolerate(l + "self_attn.k_norm.weight");
-    } else {
-      lw.k_proj = b.need(l + "self_attn.k_proj.weight", {kv_out, H});
-      lw.k_norm = b.need(l + "self_attn.k_norm.weight", {hd});
-      if (p.k_eq_v)
-        b.forbid(l + "self_attn.v_proj.weight", "attention_k_eq_v is true, so full layers take V from k_proj");
-      else
-        lw.v_proj = b.need(l + "self_attn.v_proj.weight", {kv_out, H});
-    }
-    b.forbid(l + "self_attn.v_norm.weight", "v_norm has no weight in Gemma 4");
-    lw.gate_proj = b.need(l + "mlp.gate_proj.weight", {p.mlp_width, H});
-    lw.up_proj = b.need(l + "mlp.up_proj.weight", {p.mlp_width, H});
-    lw.down_proj = b.need(l + "mlp.down_proj.weight", {H, p.mlp_width});
-    lw.layer_scalar = b.need(l + "layer_scalar", {1});
-    if (P > 0) {
-      lw.ple_input_gate = b.need(l + "per_layer_input_gate.weight", {P, H});
-      lw.ple_projection = b.need(l + "per_layer_projection.weight", {H, P});
-      lw.ple_post_norm = b.need(l + "post_per_layer_input_norm.weight", {H});
-    }
-    if (p.moe) {
-      const int64_t E = c.num_experts, Ie = c.moe_intermediate_size;
-      lw.router_proj = b.need(l + "router.proj.weight", {E, H});
-      lw.router_scale = b.need(l + "router.scale", {H});
-      lw.router_per_expert_scale = b.need(l + "router.per_expert_scale", {E});
-      lw.experts_gate_up = b.need(l + "experts.gate_up_proj", {E, 2 * Ie, H});
-      lw.experts_down = b.need(l + "experts.down_proj", {E, H, Ie});
-      lw.pre_feedforward_norm_2 = b.need(l + "pre_feedforward_layernorm_2.weight", {H});
-      lw.post_feedforward_norm_1 = b.need(l + "post_feedforward_layernorm_1.weight", {H});
-      lw.post_feedforward_norm_2 = b.need(l + "post_feedforward_layernorm_2.weight", {H});
-    }
+// Norms and projections of attention layer `l` ("layers.N.").
+void bind_attention(const ModelConfig& c, const LayerPlan& p, const std::string& l, Binder& b, LayerWeights& lw) {
+  const int64_t H = c.hidden_size;
+  const int64_t hd = p.head_dim, q_out = int64_t(c.num_attention_heads) * hd, kv_out = int64_t(p.kv_heads) * hd;
+  lw.input_norm = b.need(l + "input_layernorm.weight", {H});
+  lw.post_attention_norm = b.need(l + "post_attention_layernorm.weight", {H});
+  lw.pre_feedforward_norm = b.need(l + "pre_feedforward_layernorm.weight", {H});
+  lw.post_feedforward_norm = b.need(l + "post_feedforward_layernorm.weight", {H});
+  lw.q_proj = b.need(l + "self_attn.q_proj.weight", {q_out, H});
+  lw.q_norm = b.need(l + "self_attn.q_norm.weight", {hd});
+  lw.o_proj = b.need(l + "self_attn.o_proj.weight", {H, q_out});
+  if (p.kv_shared) {
+    // Some exports ship k/v/k_norm on shared layers; the reference ignores them, so do we.
+    b.tolerate(l + "self_attn.k_proj.weight");
+    b.tolerate(l + "self_attn.v_proj.weight");
+    b.tolerate(l + "self_attn.k_norm.weight");
+  } else {
+    lw.k_proj = b.need(l + "self_attn.k_proj.weight", {kv_out, H});
+    lw.k_norm = b.need(l + "self_attn.k_norm.weight", {hd});
+    if (p.k_eq_v)
+      b.forbid(l + "self_attn.v_proj.weight", "attention_k_eq_v is true, so full layers take V from k_proj");
+    else
+      lw.v_proj = b.need(l + "self_attn.v_proj.weight", {kv_out, H});
   }
-  if (b.ignored()) w.notes.push_back(std::to_string(b.ignored()) + " k/v/k_norm tensors on KV-shared layers accepted and not used");
+  b.forbid(l + "self_attn.v_norm.weight", "v_norm has no weight in Gemma 4");
+}
 
-  // Anything else under the text prefix is a sign the config and checkpoint disagree.
+// MLP, layer scalar, per-layer-input and MoE tensors of layer `l`.
+void bind_feed_forward(const ModelConfig& c, const LayerPlan& p, const std::string& l, Binder& b, LayerWeights& lw) {
+  const int64_t H = c.hidden_size, P = c.hidden_size_per_layer_input;
+  lw.gate_proj = b.need(l + "mlp.gate_proj.weight", {p.mlp_width, H});
+  lw.up_proj = b.need(l + "mlp.up_proj.weight", {p.mlp_width, H});
+  lw.down_proj = b.need(l + "mlp.down_proj.weight", {H, p.mlp_width});
+  lw.layer_scalar = b.need(l + "layer_scalar", {1});
+  if (P > 0) {
+    lw.ple_input_gate = b.need(l + "per_layer_input_gate.weight", {P, H});
+    lw.ple_projection = b.need(l + "per_layer_projection.weight", {H, P});
+    lw.ple_post_norm = b.need(l + "post_per_layer_input_norm.weight", {H});
+  }
+  if (p.moe) {
+    const int64_t E = c.num_experts, Ie = c.moe_intermediate_size;
+    lw.router_proj = b.need(l + "router.proj.weight", {E, H});
+    lw.router_scale = b.need(l + "router.scale", {H});
+    lw.router_per_expert_scale = b.need(l + "router.per_expert_scale", {E});
+    lw.experts_gate_up = b.need(l + "experts.gate_up_proj", {E, 2 * Ie, H});
+    lw.experts_down = b.need(l + "experts.down_proj", {E, H, Ie});
+    lw.pre_feedforward_norm_2 = b.need(l + "pre_feedforward_layernorm_2.weight", {H});
+    lw.post_feedforward_norm_1 = b.need(l + "post_feedforward_layernorm_1.weight", {H});
+    lw.post_feedforward_norm_2 = b.need(l + "post_feedforward_layernorm_2.weight", {H});
+  }
+}
+
+// Anything else under the text prefix is a sign the config and checkpoint disagree; other
+// towers and tensors outside the prefix are noted and ignored.
+void check_unbound(const std::map<std::string, TensorView>& tensors, const Binder& b, ModelWeights& w) {
   int towers = 0;
   for (const auto& [name, t] : tensors) {
     if (b.seen().count(name) || name == "lm_head.weight" || name == w.prefix + "lm_head.weight") continue;
@@ -187,7 +189,29 @@ ModelWeights bind_weights(const ModelConfig& c, const std::map<std::string, Tens
                 " under the text decoder prefix: the config does not account for it");
   }
   if (towers) w.notes.push_back(std::to_string(towers) + " vision/audio tower tensors ignored");
-  // Every bound tensor must be a dtype the reference path reads.
+}
+
+}  // namespace
+
+ModelWeights bind_weights(const ModelConfig& c, const std::map<std::string, TensorView>& tensors,
+                          const std::string& source) {
+  ModelWeights w;
+  w.prefix = text_prefix(tensors, source);
+  const int64_t H = c.hidden_size, V = c.vocab_size;
+  Binder b(tensors, w.prefix, source, w);
+  w.embed_tokens = b.need("embed_tokens.weight", {V, H});
+  w.dtype = w.embed_tokens->dtype;
+  w.final_norm = b.need("norm.weight", {H});
+  bind_head(c, tensors, source, w);
+  bind_per_layer_embeddings(c, b, w);
+  w.layers.resize(size_t(c.num_hidden_layers));
+  for (int i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string l = "layers." + std::to_string(i) + ".";
+    bind_attention(c, c.layers[size_t(i)], l, b, w.layers[size_t(i)]);
+    bind_feed_forward(c, c.layers[size_t(i)], l, b, w.layers[size_t(i)]);
+  }
+  if (b.ignored()) w.notes.push_back(std::to_string(b.ignored()) + " k/v/k_norm tensors on KV-shared layers accepted and not used");
+  check_unbound(tensors, b, w);
   return w;
 }
 
