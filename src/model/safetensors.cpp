@@ -26,9 +26,8 @@ uint64_t read_u64_le(const std::byte* p) {
   return v;
 }
 
-// Parses and validates one file's header, adding its tensors to `out`.
-void index_file(const MappedFile& file, std::map<std::string, TensorView>& out,
-                const std::set<std::string>* wanted, uint64_t& data_bytes) {
+// The header JSON of a safetensors file: an 8-byte little-endian length, then that many bytes.
+json read_header(const MappedFile& file) {
   const std::string fname = file.path().string();
   if (file.size() < 8)
     throw Error(fname + ": not a safetensors file: " + std::to_string(file.size()) +
@@ -50,69 +49,63 @@ void index_file(const MappedFile& file, std::map<std::string, TensorView>& out,
     throw Error(fname + ": header JSON is malformed: " + e.what());
   }
   if (!header.is_object()) throw Error(fname + ": header JSON is not an object");
+  return header;
+}
 
-  const uint64_t data_start = 8 + header_len;
-  const uint64_t data_len = file.size() - data_start;
-  data_bytes += data_len;
+// One validated header entry: its data is [begin, end) of the data section.
+struct HeaderEntry {
+  DType dtype;
+  std::vector<int64_t> shape;
+  uint64_t begin, end;
+};
 
-  struct Range {
-    uint64_t begin, end;
-    std::string name;
-  };
-  std::vector<Range> ranges;
-  for (auto it = header.begin(); it != header.end(); ++it) {
-    const std::string& name = it.key();
-    if (name == "__metadata__") continue;
-    const json& t = it.value();
-    const std::string where = fname + ": tensor '" + name + "'";
-    if (!t.is_object() || !t.contains("dtype") || !t.contains("shape") || !t.contains("data_offsets"))
-      throw Error(where + ": entry needs dtype, shape and data_offsets");
-    if (!t["dtype"].is_string()) throw Error(where + ": dtype is not a string");
-    const std::string dt = t["dtype"].get<std::string>();
-    auto dtype = dtype_from_name(dt);
-    if (!dtype) throw Error(where + ": unsupported dtype " + dt + " (g4 reads F32, F16, BF16)");
-    const json& shp = t["shape"];
-    const json& offs = t["data_offsets"];
-    if (!shp.is_array()) throw Error(where + ": shape is not an array");
-    if (!offs.is_array() || offs.size() != 2 || !offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
-      throw Error(where + ": data_offsets must be two non-negative integers");
-    std::vector<int64_t> shape;
-    uint64_t numel = 1;
-    for (const json& d : shp) {
-      if (!d.is_number_unsigned()) throw Error(where + ": shape has a non-integer or negative dimension");
-      uint64_t v = d.get<uint64_t>();
-      if (v > (1ull << 40)) throw Error(where + ": absurd dimension " + std::to_string(v));
-      if (v && numel > (1ull << 62) / v) throw Error(where + ": element count overflows");
-      numel *= v;
-      shape.push_back(int64_t(v));
-    }
-    const uint64_t begin = offs[0].get<uint64_t>(), end = offs[1].get<uint64_t>();
-    const uint64_t expected = numel * dtype_size(*dtype);
-    if (end < begin)
-      throw Error(where + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] end before begin");
-    if (end - begin != expected)
-      throw Error(where + ": data_offsets span " + std::to_string(end - begin) + " bytes but " + dt + " " +
-                  shape_str(shape) + " needs " + std::to_string(expected));
-    if (end > data_len)
-      throw Error(where + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
-                  "] run past the data section (" + std::to_string(data_len) + " bytes; file offset " +
-                  std::to_string(data_start + end) + " > file size " + std::to_string(file.size()) + ")");
-    ranges.push_back({begin, end, name});
-    if (wanted && !wanted->count(name)) continue;
-    if (out.count(name)) throw Error(where + ": tensor appears in more than one file");
-    TensorView v;
-    v.name = name;
-    v.file = fname;
-    v.dtype = *dtype;
-    v.shape = std::move(shape);
-    v.data = file.data() + data_start + begin;
-    v.nbytes = expected;
-    v.file_offset = data_start + begin;
-    out.emplace(name, std::move(v));
+// Checks header entry t (named in errors by `where`) against the data section of
+// data_len bytes starting at file offset data_start of a file_size-byte file.
+HeaderEntry parse_entry(const json& t, const std::string& where, uint64_t data_start, uint64_t data_len, uint64_t file_size) {
+  if (!t.is_object() || !t.contains("dtype") || !t.contains("shape") || !t.contains("data_offsets"))
+    throw Error(where + ": entry needs dtype, shape and data_offsets");
+  if (!t["dtype"].is_string()) throw Error(where + ": dtype is not a string");
+  const std::string dt = t["dtype"].get<std::string>();
+  auto dtype = dtype_from_name(dt);
+  if (!dtype) throw Error(where + ": unsupported dtype " + dt + " (g4 reads F32, F16, BF16)");
+  const json& shp = t["shape"];
+  const json& offs = t["data_offsets"];
+  if (!shp.is_array()) throw Error(where + ": shape is not an array");
+  if (!offs.is_array() || offs.size() != 2 || !offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
+    throw Error(where + ": data_offsets must be two non-negative integers");
+  HeaderEntry e{*dtype, {}, offs[0].get<uint64_t>(), offs[1].get<uint64_t>()};
+  uint64_t numel = 1;
+  for (const json& d : shp) {
+    if (!d.is_number_unsigned()) throw Error(where + ": shape has a non-integer or negative dimension");
+    uint64_t v = d.get<uint64_t>();
+    if (v > (1ull << 40)) throw Error(where + ": absurd dimension " + std::to_string(v));
+    if (v && numel > (1ull << 62) / v) throw Error(where + ": element count overflows");
+    numel *= v;
+    e.shape.push_back(int64_t(v));
   }
-  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
-  const Range* furthest = nullptr;  // the range reaching furthest so far
-  for (const Range& r : ranges) {
+  const uint64_t expected = numel * dtype_size(*dtype);
+  if (e.end < e.begin)
+    throw Error(where + ": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "] end before begin");
+  if (e.end - e.begin != expected)
+    throw Error(where + ": data_offsets span " + std::to_string(e.end - e.begin) + " bytes but " + dt + " " +
+                shape_str(e.shape) + " needs " + std::to_string(expected));
+  if (e.end > data_len)
+    throw Error(where + ": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                "] run past the data section (" + std::to_string(data_len) + " bytes; file offset " +
+                std::to_string(data_start + e.end) + " > file size " + std::to_string(file_size) + ")");
+  return e;
+}
+
+struct NamedRange {
+  uint64_t begin, end;
+  std::string name;
+};
+
+// Refuses two non-empty tensors of file `fname` whose data overlap.
+void check_disjoint(const std::string& fname, std::vector<NamedRange> ranges) {
+  std::sort(ranges.begin(), ranges.end(), [](const NamedRange& a, const NamedRange& b) { return a.begin < b.begin; });
+  const NamedRange* furthest = nullptr;  // the range reaching furthest so far
+  for (const NamedRange& r : ranges) {
     if (r.end == r.begin) continue;  // empty tensors occupy no bytes
     if (furthest && r.begin < furthest->end)
       throw Error(fname + ": tensors '" + furthest->name + "' [" + std::to_string(furthest->begin) + ", " +
@@ -120,6 +113,36 @@ void index_file(const MappedFile& file, std::map<std::string, TensorView>& out,
                   std::to_string(r.end) + ") overlap in the data section");
     if (!furthest || r.end > furthest->end) furthest = &r;
   }
+}
+
+// Parses and validates one file's header, adding its tensors to `out`.
+void index_file(const MappedFile& file, std::map<std::string, TensorView>& out,
+                const std::set<std::string>* wanted, uint64_t& data_bytes) {
+  const std::string fname = file.path().string();
+  const json header = read_header(file);
+  const uint64_t data_start = 8 + read_u64_le(file.data());  // after the header read_header checked
+  const uint64_t data_len = file.size() - data_start;
+  data_bytes += data_len;
+  std::vector<NamedRange> ranges;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    const std::string& name = it.key();
+    if (name == "__metadata__") continue;
+    const std::string where = fname + ": tensor '" + name + "'";
+    HeaderEntry e = parse_entry(it.value(), where, data_start, data_len, file.size());
+    ranges.push_back({e.begin, e.end, name});
+    if (wanted && !wanted->count(name)) continue;
+    if (out.count(name)) throw Error(where + ": tensor appears in more than one file");
+    TensorView v;
+    v.name = name;
+    v.file = fname;
+    v.dtype = e.dtype;
+    v.shape = std::move(e.shape);
+    v.data = file.data() + data_start + e.begin;
+    v.nbytes = e.end - e.begin;
+    v.file_offset = data_start + e.begin;
+    out.emplace(name, std::move(v));
+  }
+  check_disjoint(fname, std::move(ranges));
 }
 
 }  // namespace
