@@ -196,8 +196,11 @@ bool request_amx_permission(std::string& why_not) {
 #endif
 }
 
-void probe_isa(DeviceInfo& device, const ProbeOptions& options) {
 #if defined(__x86_64__)
+// The steps of probe_isa.
+
+// Vendor and brand strings.
+void read_cpu_name(DeviceInfo& device) {
   CpuidRegs vendor = cpuid(0);
   device.vendor = regs_text({vendor.ebx, vendor.edx, vendor.ecx});
   std::string brand;
@@ -207,13 +210,10 @@ void probe_isa(DeviceInfo& device, const ProbeOptions& options) {
   }
   device.name = trim(brand.c_str());
   if (device.name.empty()) device.name = "x86-64 CPU (" + device.vendor + ")";
+}
 
-  CpuidRegs leaf1 = cpuid(1), leaf7 = cpuid(7, 0), leaf7_1 = cpuid(7, 1);
-  uint64_t xcr0 = bit(leaf1.ecx, 27) ? read_xcr0() : 0;  // OSXSAVE: XGETBV is allowed
-  device.os_avx_state = (xcr0 & 0x6) == 0x6;              // SSE + YMM
-  device.os_avx512_state = device.os_avx_state && (xcr0 & 0xe0) == 0xe0;  // opmask, ZMM_Hi256, Hi16_ZMM
-  device.os_amx_state = (xcr0 & (3ull << 17)) == (3ull << 17);             // XTILECFG + XTILEDATA
-
+// What cpuid reports, before the OS has its say.
+IsaFeatures cpuid_features(const CpuidRegs& leaf1, const CpuidRegs& leaf7, const CpuidRegs& leaf7_1) {
   IsaFeatures reported;
   reported.fma = bit(leaf1.ecx, 12);
   reported.f16c = bit(leaf1.ecx, 29);
@@ -229,9 +229,12 @@ void probe_isa(DeviceInfo& device, const ProbeOptions& options) {
   reported.amx_int8 = bit(leaf7.edx, 25);
   reported.avx_vnni = bit(leaf7_1.eax, 4);
   reported.avx512_bf16 = bit(leaf7_1.eax, 5);
+  return reported;
+}
 
-  IsaFeatures& usable = device.isa;
-  usable = reported;
+// The reported features less those whose register state the OS does not save (device.os_*).
+IsaFeatures usable_features(DeviceInfo& device, const IsaFeatures& reported) {
+  IsaFeatures usable = reported;
   if (!device.os_avx_state) {
     if (reported.avx2) device.probe_notes.push_back("AVX/AVX2 reported by cpuid but the OS does not save YMM state: disabled");
     usable.avx2 = usable.fma = usable.f16c = usable.avx_vnni = false;
@@ -245,13 +248,12 @@ void probe_isa(DeviceInfo& device, const ProbeOptions& options) {
     if (reported.amx_tile) device.probe_notes.push_back("AMX reported by cpuid but XCR0 lacks tile state (kernel without AMX support): disabled");
     usable.amx_tile = usable.amx_bf16 = usable.amx_int8 = false;
   }
+  return usable;
+}
 
-  if (usable.amx_tile) {
-    std::string why_not = "permission not requested (ProbeOptions)";
-    device.os_amx_permitted = options.request_amx_permission && request_amx_permission(why_not);
-    if (!device.os_amx_permitted) device.probe_notes.push_back("AMX unusable: " + why_not);
-  }
-
+// Runs (or says why not) the self-test of each instruction family g4 trusts only once tried.
+void run_selftests(DeviceInfo& device, const ProbeOptions& options) {
+  const IsaFeatures& usable = device.isa;
   auto not_run = [](const std::string& why) { return SelfTest{SelfTestOutcome::NotRun, why}; };
   const std::string no_selftests = "self-tests disabled (ProbeOptions)";
   if (!usable.amx_tile || !usable.amx_bf16) {
@@ -281,6 +283,24 @@ void probe_isa(DeviceInfo& device, const ProbeOptions& options) {
   for (const SelfTest* t : {&device.amx_bf16_selftest, &device.amx_int8_selftest, &device.avx512_bf16_selftest,
                             &device.avx512_vnni_selftest})
     if (t->outcome == SelfTestOutcome::Failed) device.probe_notes.push_back("self-test failed: " + t->detail);
+}
+#endif
+
+void probe_isa(DeviceInfo& device, const ProbeOptions& options) {
+#if defined(__x86_64__)
+  read_cpu_name(device);
+  CpuidRegs leaf1 = cpuid(1), leaf7 = cpuid(7, 0), leaf7_1 = cpuid(7, 1);
+  uint64_t xcr0 = bit(leaf1.ecx, 27) ? read_xcr0() : 0;  // OSXSAVE: XGETBV is allowed
+  device.os_avx_state = (xcr0 & 0x6) == 0x6;              // SSE + YMM
+  device.os_avx512_state = device.os_avx_state && (xcr0 & 0xe0) == 0xe0;  // opmask, ZMM_Hi256, Hi16_ZMM
+  device.os_amx_state = (xcr0 & (3ull << 17)) == (3ull << 17);             // XTILECFG + XTILEDATA
+  device.isa = usable_features(device, cpuid_features(leaf1, leaf7, leaf7_1));
+  if (device.isa.amx_tile) {
+    std::string why_not = "permission not requested (ProbeOptions)";
+    device.os_amx_permitted = options.request_amx_permission && request_amx_permission(why_not);
+    if (!device.os_amx_permitted) device.probe_notes.push_back("AMX unusable: " + why_not);
+  }
+  run_selftests(device, options);
 #else
   device.name = "non-x86 CPU";
   device.probe_notes.push_back("ISA probe implemented for x86-64 only: scalar kernels");
