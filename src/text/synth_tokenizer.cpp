@@ -149,15 +149,9 @@ void learn_merges(Builder& b, size_t max_merges) {
 
 std::string quote(const std::string& s) { return json(s).dump(); }
 
-}  // namespace
-
-void write_synth_tokenizer(const std::filesystem::path& dir, int vocab_size) {
-  if (vocab_size < 512)
-    throw Error("synth tokenizer: vocab_size " + std::to_string(vocab_size) +
-                " is below 512 (Gemma's layout needs ids up to 493 for the byte pieces)");
-  if (vocab_size > (1 << 24)) throw Error("synth tokenizer: vocab_size " + std::to_string(vocab_size) + " is too large");
-  Builder b(vocab_size);
-
+// The ids Gemma's layout fixes: specials, unused slots, control tokens, runs of newlines and
+// of spaces, and the 256 byte pieces.
+void put_fixed_pieces(Builder& b) {
   b.put(0, "<pad>", true, true);
   b.put(1, "<eos>", true, true);
   b.put(2, "<bos>", true, true);
@@ -172,7 +166,7 @@ void write_synth_tokenizer(const std::filesystem::path& dir, int vocab_size) {
       {255999, "<|image>"},     {256000, "<|audio>"}, {258880, "<|image|>"}, {258881, "<|audio|>"},
       {258882, "<image|>"},     {258883, "<audio|>"}, {258884, "<|video|>"}};
   for (const auto& [id, piece] : controls) {
-    if (id < vocab_size) b.ids.erase(b.pieces[size_t(id)]);
+    if (id < b.vocab_size) b.ids.erase(b.pieces[size_t(id)]);
     b.put(id, piece, true, true);
   }
   for (int k = 1; k <= 31; ++k) b.put(106 + k, std::string(size_t(k), '\n'), true, false);
@@ -182,10 +176,12 @@ void write_synth_tokenizer(const std::filesystem::path& dir, int vocab_size) {
     if (k >= 2) b.put(136 + k, run, true, false);
   }
   for (int v = 0; v < 256; ++v) b.put(238 + v, byte_piece(uint8_t(v)), false, false);
+}
 
-  // Single characters, most useful first (they fill 168..237, then 494..). With few ids left
-  // (vocab_size near 512), half of what the common characters leave goes to merges and the rare
-  // characters fall back to bytes.
+// Single characters, most useful first (they fill 168..237, then 494..), and merges. With few
+// ids left (vocab_size near 512), half of what the common characters leave goes to merges and
+// the rare characters fall back to bytes.
+void add_characters_and_merges(Builder& b) {
   std::vector<std::string> common = {std::string(kMetaspace)};
   for (char c : std::string("etaoinsrhldcumfpgwybvkxjqz.,'\"-():;!?0123456789")) common.emplace_back(1, c);
   std::vector<std::string> rare;
@@ -209,12 +205,12 @@ void write_synth_tokenizer(const std::filesystem::path& dir, int vocab_size) {
     for (const auto& c : rare)
       if (!b.add_piece(c)) break;
   }
+}
 
-  for (size_t id = 0; id < b.pieces.size(); ++id)
-    if (b.pieces[id].empty()) b.pieces[id] = "<unused" + std::to_string(id - 6) + ">";
-
+// tokenizer.json as the Hugging Face tokenizers library writes a Gemma BPE tokenizer.
+std::string tokenizer_json(const Builder& b) {
   std::string out;
-  out.reserve(size_t(vocab_size) * 24 + 65536);
+  out.reserve(size_t(b.vocab_size) * 24 + 65536);
   out += "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\"added_tokens\":[";
   bool first = true;
   for (size_t id = 0; id < b.pieces.size(); ++id) {
@@ -247,14 +243,33 @@ void write_synth_tokenizer(const std::filesystem::path& dir, int vocab_size) {
     out += "[" + quote(b.merges[r].first) + "," + quote(b.merges[r].second) + "]";
   }
   out += "]}}\n";
+  return out;
+}
 
-  json config = {{"add_bos_token", true},       {"add_eos_token", false},       {"bos_token", "<bos>"},
-                 {"eos_token", "<eos>"},        {"pad_token", "<pad>"},         {"unk_token", "<unk>"},
-                 {"mask_token", "<mask>"},      {"sot_token", "<|turn>"},       {"eot_token", "<turn|>"},
-                 {"soc_token", "<|channel>"},   {"eoc_token", "<channel|>"},    {"think_token", "<|think|>"},
-                 {"escape_token", "<|\"|>"},    {"padding_side", "left"},       {"tokenizer_class", "GemmaTokenizer"},
-                 {"clean_up_tokenization_spaces", false}, {"spaces_between_special_tokens", false},
-                 {"g4_synthetic", true}};
+json tokenizer_config_json() {
+  return {{"add_bos_token", true},       {"add_eos_token", false},       {"bos_token", "<bos>"},
+          {"eos_token", "<eos>"},        {"pad_token", "<pad>"},         {"unk_token", "<unk>"},
+          {"mask_token", "<mask>"},      {"sot_token", "<|turn>"},       {"eot_token", "<turn|>"},
+          {"soc_token", "<|channel>"},   {"eoc_token", "<channel|>"},    {"think_token", "<|think|>"},
+          {"escape_token", "<|\"|>"},    {"padding_side", "left"},       {"tokenizer_class", "GemmaTokenizer"},
+          {"clean_up_tokenization_spaces", false}, {"spaces_between_special_tokens", false},
+          {"g4_synthetic", true}};
+}
+
+}  // namespace
+
+void write_synth_tokenizer(const std::filesystem::path& dir, int vocab_size) {
+  if (vocab_size < 512)
+    throw Error("synth tokenizer: vocab_size " + std::to_string(vocab_size) +
+                " is below 512 (Gemma's layout needs ids up to 493 for the byte pieces)");
+  if (vocab_size > (1 << 24)) throw Error("synth tokenizer: vocab_size " + std::to_string(vocab_size) + " is too large");
+  Builder b(vocab_size);
+  put_fixed_pieces(b);
+  add_characters_and_merges(b);
+  for (size_t id = 0; id < b.pieces.size(); ++id)
+    if (b.pieces[id].empty()) b.pieces[id] = "<unused" + std::to_string(id - 6) + ">";
+  const std::string out = tokenizer_json(b);
+  const json config = tokenizer_config_json();
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error(dir.string() + ": cannot create directory: " + ec.message());
