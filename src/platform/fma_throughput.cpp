@@ -63,11 +63,8 @@ G4_TARGET_AVX2_FMA double fma_loop_avx2(long iters) {
 
 // VDPBF16PS (kBf16) or VPDPBUSD: kDotChains independent chains of the instruction on constant
 // operands. One target for both: each instantiation runs only where its instruction was confirmed.
-// Why 16 (it was 12): a loop holds the unit busy only while chains / latency >= issue rate, and
-// VDPBF16PS's latency is longer than an FMA's. On the Zen 5 VM, alternated 3 rounds of `g4 device
-// --fma`, 2 threads: 12 chains 739-746 GOP/s (VDPBF16PS) and 1458-1522 (VPDPBUSD), 16 chains
-// 775-806 and 1579-1593, while the bf16 prefill products alone (16 accumulators) had read 770,
-// above the 12-chain "peak". 24 chains read half (not looked into: 16 is register-only and enough).
+// Why 16: a loop holds the unit busy only while chains / latency >= issue rate, and VDPBF16PS's
+// latency is longer than an FMA's (12 chains read below what the prefill products reach).
 constexpr int kDotChains = 16;
 template <bool kBf16>
 G4_TARGET_AVX512F_BW_BF16_VNNI double dot_loop(long iters) {

@@ -1,9 +1,7 @@
 // Multiply-add throughput measured by a register-only FMA loop, on one thread and on several
 // threads at once. Why: a VM's vCPUs may be hyperthreads of one physical core, or share cores
 // with another guest at the moment, and sysfs cannot tell (the hypervisor reports each vCPU as a
-// core). On the Ice Lake VM this project draws, two threads together once did 1.1x the FMA work
-// of one (two processes of the loop: 91 + 91 GFLOP/s against 165 alone), and minutes later 2.0x.
-// When they share, compute-bound work (prefill, attention at depth) cannot go faster with the
+// core), and the answer can change from one minute to the next. When they share, compute-bound work (prefill, attention at depth) cannot go faster with the
 // second thread while memory-bound decode still does, so `g4 device --fma` and `g4 bench`
 // measure it beside the bandwidth, in the same run as the figures it bounds.
 #pragma once

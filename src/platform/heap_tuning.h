@@ -2,9 +2,8 @@
 //
 // Why: a prefill step allocates activation buffers of tens of MiB per product ([T, out] f32)
 // and frees them right after. glibc serves blocks above its mmap threshold with a fresh mmap
-// each time, so every such buffer costs page faults and kernel page zeroing; measured with perf
-// on a 512-token prefill (E2B, 2 threads, this VM): 22% of the time in clear_page and fault
-// handling. Raising the thresholds keeps freed blocks in the heap for the next step.
+// each time, so every such buffer costs page faults and kernel page zeroing (a large share of a
+// prefill's time). Raising the thresholds keeps freed blocks in the heap for the next step.
 #pragma once
 #include <cstdint>
 
@@ -14,9 +13,8 @@ namespace g4 {
 // memory at its top for reuse instead of trimming it back to the OS. glibc accepts at most 32 MiB
 // blocks on 64-bit (half its heap size), enough for a 512-token step's widest buffer (512 x 12288
 // f32 = 24 MiB). A step frees several such buffers at once; with the trim threshold at 32 MiB as
-// well the heap shrank after each product and grew again in the next, and the kernel zeroed the
-// new pages on the calling thread while the pool waited: 13.5% of a q4 512-token prefill's samples
-// (perf, 2 threads), ~0 with 1 GiB kept. The heap's top stays at the largest step's working set.
+// well the heap would shrink after each product and grow again in the next, the kernel zeroing
+// the new pages while the pool waits. The heap's top stays at the largest step's working set.
 // Idempotent; a no-op where the C library is not glibc. Returns whether the setting took effect.
 bool keep_large_blocks_in_heap(uint64_t max_block_bytes = uint64_t(32) << 20, uint64_t keep_free_bytes = uint64_t(1) << 30);
 

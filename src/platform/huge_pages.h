@@ -1,11 +1,9 @@
 // Anonymous memory meant to be backed by 2 MiB transparent huge pages.
 //
-// Why: decode streams every weight once per token. On this class of machine (a VM with nested
-// paging) reading 4 GiB of weights through 4 KiB pages costs a TLB walk per page, and measured
-// throughput swings between 13 and 32 GB/s with the host's load; the same bytes in 2 MiB pages
-// read at a steady 35-40 GB/s (see docs/perf.md). The buffer asks for huge pages with
-// MADV_HUGEPAGE and reports how many bytes the kernel really backed with them (smaps), so the
-// claim is measured, never assumed.
+// Why: decode streams every weight once per token, and on a VM with nested paging reading
+// through 4 KiB pages costs a TLB walk per page: slower and erratic (figures in docs/perf.md).
+// The buffer asks for huge pages with MADV_HUGEPAGE and reports how many bytes the kernel really
+// backed with them (smaps), so the claim is measured, never assumed.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -33,7 +33,7 @@ struct TensorView {
   // Asks the kernel to start reading rows `rows` of a 2-D tensor now (madvise MADV_WILLNEED on the
   // pages holding each), before a gather reads them one by one: from a mapped checkpoint whose
   // pages are not in the page cache, each row's page fault would otherwise wait for the disk in
-  // turn (a 512-token prefill's per-layer-embedding rows: ~2.5 s on a VM's disk). Advisory: rows
+  // turn (seconds for a long prefill's per-layer-embedding rows). Advisory: rows
   // already in memory cost one system call each. A single row (a decode step) and interleaved
   // tensors (memory g4 owns) are skipped. Throws g4::Error naming the tensor and its file for a
   // row outside it. Returns how many rows the kernel accepted the advice for.
