@@ -44,7 +44,6 @@ void value_bytes(std::string& s, const GgufValue& v, bool with_type) {
       else if (v.elem_type == GgufType::ARRAY)
         for (const auto& a : v.arrays) value_bytes(s, a, false);
       else {
-        GgufValue probe;
         size_t es = 0;
         switch (v.elem_type) {
           case GgufType::U8: case GgufType::I8: case GgufType::BOOL: es = 1; break;
@@ -242,6 +241,45 @@ void add_gemma4_metadata(GgufWriter& w, const ModelConfig& c, const std::string&
 
 namespace g4 {
 
+namespace {
+
+// Q4_K_M: the type of each GGUF name that will be written (the tied head is not).
+std::map<std::string, DType> q4_k_m_plan(const Model& m, const std::map<std::string, TensorView>& src) {
+  std::vector<std::string> names;
+  const bool tied = m.weights.lm_head == m.weights.embed_tokens;
+  for (const auto& [hf, view] : src)
+    if (auto gg = hf_to_gguf_name(hf); gg && !(tied && *gg == "output.weight")) names.push_back(*gg);
+  return q4_k_m_types(names);
+}
+
+// The dtype `view` is stored as: 1-D tensors F32; matrices `want` where their rows are whole
+// blocks of it, else Q8_0 (for a quantized `type`, counted in fallback_q8) or F32 (fallback_f32).
+DType stored_dtype(const TensorView& view, DType want, DType type, int& fallback_q8, int& fallback_f32) {
+  if (view.shape.size() < 2) return DType::F32;
+  const int64_t cols = view.shape.back();
+  if (row_bytes(want, cols)) return want;
+  if (dtype_is_quantized(type) && row_bytes(DType::Q8_0, cols)) {
+    ++fallback_q8;
+    return DType::Q8_0;
+  }
+  ++fallback_f32;
+  return DType::F32;
+}
+
+// Tensor s, row by row through f32, encoded as `dtype` into dst.
+void encode_rows(const TensorView& s, DType dtype, std::byte* dst, std::vector<float>& row) {
+  const int64_t cols = s.shape.back();
+  const int64_t rows = s.numel() / cols;
+  const uint64_t rb = row_bytes(dtype, cols);
+  row.resize(size_t(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    s.row_to_f32(r, row.data());
+    ops::quantize_row(dtype, row.data(), dst + uint64_t(r) * rb, cols);
+  }
+}
+
+}  // namespace
+
 GgufExportReport write_model_gguf(const Model& m, DType type, const std::filesystem::path& out,
                                   const std::function<void(GgufWriter&)>& extra, QuantMix mix) {
   if (mix == QuantMix::Q4_K_M && type != DType::Q4_K)
@@ -258,14 +296,7 @@ GgufExportReport write_model_gguf(const Model& m, DType type, const std::filesys
   w.add_tensor("rope_freqs.weight", DType::F32, {int64_t(rope.size())});
   sources.push_back(nullptr);
   int fallback_q8 = 0, fallback_f32 = 0;
-  std::map<std::string, DType> mixed;  // Q4_K_M: the type of each written name
-  if (mix == QuantMix::Q4_K_M) {
-    std::vector<std::string> names;
-    const bool tied = m.weights.lm_head == m.weights.embed_tokens;
-    for (const auto& [hf, view] : src)
-      if (auto gg = hf_to_gguf_name(hf); gg && !(tied && *gg == "output.weight")) names.push_back(*gg);  // as written
-    mixed = q4_k_m_types(names);
-  }
+  const std::map<std::string, DType> mixed = mix == QuantMix::Q4_K_M ? q4_k_m_plan(m, src) : std::map<std::string, DType>{};
   for (const auto& [hf, view] : src) {
     auto gg = hf_to_gguf_name(hf);
     if (!gg) {
@@ -280,18 +311,7 @@ GgufExportReport write_model_gguf(const Model& m, DType type, const std::filesys
       rep.notes.push_back("not written (a 0-d tensor): " + hf);
       continue;
     }
-    const int64_t cols = view.shape.back();
-    const DType want = mix == QuantMix::Q4_K_M ? mixed.at(*gg) : type;
-    DType t = DType::F32;
-    if (view.shape.size() >= 2) {
-      if (row_bytes(want, cols)) t = want;
-      else if (dtype_is_quantized(type) && row_bytes(DType::Q8_0, cols)) {
-        t = DType::Q8_0;
-        ++fallback_q8;
-      } else {
-        ++fallback_f32;
-      }
-    }
+    const DType t = stored_dtype(view, mix == QuantMix::Q4_K_M ? mixed.at(*gg) : type, type, fallback_q8, fallback_f32);
     w.add_tensor(*gg, t, view.shape);
     sources.push_back(&view);
     rep.tensors_by_dtype[std::string(dtype_name(t))] += 1;
@@ -304,20 +324,8 @@ GgufExportReport write_model_gguf(const Model& m, DType type, const std::filesys
 
   std::vector<float> row;
   w.write(out, [&](size_t i, std::byte* dst) {
-    const auto& spec = w.tensors()[i];
-    const TensorView* s = sources[i];
-    if (!s) {
-      std::memcpy(dst, rope.data(), rope.size() * 4);
-      return;
-    }
-    const int64_t cols = s->shape.back();
-    const int64_t rows = s->numel() / cols;
-    const uint64_t rb = row_bytes(spec.dtype, cols);
-    row.resize(size_t(cols));
-    for (int64_t r = 0; r < rows; ++r) {
-      s->row_to_f32(r, row.data());
-      ops::quantize_row(spec.dtype, row.data(), dst + uint64_t(r) * rb, cols);
-    }
+    if (const TensorView* s = sources[i]) encode_rows(*s, w.tensors()[i].dtype, dst, row);
+    else std::memcpy(dst, rope.data(), rope.size() * 4);
   });
   return rep;
 }
