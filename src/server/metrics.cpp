@@ -77,62 +77,70 @@ void Metrics::count_cancelled() {
   ++cancelled_;
 }
 
+namespace {
+
+// The exposition format's two comment lines of a metric family.
+void family(std::string& o, const char* name, const char* type, const char* help) {
+  o += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+// A family of one unlabelled sample.
+void single(std::string& o, const char* name, const char* type, const char* help, const std::string& value) {
+  family(o, name, type, help);
+  o += std::string(name) + " " + value + "\n";
+}
+
+// A family with one sample per label value.
+void labelled(std::string& o, const char* name, const char* type, const char* help, const char* label,
+              const std::map<std::string, uint64_t>& values) {
+  family(o, name, type, help);
+  for (const auto& [k, v] : values) o += std::string(name) + "{" + label + "=\"" + k + "\"} " + std::to_string(v) + "\n";
+}
+
+void render_gauges(std::string& o, const MetricGauges& g) {
+  single(o, "g4_queue_depth", "gauge", "Requests waiting for a sequence slot.", std::to_string(g.queue_depth));
+  single(o, "g4_running_sequences", "gauge", "Sequences prefilling or decoding.", std::to_string(g.running_sequences));
+  single(o, "g4_kv_cache_bytes", "gauge", "KV cache bytes held by live sequences.", std::to_string(g.kv_cache_bytes));
+  single(o, "g4_kv_cache_capacity_bytes", "gauge", "KV cache bytes at the configured capacity (max seqs x context).",
+         std::to_string(g.kv_cache_capacity_bytes));
+  single(o, "g4_kv_cache_usage_ratio", "gauge", "KV cache bytes in use over capacity.",
+         num(g.kv_cache_capacity_bytes ? double(g.kv_cache_bytes) / double(g.kv_cache_capacity_bytes) : 0.0));
+  const PrefixCacheStats& pc = g.prefix_cache;
+  single(o, "g4_prefix_cache_hit_tokens_total", "counter", "Prompt tokens restored from the prefix cache.",
+         std::to_string(pc.hit_tokens));
+  single(o, "g4_prefix_cache_miss_tokens_total", "counter", "Prompt tokens prefilled while the prefix cache was on.",
+         std::to_string(pc.miss_tokens));
+  single(o, "g4_prefix_cache_evictions_total", "counter", "Prefix cache entries dropped (budget or KV pressure).",
+         std::to_string(pc.evictions));
+  single(o, "g4_prefix_cache_bytes", "gauge", "KV bytes the prefix cache holds.", std::to_string(pc.bytes));
+  single(o, "g4_prefix_cache_entries", "gauge", "Sequences the prefix cache holds.", std::to_string(pc.entries));
+  single(o, "g4_ready", "gauge", "1 once the readiness self-check passed.", g.ready ? "1" : "0");
+}
+
+}  // namespace
+
 std::string Metrics::render(const MetricGauges& g) const {
   std::lock_guard<std::mutex> l(mu_);
   std::string o;
-  o += "# HELP g4_http_requests_total HTTP requests by route and status code.\n# TYPE g4_http_requests_total counter\n";
+  family(o, "g4_http_requests_total", "counter", "HTTP requests by route and status code.");
   for (const auto& [k, v] : requests_)
     o += "g4_http_requests_total{route=\"" + k.first + "\",status=\"" + std::to_string(k.second) + "\"} " +
          std::to_string(v) + "\n";
-  o += "# HELP g4_prompt_tokens_total Prompt tokens of finished generations.\n# TYPE g4_prompt_tokens_total counter\n";
-  o += "g4_prompt_tokens_total " + std::to_string(prompt_tokens_) + "\n";
-  o += "# HELP g4_generated_tokens_total Tokens generated.\n# TYPE g4_generated_tokens_total counter\n";
-  o += "g4_generated_tokens_total " + std::to_string(generated_tokens_) + "\n";
-  o += "# HELP g4_time_to_first_token_seconds Submit to first generated token.\n# TYPE g4_time_to_first_token_seconds histogram\n";
+  single(o, "g4_prompt_tokens_total", "counter", "Prompt tokens of finished generations.", std::to_string(prompt_tokens_));
+  single(o, "g4_generated_tokens_total", "counter", "Tokens generated.", std::to_string(generated_tokens_));
+  family(o, "g4_time_to_first_token_seconds", "histogram", "Submit to first generated token.");
   ttft_.render("g4_time_to_first_token_seconds", o);
-  o += "# HELP g4_inter_token_latency_seconds Time between consecutive generated tokens of one sequence.\n"
-       "# TYPE g4_inter_token_latency_seconds histogram\n";
+  family(o, "g4_inter_token_latency_seconds", "histogram", "Time between consecutive generated tokens of one sequence.");
   itl_.render("g4_inter_token_latency_seconds", o);
-  o += "# HELP g4_degeneracy_verdicts_total Degeneracy verdicts of finished generations, by kind.\n"
-       "# TYPE g4_degeneracy_verdicts_total counter\n";
-  for (const auto& [k, v] : verdicts_) o += "g4_degeneracy_verdicts_total{kind=\"" + k + "\"} " + std::to_string(v) + "\n";
-  o += "# HELP g4_degenerate_stops_total Generations ended early because a loop was certain.\n"
-       "# TYPE g4_degenerate_stops_total counter\n";
-  o += "g4_degenerate_stops_total " + std::to_string(stopped_degenerate_) + "\n";
-  o += "# HELP g4_rejected_requests_total Requests refused before generation (queue_full, draining).\n"
-       "# TYPE g4_rejected_requests_total counter\n";
-  for (const auto& [k, v] : rejected_) o += "g4_rejected_requests_total{reason=\"" + k + "\"} " + std::to_string(v) + "\n";
-  o += "# HELP g4_cancelled_requests_total Generations cancelled (client gone or deadline passed).\n"
-       "# TYPE g4_cancelled_requests_total counter\n";
-  o += "g4_cancelled_requests_total " + std::to_string(cancelled_) + "\n";
-  o += "# HELP g4_queue_depth Requests waiting for a sequence slot.\n# TYPE g4_queue_depth gauge\n";
-  o += "g4_queue_depth " + std::to_string(g.queue_depth) + "\n";
-  o += "# HELP g4_running_sequences Sequences prefilling or decoding.\n# TYPE g4_running_sequences gauge\n";
-  o += "g4_running_sequences " + std::to_string(g.running_sequences) + "\n";
-  o += "# HELP g4_kv_cache_bytes KV cache bytes held by live sequences.\n# TYPE g4_kv_cache_bytes gauge\n";
-  o += "g4_kv_cache_bytes " + std::to_string(g.kv_cache_bytes) + "\n";
-  o += "# HELP g4_kv_cache_capacity_bytes KV cache bytes at the configured capacity (max seqs x context).\n"
-       "# TYPE g4_kv_cache_capacity_bytes gauge\n";
-  o += "g4_kv_cache_capacity_bytes " + std::to_string(g.kv_cache_capacity_bytes) + "\n";
-  o += "# HELP g4_kv_cache_usage_ratio KV cache bytes in use over capacity.\n# TYPE g4_kv_cache_usage_ratio gauge\n";
-  o += "g4_kv_cache_usage_ratio " +
-       num(g.kv_cache_capacity_bytes ? double(g.kv_cache_bytes) / double(g.kv_cache_capacity_bytes) : 0.0) + "\n";
-  const PrefixCacheStats& pc = g.prefix_cache;
-  o += "# HELP g4_prefix_cache_hit_tokens_total Prompt tokens restored from the prefix cache.\n"
-       "# TYPE g4_prefix_cache_hit_tokens_total counter\n";
-  o += "g4_prefix_cache_hit_tokens_total " + std::to_string(pc.hit_tokens) + "\n";
-  o += "# HELP g4_prefix_cache_miss_tokens_total Prompt tokens prefilled while the prefix cache was on.\n"
-       "# TYPE g4_prefix_cache_miss_tokens_total counter\n";
-  o += "g4_prefix_cache_miss_tokens_total " + std::to_string(pc.miss_tokens) + "\n";
-  o += "# HELP g4_prefix_cache_evictions_total Prefix cache entries dropped (budget or KV pressure).\n"
-       "# TYPE g4_prefix_cache_evictions_total counter\n";
-  o += "g4_prefix_cache_evictions_total " + std::to_string(pc.evictions) + "\n";
-  o += "# HELP g4_prefix_cache_bytes KV bytes the prefix cache holds.\n# TYPE g4_prefix_cache_bytes gauge\n";
-  o += "g4_prefix_cache_bytes " + std::to_string(pc.bytes) + "\n";
-  o += "# HELP g4_prefix_cache_entries Sequences the prefix cache holds.\n# TYPE g4_prefix_cache_entries gauge\n";
-  o += "g4_prefix_cache_entries " + std::to_string(pc.entries) + "\n";
-  o += "# HELP g4_ready 1 once the readiness self-check passed.\n# TYPE g4_ready gauge\n";
-  o += std::string("g4_ready ") + (g.ready ? "1" : "0") + "\n";
+  labelled(o, "g4_degeneracy_verdicts_total", "counter", "Degeneracy verdicts of finished generations, by kind.", "kind",
+           verdicts_);
+  single(o, "g4_degenerate_stops_total", "counter", "Generations ended early because a loop was certain.",
+         std::to_string(stopped_degenerate_));
+  labelled(o, "g4_rejected_requests_total", "counter", "Requests refused before generation (queue_full, draining).",
+           "reason", rejected_);
+  single(o, "g4_cancelled_requests_total", "counter", "Generations cancelled (client gone or deadline passed).",
+         std::to_string(cancelled_));
+  render_gauges(o, g);
   return o;
 }
 
