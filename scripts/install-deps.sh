@@ -4,7 +4,7 @@ set -euo pipefail
 PKGS=(g++ cmake ninja-build pkg-config git
       nlohmann-json3-dev libcpp-httplib-dev libhwy-dev
       libgtest-dev libgmock-dev libbenchmark-dev
-      clang libclang-rt-14-dev curl)
+      clang libclang-rt-14-dev curl universal-ctags)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
