@@ -2,7 +2,7 @@
 // thread_local, so it is allocated once per thread and reused).
 //
 // Why: a kernel that loads 64-byte vectors from a row at malloc's 16-byte offset splits every
-// load across two cache lines; in the attention score loop that cost ~27% of its time (Ice Lake).
+// load across two cache lines, a large share of the attention score loop's time.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -42,7 +42,7 @@ uint64_t read_slice_portable(const uint64_t* words, size_t count) {
 // Wide loads with four independent chains: one core keeps enough reads in flight to be
 // limited by memory, not by the loop. The slice is read as `streams` contiguous parts advanced
 // together, 128 bytes each per step (a core's hardware prefetcher tracks several streams at once,
-// and on Intel cores 8 streams read ~30% more than one); prefetch_bytes > 0 also requests each
+// and on Intel cores 8 streams read more than one); prefetch_bytes > 0 also requests each
 // stream's bytes that far ahead with software prefetch, as decode's int8 kernel does on Intel.
 G4_TARGET_AVX2 uint64_t read_slice_avx2(const uint64_t* words, size_t count, int streams, size_t prefetch_bytes) {
   __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
@@ -102,8 +102,8 @@ BandwidthResult measure_read_bandwidth(const BandwidthOptions& options) {
   const size_t words_per_thread = bytes / 8 / size_t(options.threads);
   // Passes cycle through three ways to read (one stream; eight streams; one stream with
   // software prefetch 8 KiB ahead) and the best pass counts, so the roofline is never below what
-  // one of our kernels can read: on an Ice Lake VM eight streams per thread read ~30% more than
-  // one, and decode's int8 kernel prefetches on Intel cores (ops::plan_decode_streaming).
+  // one of our kernels can read: on Intel cores eight streams per thread read more than one, and
+  // decode's int8 kernel prefetches there (ops::plan_decode_streaming).
   auto read_slice = [&](int t, int streams, size_t prefetch_bytes) {
     const uint64_t* slice = words + size_t(t) * words_per_thread;
 #if defined(__x86_64__)

@@ -25,8 +25,8 @@ namespace {
 
 #if defined(__x86_64__)
 // Why a vector path: the attention kernel quantizes its G query rows on every call (one call per
-// slice of 256 keys), and the scalar loop (lrint per value) cost ~15 us per 4096 values, more
-// than the int8 products it fed saved at depth 4096 on an Ice Lake VM.
+// slice of 256 keys), and the scalar loop (lrint per value) cost more than the int8 products it
+// fed saved.
 G4_TARGET_AVX512F_BW_VL float quantize_avx512(const float* x, int64_t n, int8_t* q) {
   __m512 m = _mm512_setzero_ps();
   for (int64_t i = 0; i < n; i += 16) {

@@ -131,10 +131,8 @@ G4_TILES_TARGET void panel(Unit& u, int& loaded, const uint16_t* panels, int64_t
   if (tokens1 && pair) {
     // Two token tiles x two row groups, software-pipelined: each load follows the product before
     // it and fills a tile whose last reader was issued one product earlier, so a load can run
-    // beside a product rather than behind all four of a step. On a Xeon with AMX (one thread,
-    // 512 tokens, medians of 5 alternated runs on a noisy VM): 1.65x the plain order on E2B's
-    // decoder matrices, 1.38x on one matrix in L2. Same products in the same order per sum: the
-    // bits are those of the plain loop below.
+    // beside a product rather than behind all four of a step. Same products in the same order per
+    // sum: the bits are those of the plain loop below.
     const std::byte* b1 = b + group_bytes;
     u.load(4, a, kTileRowBytes);
     u.load(6, b, kTileRowBytes);

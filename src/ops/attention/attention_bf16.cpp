@@ -72,22 +72,10 @@ G4_TARGET_AVX512F_BW_VL_DQ_BF16 void score_block(const uint16_t* qb, int64_t hd,
 // Software prefetch: a decode step's keys and values come from memory (35 layers' caches do not
 // stay in cache), and the kernel does enough arithmetic per line that out-of-order execution
 // alone keeps few lines in flight. While scoring position s, the key row kAheadRows positions on
-// and the value row of s (read again after the softmax) are requested.
-// Measured on a Zen 5 VM (bench AttendLayerFromCache, bf16 kernel, E2B full layer at depth 4096,
-// 2 threads, ~360-390 us): without these prefetches 3x slower, with only the value rows' or only
-// the key rows' 2x; every other line 2x; an L2 hint for the values ~10% slower; 4, 16 or 32 rows
-// ahead, or tiles of 16-64 positions, no different; scoring one key row front to back at a time
-// (the stream a hardware prefetcher follows) without the key prefetch 1.7x slower. Most of the
-// kernel's time from memory is then spent waiting on the prefetches themselves (the requests in
-// flight per core are the limit: ~13 GB/s per thread where a plain read loop reaches ~29).
-// Those prefetches all fell in the scoring half of each tile and none in the accumulating half,
-// so the accumulation also requests the next tile's key rows (NextKeyLines below): from memory
-// 8-16% faster (one thread 603 -> 514 us, two 335 -> 322 and 346 -> 315 us, medians of 4-6
-// alternated rounds), warm about 5% slower. Tried as well, none better: both of the next tile's
-// streams spread evenly over both halves (keys while scoring, values while accumulating), the
-// next keys requested column by column (the order the values are read), an L2 hint for either,
-// the values requested a tile ahead while scoring (slices of 256, 512 or 1024 keys); dropping the
-// then mostly redundant key prefetch kAheadRows ahead after a range's first tile changed nothing.
+// and the value row of s (read again after the softmax) are requested; both are needed, and
+// every line of each row. The requests in flight per core then limit the kernel, and they all
+// fall in the scoring half of each tile, so the accumulation also requests the next tile's key
+// rows (NextKeyLines below). The variants measured and their figures: docs/perf.md.
 constexpr int64_t kAheadRows = 8;
 
 inline void prefetch_row(const uint16_t* row, int64_t hd) {

@@ -67,17 +67,13 @@ G4_TARGET_AVX512F_BW_VL_VNNI void score_block(const int8_t* q8, int64_t qs, int6
 // The value rows are walked column strip by column strip in the accumulation, which the hardware
 // prefetcher does not follow: the score pass requests each value row's first kLeadLines cache
 // lines, and the strips of line c request line c + kLeadLines (the f32 kernel's split,
-// attention_kernels.cpp). One line (64 values, as far ahead as the f32 kernel's best) against two,
-// alternated 7 rounds from memory (AttendDecode/4096/4/*/16, Ice Lake VM): hd 256 7.7 -> 9.2M
-// positions/s, hd 512 5.0 -> 5.4M; none at all (3 rounds) was slower than either.
+// attention_kernels.cpp). One line (64 values) ahead beat two, and none at all was slower still.
 constexpr int64_t kLeadLines = 1;
 
 // The order in which a tile's positions are scored: from head dim kAttendStreamMinHeadDim,
 // kAttendKeyStreams interleaved runs (quarters of the tile, each in order), then the last
 // n mod kAttendKeyStreams positions, so the key rows are read as four sequential streams rather
-// than one (as the f32 kernel, attention_kernels.cpp). Alternated 6-8 rounds, one thread,
-// Ice Lake VM: hd 512 from memory 4.85 -> 5.52M positions/s, AttendLayerFromCache 3.76 -> 4.45M
-// (2 threads 6.63 -> 7.30M); hd 256 8.6 -> 8.1M from memory and 9.4 -> 7.0M warm, so shorter
+// than one (as the f32 kernel, attention_kernels.cpp); at hd 256 that was slower, so shorter
 // rows stay in order. Every score is the same exact sum in whatever order or block it is computed.
 void stream_order(int64_t n, int64_t hd, std::vector<int32_t>& order) {
   order.clear();

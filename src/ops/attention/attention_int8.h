@@ -2,7 +2,7 @@
 // AVX512_VNNI: the kernel the cached forward pass uses when the KV cache stores int8 and the
 // dtype policy quantizes activations to int8 (activations = q8) on a CPU whose VNNI the probe
 // and its self-test confirmed. Why: at depth, decode attention is bound by multiply-adds, not by
-// memory (an Ice Lake VM's two vCPUs share one core's FMA units), and one VPDPBUSD does 64
+// memory (a VM's vCPUs may share one core's FMA units), and one VPDPBUSD does 64
 // int8 multiply-adds where an f32 FMA over widened keys does 16.
 //
 // Numerics, against attend_partial (f32 queries against the widened int8 keys):

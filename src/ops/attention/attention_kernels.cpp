@@ -28,10 +28,8 @@ constexpr int64_t kTile = kAttendTile;
 // requests the first kValueStripsAhead strips (2 vectors wide: AccumulateHeads' column strips) of
 // each value row while it streams the keys; the accumulation, walking strip j over the tile's
 // positions, requests strip j + kValueStripsAhead of the same rows. Requesting whole value rows in
-// the score pass (as before) put all of a tile's reads in that pass and none in the other, so the
-// memory sat idle for half of the kernel's time: from memory, hd 512, one thread, 3.55-3.61M ->
-// 4.45-4.54M positions/s; hd 256 7.7 -> 8.6M (Ice Lake VM; 2 and 3 strips ahead were best of
-// 0-8; none at all: 2.7M).
+// the score pass put all of a tile's reads in that pass and none in the other, so the memory sat
+// idle for half of the kernel's time.
 constexpr int64_t kValueStripsAhead = 2;
 
 // sc[r * kTile + p · apart] = q_r · k_{p · apart} for ROWS query rows and NPOS positions `apart`
@@ -57,7 +55,7 @@ HWY_INLINE void ScoreBlock(const float* q, int64_t qs, int64_t hd, const T* k, i
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
       // Held in a register for its NPOS uses (32 zmm registers hold it with the 16 sums): GCC
       // otherwise folds the load into every FMA, and those indexed loads, unlaminated, halve
-      // how far ahead of the key loads the core can run (+10% at hd 512, Ice Lake VM).
+      // how far ahead of the key loads the core can run.
       if constexpr (NPOS > 1) asm("" : "+v"(qv.raw));
 #endif
       #pragma GCC unroll 2
@@ -111,11 +109,9 @@ HWY_INLINE void PrefetchRows(const T* v, int64_t stride, int64_t hd, int64_t s, 
 // Scores of G query rows against n (<= kTile) keys k_s = k + s·stride, times ks[s·ks_stride]
 // when ks is set (int8). From head dim kStreamMinHeadDim the keys are read as kKeyStreams
 // interleaved runs (quarters of the positions, each in order), not front to back: four
-// sequential streams keep more of the key rows in flight from memory than one (E2B's hd 512 from
-// memory, one thread, alternated 6 rounds on an Ice Lake VM: AttendDecode 3.59 -> 4.20M
-// positions/s, AttendLayerFromCache 3.52 -> 3.93M; 2, 8 and 16 streams did less). At hd 256 the
-// same alternation read 8.6 -> 7.6M warm and 7.6 -> 8.4M from memory: noise or worse, so shorter
-// rows stay in order. Every score is the same sum whichever block computes it. While
+// sequential streams keep more of the key rows in flight from memory than one (2, 8 or 16 did
+// less). At hd 256 the gain was noise or worse, so shorter rows stay in order. Every score is
+// the same sum whichever block computes it. While
 // scoring position s, the first strips of the value row of s (v) are requested, the rest during
 // the accumulation (kValueStripsAhead): the accumulation walks the values column strip by column
 // strip, which the hardware prefetcher does not follow.
@@ -148,8 +144,8 @@ void Scores(const float* q, int64_t qs, int64_t G, int64_t hd, const T* k, int64
 // Softmax weights below e^-44 (~2^-63.5, relative to the largest, which is 1) are taken as 0.
 // Why: a peaked softmax (Gemma 4 scales scores by 1, and hd 512 spreads them widely) leaves
 // most weights subnormal, and on Intel cores every FMA that meets a subnormal input or result
-// takes a microcode assist: attention at hd 512 ran ~30x below its FMA rate on an Ice Lake
-// VM. Such a weight is 2^-40 below the f32 rounding of a sum that is >= 1, so dropping it
+// takes a microcode assist, which left attention at hd 512 far below its FMA rate. Such a
+// weight is 2^-40 below the f32 rounding of a sum that is >= 1, so dropping it
 // changes nothing a result can show; VDPBF16PS treats subnormal weights as 0 in any case.
 constexpr float kMinWeightExponent = kAttendMinWeightExponent;
 
@@ -186,7 +182,7 @@ void SoftmaxTileImpl(float* sc, int64_t G, int64_t n, int64_t hd, float* o, floa
       const auto x = hn::Sub(hn::LoadU(d, sg + j), vm);
       // Exp of the clamped argument: Exp(x) for x far below the floor forms subnormal
       // intermediates (its 2^k scaling), each a microcode assist on Intel even in lanes the
-      // mask then zeroes (2/3 of the softmax's time on an Ice Lake VM).
+      // mask then zeroes.
       auto e = hn::IfThenElseZero(hn::Ge(x, floor), hn::Exp(d, hn::Max(x, floor)));
       if constexpr (kRoundBf16) {  // e is finite and >= 0: add half an ulp of bf16 (ties to even), truncate
         const hn::RebindToUnsigned<decltype(d)> du;
@@ -407,8 +403,7 @@ void attend_partial(const float* q, int64_t group, const KvSpans& kv, int64_t kv
                     float* o, float* m, float* l) {
   check_attend_args(group, kv, kv_head, begin, end);
   // The query rows are copied onto cache lines (aligned_rows.h): the score loop loads each query
-  // vector once per key, and rows at malloc's 16-byte offset split every such load in two (the
-  // whole kernel ran 1.37x faster aligned at hd 512 on an Ice Lake VM).
+  // vector once per key, and rows at malloc's 16-byte offset split every such load in two.
   constexpr size_t kMaxScratch = size_t(1) << 40;  // floats; bounds the products below
   if (size_t(group) > kMaxScratch / (size_t(kTileOnce) + size_t(kv.hd) + 16))
     throw Error("attention: " + std::to_string(group) + " query rows of " + std::to_string(kv.hd) +

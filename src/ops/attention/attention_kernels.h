@@ -20,7 +20,7 @@ constexpr int64_t kAttendTile = 128;
 
 // From this head dim the kernels score a tile's keys as kAttendKeyStreams interleaved runs (its
 // quarters, each front to back) instead of front to back: more key rows in flight from memory
-// (measured in attention_kernels.cpp). Shorter rows stay in order.
+// (figures in docs/perf.md). Shorter rows stay in order.
 constexpr int64_t kAttendKeyStreams = 4, kAttendStreamMinHeadDim = 512;
 
 // Softmax weights below e^kAttendMinWeightExponent (relative to the largest) count as 0: why, in

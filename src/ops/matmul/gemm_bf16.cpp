@@ -162,8 +162,8 @@ void gemm_bf16_interleaved_rows(const uint16_t* xb, int64_t T, int64_t in, const
   const uint64_t group_values = uint64_t(kInterleaveRows) * uint64_t(in);
   const uint16_t* wv = reinterpret_cast<const uint16_t*>(w);
   // Prefill: a block of 64 tokens meets each pair of groups (2 x 16 rows x in bf16: 96 KiB at
-  // in = 1536, 384 KiB at 6144) while it sits in L2. The tile is compute-bound: E2B bf16 prefill
-  // of 512 tokens on the Zen 5 VM read 176-189 tok/s with blocks of 32, 64, 128, 256 or 512.
+  // in = 1536, 384 KiB at 6144) while it sits in L2. The tile is compute-bound, so blocks of 32
+  // to 512 tokens ran about as fast.
   constexpr int64_t kTokenBlock = 8 * kPanel;
   walk_interleaved_groups(
       T, o_begin / kInterleaveRows, o_end / kInterleaveRows, side_by_side,

@@ -72,9 +72,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512 accumulate(__m512 acc, __m51
 // value vectors are read once for both of its sub-blocks (low and high nibbles). Every chunk
 // requests its group's bytes one super-block column (2304 B) ahead with software prefetch: with
 // ~2x the instructions per byte of the Q4_0 kernel the out-of-order window alone kept too few
-// cache misses in flight (E2B-like decode layers, bench/matmul_bench.cpp BM_MatmulQ4_K_R16 T = 1,
-// Zen 5 VM: 1 thread 21 -> 38 GB/s, 2 threads 44 -> 65 GB/s; half and twice the distance did
-// no better).
+// cache misses in flight (half and twice the distance did no better).
 // Q5_K (kQ5): the same, each code's fifth bit taken from the column's high-bit vectors.
 template <bool kQ5>
 constexpr uint64_t q45k_column_bytes = kQ5 ? kQ5KColumnBytes : kQ4KColumnBytes;

@@ -263,9 +263,8 @@ void gemm_interleaved_rows(const Q8Activations& a, const std::byte* w, bool q4, 
                            int64_t ldy, DecodeStreaming decode) {
   const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(q4 ? DType::Q4_0 : DType::Q8_0, a.in);
   const int64_t g_begin = o_begin / kInterleaveRows, g_end = o_end / kInterleaveRows;
-  // Decode: decode.groups sequential streams side by side, then the remainder: on AMD Zen 5 one
-  // stream measured as fast as 2 or 4, on an Ice Lake VM 4 streams read 15-20% more (T = 1 in
-  // bench/matmul_bench.cpp). Prefill: pairs of groups over blocks of token panels.
+  // Decode: decode.groups sequential streams side by side (whether more than one pays depends on
+  // the core), then the remainder. Prefill: pairs of groups over blocks of token panels.
   walk_interleaved_groups(
       a.T, g_begin, g_end, decode_groups_for(decode, group_bytes),
       [&](int n, int64_t g) {

@@ -67,13 +67,12 @@ struct Q8Activations {
   }
 };
 
-// Software prefetch for the row-major tiles (R rows read side by side, rows of rb bytes), as
-// measured for Q8_0 (bench/matmul_bench.cpp, T = 1, 2 threads): with ~16 instructions per 68
-// weight bytes the out-of-order window alone keeps too few cache misses in flight, and Q8_0
-// decode streamed 21 GB/s where the bf16 kernel streamed 42. Each row prefetches the same column
-// of the tile at least kRowTilePrefetchAhead bytes of weights later (the next tile, or the one
-// after for short rows): 32-50 GB/s. A distance inside the row did worse (rows of 1-6 KiB end
-// before the prefetch pays off); the bf16 kernel showed no gain from it.
+// Software prefetch for the row-major tiles (R rows read side by side, rows of rb bytes): with
+// ~16 instructions per 68 weight bytes of Q8_0 the out-of-order window alone keeps too few cache
+// misses in flight. Each row prefetches the same column of the tile at least
+// kRowTilePrefetchAhead bytes of weights later (the next tile, or the one after for short rows);
+// a distance inside the row did worse (rows of 1-6 KiB end before the prefetch pays off); the
+// bf16 kernel showed no gain from it.
 inline constexpr uint64_t kRowTilePrefetchAhead = 6144;
 inline uint64_t row_tile_prefetch_distance(uint64_t rb, int rows) {
   const uint64_t tile = rb * uint64_t(rows);

@@ -1,8 +1,8 @@
 // SIMD dot products of an f32 activation row with weight rows stored as K-quant super-blocks
 // (Q4_K, Q5_K, Q6_K: 256 values each, the GGUF layouts of platform/block_formats.h), reading the
 // packed blocks directly. These are decode's kernels for GGUF files such as Q4_K_M (mostly Q4_K,
-// some Q6_K) when the weights are not re-encoded with --weights: the scalar block dots they
-// replace read ~0.7 GB/s on 2 threads. Compiled for several x86 targets with Highway and
+// some Q6_K) when the weights are not re-encoded with --weights, in place of scalar block dots
+// that read far below the memory's rate. Compiled for several x86 targets with Highway and
 // dispatched at run time on the CPU found; f32 math throughout (the activations are not quantized).
 #pragma once
 #include <cstddef>

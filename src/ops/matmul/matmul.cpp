@@ -72,8 +72,8 @@ void matmul_rows_blocks(const float* x, int64_t T, const TensorView& w, float* y
 // Output rows [o_begin, o_end) for all T tokens, in groups of `group` rows: for decode up to 8
 // rows per dot_rows call (one weight stream each, `prefetch` bytes ahead as ctx.decode says); for
 // prefill a panel (plan_matmul sizes it to half of L2) that every token block meets while it is
-// in cache. Before panels, prefill re-read all T activation rows from L3 for every 4 weight rows
-// and ran at ~13% of an Ice Lake core's FMA peak.
+// in cache. Without panels, prefill re-reads all T activation rows from L3 for every 4 weight
+// rows and runs far below the core's FMA peak.
 void matmul_rows(const float* x, int64_t T, const TensorView& w, float* y, int64_t o_begin, int64_t o_end, int group,
                  std::vector<float>& scratch, size_t prefetch) {
   const int64_t out = w.shape[0], in = w.shape[1];
@@ -120,13 +120,10 @@ int64_t chunk_for(const ThreadPool& pool, int64_t units, int64_t align) {
 // (ThreadPool::parallel_chunks: contiguous shares, so each thread's weight streams run on from
 // chunk to chunk, and a thread done early takes chunks from the others instead of waiting at the
 // join: decode's products are memory-bound, and how the bandwidth divides between the threads
-// varies from product to product). On an Ice Lake VM contiguous shares read 4-9% more than the
-// same chunks dealt out in turn (bench/matmul_bench.cpp, Q4_0_R16 decode). Pieces shrink near
-// the end of each share (parallel_chunks), so the threads meet at the join within about one
-// `align`: on the AMD Zen 5 VM, q4 decode at 2 threads, the caller's waits at the joins fell from
-// ~330 to ~180 ms and the worker's from ~290 to ~95 ms per 192 tokens. Pieces are whole
-// multiples of `align` units (the kernel's widest tile), so none ends in narrower tiles except
-// where the units do. fn(unit_begin, unit_end).
+// varies from product to product). Pieces shrink near the end of each share (parallel_chunks),
+// so the threads meet at the join within about one `align` rather than wait there. Pieces are
+// whole multiples of `align` units (the kernel's widest tile), so none ends in narrower tiles
+// except where the units do. fn(unit_begin, unit_end).
 template <class Fn>
 void for_each_chunk(ThreadPool& pool, int64_t units, Fn fn, int64_t align = 1) {
   pool.parallel_chunks(units, chunk_for(pool, units, align), [&](int64_t b, int64_t e, int) { fn(b, e); }, align);
@@ -142,8 +139,8 @@ int panel_rows_for(const MatmulContext& ctx, int64_t in) {
 
 // Products with fewer output rows than this run on the calling thread: waking the pool costs more.
 constexpr int64_t kMinParallelRows = 64;
-// Fewest activation values whose conversion (int8 or bf16) is split over the pool: ~16 K values
-// take several microseconds on one core, a pool round trip 0.4-1.8 us (BM_PoolHandOff).
+// Fewest activation values whose conversion (int8 or bf16) is split over the pool: from here
+// converting them on one core takes several pool round trips (BM_PoolHandOff).
 constexpr int64_t kMinParallelConvert = 16384;
 
 // Output rows [0, out) in units of `group` rows (each thread's range stays group-aligned, so
@@ -236,8 +233,8 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
     width = by_width.end() - 1;
   }
   Q8Activations& xq = *width->second;
-  // Converting a prefill step's activations is ~5% of its products' work: split over the pool
-  // by tokens when there is enough of it to pay for the hand-off.
+  // Converting a prefill step's activations would otherwise leave the pool idle: split over the
+  // pool by tokens when there is enough of it to pay for the hand-off.
   const bool split = ctx.pool && ctx.pool->size() > 1 && T > 1 && T * in >= kMinParallelConvert;
   // BF16_R16 products on the tiles read the activations laid out as tiles (gemm_bf16_tiles.h);
   // every product of this call must be one, as the rounded activations take one layout.
