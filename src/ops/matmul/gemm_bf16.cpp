@@ -164,7 +164,7 @@ void gemm_bf16_interleaved_rows(const uint16_t* xb, int64_t T, int64_t in, const
   // Prefill: a block of 64 tokens meets each pair of groups (2 x 16 rows x in bf16: 96 KiB at
   // in = 1536, 384 KiB at 6144) while it sits in L2. The tile is compute-bound, so blocks of 32
   // to 512 tokens ran about as fast.
-  constexpr int64_t kTokenBlock = 8 * kPanel;
+  constexpr int64_t kInterleavedTokenBlock = 8 * kPanel;
   walk_interleaved_groups(
       T, o_begin / kInterleaveRows, o_end / kInterleaveRows, side_by_side,
       [&](int n, int64_t g) {
@@ -175,7 +175,7 @@ void gemm_bf16_interleaved_rows(const uint16_t* xb, int64_t T, int64_t in, const
         auto run = pair ? prefill_panel<2> : prefill_panel<1>;
         run(wv + uint64_t(g) * group_values, group_values, in, xb + t * in, count, y + t * ldy + kInterleaveRows * g, ldy);
       },
-      kPanel, kTokenBlock);
+      kPanel, kInterleavedTokenBlock);
 }
 
 #else  // not x86-64: never available; callers check first
