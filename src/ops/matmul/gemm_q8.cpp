@@ -185,6 +185,11 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void decode16(const std::byte* w, uint64_t gro
 // C: the panel's real tokens (1..6). The activations keep their 6-token panel layout (stride P);
 // a panel of fewer tokens (the tail of a prefill, or 2-5 sequences decoding together) computes
 // only its own C lanes instead of 6, the same steps per token, so no bit changes.
+// Token counts up to which the panel kernel prefetches its weights, and how far ahead (figures in
+// docs/perf.md, "Several streams").
+constexpr int64_t kFewTokens = 8;
+constexpr uint64_t kFewTokensPrefetchBytes = 2048;
+
 template <int G, bool kQ4, int C>
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C void prefill16(const std::byte* w, uint64_t group_bytes, const Q8Activations& a,
                                                  int64_t t, float* y, int64_t ldy) {
@@ -201,7 +206,19 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void prefill16(const std::byte* w, uint64_t gr
     #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) acc[g][c] = _mm512_setzero_ps();
   const __m512i nibble = _mm512_set1_epi8(0x0F);
+  // A few sequences decoding together (T <= kFewTokens) stream each weight once from memory, as
+  // decode does, and the first panel waits on it: request the group's columns ahead. Prefill's
+  // wide blocks are compute-bound and skip it. A read only: no result changes.
+  const bool stream_ahead = a.T <= kFewTokens;
   for (int64_t b = 0; b < blocks; ++b, xq += P * kQ8Block, start += P, xs += P) {
+    if (stream_ahead) {
+      const uint64_t ahead = uint64_t(b) * kColumnBytes + kFewTokensPrefetchBytes;
+      if (ahead < group_bytes)
+        #pragma GCC unroll 2
+        for (int g = 0; g < G; ++g)
+          for (uint64_t o = 0; o < kColumnBytes; o += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(w + uint64_t(g) * group_bytes + ahead + o), _MM_HINT_T0);
+    }
     const std::byte* values = w + interleaved_values_at(kColumnBytes, blocks, b);
     const std::byte* scales = w + interleaved_scales_at(kColumnBytes, b);
     __m512i s[G][C];
