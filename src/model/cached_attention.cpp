@@ -261,11 +261,12 @@ void attend_simd(const KvStore& kv, int src, const LayerShape& s, const std::vec
 
 }  // namespace
 
-void attend_from_cache(const Model& m, int layer, int src, const KvStore& kv, const std::vector<RowGroup>& groups,
+void attend_from_cache(const Model& m, int layer, const KvStore& kv, const std::vector<RowGroup>& groups,
                        const std::vector<int64_t>& positions, const Vec& q, const Vec& k, const Vec& v, Vec& a,
                        const blocks::Exec& ex) {
   ScopeTimer timer(ex.times ? &ex.times->attention_s : nullptr);
   const LayerShape s = layer_shape(m, layer);
+  const int src = m.config.layers[size_t(layer)].kv_source_layer;
   if (ex.simd()) attend_simd(kv, src, s, groups, positions, q, k, v, a, ex);
   else attend_reference(kv, src, s, groups, positions, q, k, v, a);
 }

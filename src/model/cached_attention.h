@@ -23,9 +23,9 @@ struct RowGroup {
   int64_t pos_begin;
 };
 
-// a [T, nH, hd] for layer `layer` reading the cache of layer `src` (its own, or its KV source's):
-// q [T, nH, hd], the step's own k, v of `src` [T, kvh, hd], positions [T].
-void attend_from_cache(const Model& m, int layer, int src, const KvStore& kv, const std::vector<RowGroup>& groups,
+// a [T, nH, hd] for layer `layer`, reading the cache of its KV source layer (itself unless
+// KV-shared): q [T, nH, hd], the step's own k, v of that layer [T, kvh, hd], positions [T].
+void attend_from_cache(const Model& m, int layer, const KvStore& kv, const std::vector<RowGroup>& groups,
                        const std::vector<int64_t>& positions, const blocks::Vec& q, const blocks::Vec& k,
                        const blocks::Vec& v, blocks::Vec& a, const blocks::Exec& ex);
 

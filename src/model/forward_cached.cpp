@@ -81,8 +81,7 @@ void forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& 
   } stop_warm{ex.matmul ? ex.matmul->pool : nullptr};
   const blocks::Attend attend = [&](int layer, const blocks::Vec& q, const blocks::Vec& k, const blocks::Vec& v,
                                     blocks::Vec& a) {
-    const int src = m.config.layers[size_t(layer)].kv_source_layer;
-    attend_from_cache(m, layer, src, kv, groups, positions, q, k, v, a, ex);
+    attend_from_cache(m, layer, kv, groups, positions, q, k, v, a, ex);
   };
   blocks::StepKv step;
   const blocks::Vec x = blocks::decoder_stack(m, tokens, positions, ex, attend, step);  // [T, H]

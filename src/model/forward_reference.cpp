@@ -9,15 +9,6 @@
 
 namespace g4 {
 
-float embedding_scale(int64_t width, DType weight_dtype) {
-  const float s = std::sqrt(float(width));
-  switch (weight_dtype) {
-    case DType::BF16: return round_to_bf16(s);
-    case DType::F16: return round_to_f16(s);
-    default: return s;
-  }
-}
-
 std::vector<float> forward_reference(const Model& m, const std::vector<int>& tokens) {
   const ModelConfig& c = m.config;
   const int64_t T = int64_t(tokens.size()), nH = c.num_attention_heads;

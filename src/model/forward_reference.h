@@ -12,7 +12,4 @@ namespace g4 {
 // token i. Throws g4::Error for an empty sequence or an id outside the vocabulary.
 std::vector<float> forward_reference(const Model& m, const std::vector<int>& tokens);
 
-// Embedding scale sqrt(H), rounded to the weight dtype as the reference does (bf16 -> 39.25 for H=1536).
-float embedding_scale(int64_t width, DType weight_dtype);
-
 }  // namespace g4

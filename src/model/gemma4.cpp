@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "model/forward_reference.h"
 #include "model/gemma4_moe.h"
 #include "ops/ref/reference_ops.h"
 #include "platform/error.h"
@@ -93,6 +92,15 @@ RopeTables::RopeTables(const ModelConfig& c)
 RopeTables::RopeTables(const ModelConfig& c, const std::vector<int64_t>& positions) : RopeTables(c) {
   sliding_at = angles_at(sliding, positions);
   full_at = angles_at(full, positions);
+}
+
+float embedding_scale(int64_t width, DType weight_dtype) {
+  const float s = std::sqrt(float(width));
+  switch (weight_dtype) {
+    case DType::BF16: return round_to_bf16(s);
+    case DType::F16: return round_to_f16(s);
+    default: return s;
+  }
 }
 
 void check_tokens(const ModelConfig& c, const std::vector<int>& tokens) {

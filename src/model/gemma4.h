@@ -31,6 +31,10 @@ struct RopeTables {
   const Angles& angles_for_layer(const LayerPlan& p) const { return p.type == LayerType::Full ? full_at : sliding_at; }
 };
 
+// Embedding scale sqrt(width), rounded to the weight dtype as the reference does (bf16 -> 39.25
+// for H = 1536).
+float embedding_scale(int64_t width, DType weight_dtype);
+
 // Checks ids against the vocabulary (and the PLE table); throws g4::Error naming the bad one.
 void check_tokens(const ModelConfig& c, const std::vector<int>& tokens);
 

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "model/forward_reference.h"
+#include "model/gemma4.h"
 #include "model/model.h"
 #include "model/presets.h"
 #include "model/synth.h"
@@ -93,9 +94,9 @@ TEST(Weights, ShardedAndDtypeVariantsAgree) {
 }
 
 TEST(Weights, EmbeddingScaleRoundsToWeightDtype) {
-  EXPECT_FLOAT_EQ(embedding_scale(1536, DType::BF16), 39.25f);
-  EXPECT_FLOAT_EQ(embedding_scale(1536, DType::F32), std::sqrt(1536.0f));
-  EXPECT_FLOAT_EQ(embedding_scale(256, DType::BF16), 16.0f);
+  EXPECT_FLOAT_EQ(blocks::embedding_scale(1536, DType::BF16), 39.25f);
+  EXPECT_FLOAT_EQ(blocks::embedding_scale(1536, DType::F32), std::sqrt(1536.0f));
+  EXPECT_FLOAT_EQ(blocks::embedding_scale(256, DType::BF16), 16.0f);
 }
 
 TEST(Weights, MissingTensorNamesItAndTheExpectedShape) {
