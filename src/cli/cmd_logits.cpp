@@ -27,7 +27,8 @@ const char* kUsage =
     "Runs the forward pass over the sequence (positions from 0, no BOS added) and prints the top-5\n"
     "of the last row. --mode full (default): the f32 reference over the whole sequence at once;\n"
     "incremental: one token at a time through the KV cache; chunked: --chunk tokens per step\n"
-    "(default 64). All modes give the same logits (f32 KV) on the reference loops.\n\n"
+    "(default 64). All modes give the same logits (f32 KV) on the reference loops. --kv needs\n"
+    "incremental or chunked, --chunk needs chunked (refused otherwise).\n\n"
     "  --model DIR     Hugging Face checkpoint directory (config.json + safetensors) or a .gguf file\n"
     "  --tokens LIST   comma-separated token ids\n"
     "  --out FILE      write float32 little-endian logits of shape [T, vocab]; row i = logits after token i\n"
@@ -60,6 +61,9 @@ int run(const std::vector<std::string>& argv) {
   const std::string mode = a.get_or("--mode", "full");
   if (mode != "full" && mode != "incremental" && mode != "chunked")
     throw Error("--mode '" + mode + "': expected full, incremental or chunked");
+  // The whole-sequence reference has no cache and no chunks: those flags would do nothing there.
+  if (mode == "full" && a.has("--kv")) throw Error("--kv: --mode full runs without a KV cache; use incremental or chunked");
+  if (mode != "chunked" && a.has("--chunk")) throw Error("--chunk applies to --mode chunked only");
   const long long chunk = mode == "incremental" ? 1 : a.get_int("--chunk", 64);
   if (chunk < 1) throw Error("--chunk must be >= 1");
   const bool simd = a.has("--threads");

@@ -46,6 +46,10 @@ TEST(LogitsCommand, RefusesFlagsItCannotHonour) {
   EXPECT_NE(out.find("--threads: the SIMD path runs through the KV cache"), std::string::npos) << out;
   EXPECT_NE(0, test::g4_command("logits --model " + model + " --tokens 1,2 --mode chunked --weights q4", &out));
   EXPECT_NE(out.find("--weights needs --threads"), std::string::npos) << out;
+  EXPECT_NE(0, test::g4_command("logits --model " + model + " --tokens 1,2 --kv int8", &out));
+  EXPECT_NE(out.find("--kv: --mode full runs without a KV cache"), std::string::npos) << out;
+  EXPECT_NE(0, test::g4_command("logits --model " + model + " --tokens 1,2 --mode incremental --chunk 4", &out));
+  EXPECT_NE(out.find("--chunk applies to --mode chunked only"), std::string::npos) << out;
   EXPECT_NE(0, test::g4_command("logits --model " + model + " --tokens 1,2 --mode chunked --threads 0", &out));
   EXPECT_NE(out.find("--threads must be >= 1"), std::string::npos) << out;
 }
