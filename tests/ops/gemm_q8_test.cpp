@@ -187,7 +187,7 @@ TEST_P(GemmQ8, MatchesReferenceOnTheQuantizedActivations) {
   const DType t = GetParam();
   for (int64_t in : {32, 96, 256, 1536}) {
     if (in % dtype_block_size(interleave_base(t))) continue;  // K-quants: whole super-blocks of 256
-    for (int64_t T : {1, 3, 5, 70}) {
+    for (int64_t T : {1, 3, 5, 7, 8, 70}) {  // 7, 8: a few streams' one-pass kernel
       SCOPED_TRACE("in " + std::to_string(in) + " T " + std::to_string(T));
       const int64_t out = rows_for(t, 13);
       BlockWeights w = make_weights(t, out, in, unsigned(in + T));
@@ -232,11 +232,14 @@ TEST_P(GemmQ8, ErrorAgainstF32ActivationsWithinTheRoundingBound) {
 }
 
 // A token's outputs are identical bit for bit whatever the batch, its position in it and the row
-// range (thread split) that computes them.
-TEST_P(GemmQ8, BatchRowRangeAndThreadsDoNotChangeABit) {
-  const DType t = GetParam();
-  const int64_t T = 70, in = 256,  // T · in above the size whose conversion is split over the pool
-                 out = rows_for(t, 67);
+// range (thread split) that computes them. T 7 and 8: a few streams decoding together (one pass
+// over the weights for all of them); 70: prefill, its conversion split over the pool.
+class GemmQ8Batch : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {};
+
+TEST_P(GemmQ8Batch, BatchRowRangeAndThreadsDoNotChangeABit) {
+  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
+  const auto [t, T] = GetParam();
+  const int64_t in = 256, out = rows_for(t, 67);
   BlockWeights w = make_weights(t, out, in, 21);
   std::vector<float> x = test::random_activations(T * in, 22);
   ops::Q8Activations all;
@@ -267,6 +270,16 @@ TEST_P(GemmQ8, BatchRowRangeAndThreadsDoNotChangeABit) {
   EXPECT_EQ(0, std::memcmp(batched.data(), pooled.data(), batched.size() * 4));
   EXPECT_NE(ops::describe_matmul(ctx, t).find("VPDPBUSD"), std::string::npos) << ops::describe_matmul(ctx, t);
 }
+
+INSTANTIATE_TEST_SUITE_P(FormatsAndBatches, GemmQ8Batch,
+                         ::testing::Combine(::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q8_0_R16, DType::Q4_0_R16,
+                                                              DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_K_R16,
+                                                              DType::Q5_K_R16, DType::Q6_K_R16),
+                                            ::testing::Values(int64_t{7}, int64_t{8}, int64_t{70})),
+                         [](const ::testing::TestParamInfo<std::tuple<DType, int64_t>>& p) {
+                           return std::string(dtype_name(std::get<0>(p.param))) + "_T" +
+                                  std::to_string(std::get<1>(p.param));
+                         });
 
 // The interleaved kernel works on whole 16-row groups; a range that cuts one is refused, not
 // computed from the wrong rows.

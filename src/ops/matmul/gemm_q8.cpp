@@ -265,6 +265,62 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void prefill16(const std::byte* w, uint64_t gr
   x86::store_group_panel<G, C>(acc, y, ldy, C);
 }
 
+// A few sequences decoding together (kPanelTokens < T <= kFewTokens): one group x all C tokens
+// in one pass, so each weight is streamed from memory once per step rather than once per panel
+// (the second panel re-reading it from cache cost 2 tokens' work again, and the first stalled on
+// memory alone). C tokens from two panels (token c: panel c / P, lane c % P); per (token, row)
+// the same steps as prefill16, so no bit changes. 2C + 4 registers; the stream of consecutive
+// groups [w, end) is requested kFewTokensPrefetchBytes ahead, across group boundaries.
+template <bool kQ4, int C>
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C void few16(const std::byte* w, const std::byte* end, const Q8Activations& a,
+                                             float* y, int64_t ldy) {
+  constexpr int P = int(kPanelTokens);
+  static_assert(C > P && C <= 2 * P);
+  constexpr uint64_t kColumnBytes = kQ4 ? 288 : 544;
+  const int64_t blocks = a.in / kQ8Block;
+  const int8_t* xq[2] = {a.panel_q.data(), a.panel_q.data() + a.panel_cell(P, 0) * kQ8Block};
+  const int32_t* const starts = (kQ4 ? a.panel_q4_start : a.panel_q8_start).data();
+  const int32_t* start[2] = {starts, starts + a.panel_cell(P, 0)};
+  const float* xs[2] = {a.panel_scale.data(), a.panel_scale.data() + a.panel_cell(P, 0)};
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(kQ4 ? DType::Q4_0 : DType::Q8_0, a.in);
+  for (; w < end; w += group_bytes, y += kInterleaveRows) {
+    __m512 acc[C];
+    #pragma GCC unroll 12
+    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < blocks; ++b) {
+      const std::byte* ahead = w + uint64_t(b) * kColumnBytes + kFewTokensPrefetchBytes;
+      if (ahead < end)
+        for (uint64_t o = 0; o < kColumnBytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + o), _MM_HINT_T0);
+      const std::byte* values = w + interleaved_values_at(kColumnBytes, blocks, b);
+      const uint64_t cell = uint64_t(b) * P;  // block b of a panel
+      __m512i s[C];
+      #pragma GCC unroll 12
+      for (int c = 0; c < C; ++c) s[c] = _mm512_set1_epi32(start[c / P][cell + c % P]);
+      #pragma GCC unroll 8
+      for (int j = 0; j < (kQ4 ? 4 : 8); ++j) {
+        const __m512i raw = _mm512_loadu_si512(values + 64 * j);
+        const __m512i v0 = kQ4 ? _mm512_and_si512(raw, nibble) : raw;
+        const __m512i v1 = kQ4 ? _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble) : raw;
+        #pragma GCC unroll 12
+        for (int c = 0; c < C; ++c) {
+          const int8_t* xc = xq[c / P] + (cell + c % P) * kQ8Block;
+          s[c] = _mm512_dpbusd_epi32(s[c], v0, _mm512_set1_epi32(x86::load_i32(xc + 4 * j)));
+          if constexpr (kQ4) s[c] = _mm512_dpbusd_epi32(s[c], v1, _mm512_set1_epi32(x86::load_i32(xc + 16 + 4 * j)));
+        }
+      }
+      const __m512 ws = _mm512_cvtph_ps(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + interleaved_scales_at(kColumnBytes, b))));
+      #pragma GCC unroll 12
+      for (int c = 0; c < C; ++c)
+        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[c]), _mm512_mul_ps(ws, _mm512_set1_ps(xs[c / P][cell + c % P])),
+                                 acc[c]);
+    }
+    #pragma GCC unroll 12
+    for (int c = 0; c < C; ++c) _mm512_storeu_ps(y + c * ldy, acc[c]);
+  }
+}
+
 template <int G, bool kQ4>
 using PrefillFn = void (*)(const std::byte*, uint64_t, const Q8Activations&, int64_t, float*, int64_t);
 
@@ -280,6 +336,13 @@ void gemm_interleaved_rows(const Q8Activations& a, const std::byte* w, bool q4, 
                            int64_t ldy, DecodeStreaming decode) {
   const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(q4 ? DType::Q4_0 : DType::Q8_0, a.in);
   const int64_t g_begin = o_begin / kInterleaveRows, g_end = o_end / kInterleaveRows;
+  if (a.T > kPanelTokens && a.T <= kFewTokens) {
+    using Fn = void (*)(const std::byte*, const std::byte*, const Q8Activations&, float*, int64_t);
+    static_assert(kFewTokens == kPanelTokens + 2);
+    const Fn fn = a.T == kFewTokens ? (q4 ? few16<true, 8> : few16<false, 8>) : (q4 ? few16<true, 7> : few16<false, 7>);
+    fn(w + uint64_t(g_begin) * group_bytes, w + uint64_t(g_end) * group_bytes, a, y + g_begin * kInterleaveRows, ldy);
+    return;
+  }
   // Decode: decode.groups sequential streams side by side (whether more than one pays depends on
   // the core), then the remainder. Prefill: pairs of groups over blocks of token panels.
   walk_interleaved_groups(
