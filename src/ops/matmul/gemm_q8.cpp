@@ -270,7 +270,9 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void prefill16(const std::byte* w, uint64_t gr
 // (the second panel re-reading it from cache cost 2 tokens' work again, and the first stalled on
 // memory alone). C tokens from two panels (token c: panel c / P, lane c % P); per (token, row)
 // the same steps as prefill16, so no bit changes. 2C + 4 registers; the stream of consecutive
-// groups [w, end) is requested kFewTokensPrefetchBytes ahead, across group boundaries.
+// groups [w, end) is requested kOnePassPrefetchBytes ahead, across group boundaries (without it
+// 8 streams ran ~25% slower; 8 KiB did best of 2-16 KiB, docs/perf.md "Several streams").
+constexpr uint64_t kOnePassPrefetchBytes = 8192;
 template <bool kQ4, int C>
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C void few16(const std::byte* w, const std::byte* end, const Q8Activations& a,
                                              float* y, int64_t ldy) {
@@ -289,8 +291,9 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void few16(const std::byte* w, const std::byte
     #pragma GCC unroll 12
     for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b) {
-      const std::byte* ahead = w + uint64_t(b) * kColumnBytes + kFewTokensPrefetchBytes;
+      const std::byte* ahead = w + uint64_t(b) * kColumnBytes + kOnePassPrefetchBytes;
       if (ahead < end)
+        #pragma GCC unroll 9
         for (uint64_t o = 0; o < kColumnBytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + o), _MM_HINT_T0);
       const std::byte* values = w + interleaved_values_at(kColumnBytes, blocks, b);
       const uint64_t cell = uint64_t(b) * P;  // block b of a panel
