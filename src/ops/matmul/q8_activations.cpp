@@ -20,18 +20,22 @@ namespace g4::ops {
 
 namespace {
 
-// One block of 32: q = clamp(nearbyint(x · 127/amax), ±127), returns the scale amax/127 and Σq.
-float quantize_block_scalar(const float* xb, int8_t* qb, int32_t* sum) {
+// Σq of one block's values 0-15 and 16-31 (Q6_K's offset correction reads the halves).
+struct HalfSums {
+  int32_t lo = 0, hi = 0;
+};
+
+// One block of 32: q = clamp(nearbyint(x · 127/amax), ±127), returns the scale amax/127.
+float quantize_block_scalar(const float* xb, int8_t* qb, HalfSums* sums) {
   float amax = 0;
   for (int i = 0; i < kQ8Block; ++i) amax = std::max(amax, std::fabs(xb[i]));
   const float id = amax > 0 ? 127.0f / amax : 0.0f;
-  int32_t s = 0;
+  *sums = {};
   for (int i = 0; i < kQ8Block; ++i) {
     // |x·id| <= 127 up to rounding; the clamp keeps a NaN-free input inside int8.
     qb[i] = int8_t(std::clamp(std::nearbyint(xb[i] * id), -127.0f, 127.0f));
-    s += qb[i];
+    (i < kQ8Block / 2 ? sums->lo : sums->hi) += qb[i];
   }
-  *sum = s;
   return amax / 127.0f;
 }
 
@@ -44,16 +48,18 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C inline __m512i quantize16(__m512 x, __m512 id)
 }
 
 // The same arithmetic on AVX-512 (round to nearest even, as nearbyint in the default mode):
-// bit-identical to the scalar block (tested).
-G4_TARGET_AVX512F_BW_VL_VNNI_F16C float quantize_block_avx512(const float* xb, int8_t* qb, int32_t* sum) {
+// bit-identical to the scalar block (tested). The 32 bytes leave in one store, so the copies
+// into the kernels' layouts read them back whole (two 16-byte stores stalled those loads).
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C float quantize_block_avx512(const float* xb, int8_t* qb, HalfSums* sums) {
   const __m512 x0 = _mm512_loadu_ps(xb), x1 = _mm512_loadu_ps(xb + 16);
   const __m512 m = _mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1));
   const float amax = _mm512_reduce_max_ps(m);
   const __m512 id = _mm512_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
   const __m512i q0 = quantize16(x0, id), q1 = quantize16(x1, id);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(qb), _mm512_cvtsepi32_epi8(q0));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + 16), _mm512_cvtsepi32_epi8(q1));
-  *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+  const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtsepi32_epi8(q0)), _mm512_cvtsepi32_epi8(q1), 1);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qb), q);
+  sums->lo = _mm512_reduce_add_epi32(q0);
+  sums->hi = _mm512_reduce_add_epi32(q1);
   return amax / 127.0f;
 }
 #endif
@@ -106,59 +112,71 @@ void size_activations(int64_t T, int64_t in, unsigned layouts, Q8Activations& a)
     }
 }
 
+namespace {
+
+// Token t's block b into every layout a holds.
+void quantize_cell(const float* x, int64_t t, int64_t b, bool simd, Q8Activations& a) {
+  const int64_t in = a.in, blocks = in / kQ8Block, pairs = (blocks + 1) / 2;
+  const float* xb = x + t * in + b * kQ8Block;
+  int8_t* qb = a.q.data() + t * in + b * kQ8Block;
+  HalfSums halves;
+#if defined(__x86_64__)
+  const float d = simd ? quantize_block_avx512(xb, qb, &halves) : quantize_block_scalar(xb, qb, &halves);
+#else
+  (void)simd;
+  const float d = quantize_block_scalar(xb, qb, &halves);
+#endif
+  const int32_t sum = halves.lo + halves.hi;
+  const size_t k = size_t(t * blocks + b);
+  a.scale[k] = d;
+  a.q8_start[k] = -128 * sum;
+  a.q4_start[k] = -8 * sum;
+  if (a.layouts & kQ8RowTiles) {
+    float* ps = a.pair_scale.data() + (t * pairs + b / 2) * 16 + (b % 2) * 8;
+    std::fill(ps, ps + 8, d);
+    a.q4_bias[size_t((t * pairs + b / 2) * 16 + (b % 2) * 8)] = -8 * sum;
+  }
+  if (a.layouts & kQ8Panels) {
+    const size_t cell = a.panel_cell(t, b);
+    std::memcpy(a.panel_q.data() + cell * kQ8Block, qb, kQ8Block);
+    a.panel_q8_start[cell] = a.q8_start[k];
+    a.panel_q4_start[cell] = a.q4_start[k];
+    a.panel_q6_start[2 * cell] = -32 * halves.lo;
+    a.panel_q6_start[2 * cell + 1] = -32 * halves.hi;
+    a.panel_scale[cell] = d;
+  }
+  if (a.layouts & kQ8TokenTiles) {
+    const size_t cell = a.tile_cell(t, b);
+    std::memcpy(a.tile_q.data() + cell * kQ8Block, qb, kQ8Block);
+    a.tile_q8_start[cell] = a.q8_start[k];
+    a.tile_q4_start[cell] = a.q4_start[k];
+    a.tile_scale[cell] = d;
+  }
+}
+
+}  // namespace
+
 void quantize_tokens(const float* x, int64_t t0, int64_t t1, Q8Activations& a) {
   if (t0 < 0 || t0 > t1 || t1 > a.T)
     throw Error("quantize_tokens: tokens [" + std::to_string(t0) + ", " + std::to_string(t1) +
                 ") of activations sized for " + std::to_string(a.T));
-  const int64_t in = a.in, blocks = in / kQ8Block, pairs = (blocks + 1) / 2;
+  const int64_t blocks = a.in / kQ8Block, pairs = (blocks + 1) / 2;
 #if defined(__x86_64__)
   const bool simd = gemm_q8_available();
 #else
   const bool simd = false;
 #endif
-  for (int64_t t = t0; t < t1; ++t) {
-    if (a.layouts & kQ8RowTiles) {
-      std::fill_n(a.pair_scale.data() + t * pairs * 16, pairs * 16, 0.0f);
-      std::fill_n(a.q4_bias.data() + t * pairs * 16, pairs * 16, 0);
-    }
-    for (int64_t b = 0; b < blocks; ++b) {
-      const float* xb = x + t * in + b * kQ8Block;
-      int8_t* qb = a.q.data() + t * in + b * kQ8Block;
-      int32_t sum = 0;
-#if defined(__x86_64__)
-      const float d = simd ? quantize_block_avx512(xb, qb, &sum) : quantize_block_scalar(xb, qb, &sum);
-#else
-      const float d = quantize_block_scalar(xb, qb, &sum);
-#endif
-      const size_t k = size_t(t * blocks + b);
-      a.scale[k] = d;
-      a.q8_start[k] = -128 * sum;
-      a.q4_start[k] = -8 * sum;
-      if (a.layouts & kQ8RowTiles) {
-        float* ps = a.pair_scale.data() + (t * pairs + b / 2) * 16 + (b % 2) * 8;
-        std::fill(ps, ps + 8, d);
-        a.q4_bias[size_t((t * pairs + b / 2) * 16 + (b % 2) * 8)] = -8 * sum;
-      }
-      if (a.layouts & kQ8Panels) {
-        const size_t cell = a.panel_cell(t, b);
-        std::memcpy(a.panel_q.data() + cell * kQ8Block, qb, kQ8Block);
-        a.panel_q8_start[cell] = a.q8_start[k];
-        a.panel_q4_start[cell] = a.q4_start[k];
-        for (int half = 0; half < 2; ++half) {
-          int32_t s16 = 0;
-          for (int i = 0; i < 16; ++i) s16 += qb[16 * half + i];
-          a.panel_q6_start[2 * cell + size_t(half)] = -32 * s16;
-        }
-        a.panel_scale[cell] = d;
-      }
-      if (a.layouts & kQ8TokenTiles) {
-        const size_t cell = a.tile_cell(t, b);
-        std::memcpy(a.tile_q.data() + cell * kQ8Block, qb, kQ8Block);
-        a.tile_q8_start[cell] = a.q8_start[k];
-        a.tile_q4_start[cell] = a.q4_start[k];
-        a.tile_scale[cell] = d;
-      }
-    }
+  if (a.layouts & kQ8RowTiles) {
+    std::fill_n(a.pair_scale.data() + t0 * pairs * 16, (t1 - t0) * pairs * 16, 0.0f);
+    std::fill_n(a.q4_bias.data() + t0 * pairs * 16, (t1 - t0) * pairs * 16, 0);
+  }
+  // The tokens a panel at a time, block by block across them: a panel's cells of one block are
+  // written in a row. Token by token, the stores into lines the weight stream had evicted
+  // stalled: 11.5% of an 8-stream decode step's samples, 7.5% this way (docs/perf.md).
+  for (int64_t p0 = t0, p1; p0 < t1; p0 = p1) {
+    p1 = std::min(t1, (p0 / kPanelTokens + 1) * kPanelTokens);
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t t = p0; t < p1; ++t) quantize_cell(x, t, b, simd, a);
   }
 }
 
@@ -169,14 +187,15 @@ void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& 
 
 bool quantize_block_matches_scalar(const float* xb) {
   int8_t q_scalar[kQ8Block];
-  int32_t s_scalar = 0;
+  HalfSums s_scalar;
   const float d_scalar = quantize_block_scalar(xb, q_scalar, &s_scalar);
 #if defined(__x86_64__)
   if (!gemm_q8_available()) return true;
   int8_t q_simd[kQ8Block];
-  int32_t s_simd = 0;
+  HalfSums s_simd;
   const float d_simd = quantize_block_avx512(xb, q_simd, &s_simd);
-  return d_simd == d_scalar && s_simd == s_scalar && std::memcmp(q_simd, q_scalar, sizeof q_simd) == 0;
+  return d_simd == d_scalar && s_simd.lo == s_scalar.lo && s_simd.hi == s_scalar.hi &&
+         std::memcmp(q_simd, q_scalar, sizeof q_simd) == 0;
 #else
   (void)d_scalar;
   return true;
