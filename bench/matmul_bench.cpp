@@ -100,7 +100,7 @@ double macs_of(const Weights& w, int64_t T) {
 
 // state.range(0): 0 f32/widened kernels, 1 the fast kernel (bf16 or int8; AMX tiles where confirmed),
 // 2 the fast kernel without AMX tiles (VDPBF16PS / VPDPBUSD: the same run compares the two);
-// range(1): threads; range(2): T; range(3): shape set (0 gate-like, 1 down-like, 2 decoder layers, 3 in L2).
+// range(1): threads; range(2): T (8: a few streams decoding together); range(3): shape set (0 gate-like, 1 down-like, 2 decoder layers, 3 in L2).
 void run(benchmark::State& state, DType t) {
   const Weights& w = weights(t, int(state.range(3)));
   ThreadPool pool(int(state.range(1)));
@@ -177,7 +177,7 @@ void BM_MatmulQ4_K_R16(benchmark::State& s) { run(s, DType::Q4_K_R16); }
 void BM_MatmulQ5_K_R16(benchmark::State& s) { run(s, DType::Q5_K_R16); }
 void BM_MatmulQ6_K_R16(benchmark::State& s) { run(s, DType::Q6_K_R16); }
 
-#define G4_MATMUL_ARGS ArgsProduct({{0, 1}, {1, 2}, {1, 64}, {0, 1, 2, 3}})->Unit(benchmark::kMillisecond)->UseRealTime()
+#define G4_MATMUL_ARGS ArgsProduct({{0, 1}, {1, 2}, {1, 8, 64}, {0, 1, 2, 3}})->Unit(benchmark::kMillisecond)->UseRealTime()
 BENCHMARK(BM_MatmulBF16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulBF16_R16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ8_0)->G4_MATMUL_ARGS;

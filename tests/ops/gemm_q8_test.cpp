@@ -232,7 +232,7 @@ TEST_P(GemmQ8, ErrorAgainstF32ActivationsWithinTheRoundingBound) {
 }
 
 // A token's outputs are identical bit for bit whatever the batch, its position in it and the row
-// range (thread split) that computes them. T 7 and 8: a few streams decoding together (one pass
+// range (thread split) that computes them. T 2-8: a few streams decoding together (one pass
 // over the weights for all of them); 70: prefill, its conversion split over the pool.
 class GemmQ8Batch : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {};
 
@@ -275,7 +275,7 @@ INSTANTIATE_TEST_SUITE_P(FormatsAndBatches, GemmQ8Batch,
                          ::testing::Combine(::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q8_0_R16, DType::Q4_0_R16,
                                                               DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_K_R16,
                                                               DType::Q5_K_R16, DType::Q6_K_R16),
-                                            ::testing::Values(int64_t{7}, int64_t{8}, int64_t{70})),
+                                            ::testing::Values(int64_t{2}, int64_t{4}, int64_t{7}, int64_t{8}, int64_t{70})),
                          [](const ::testing::TestParamInfo<std::tuple<DType, int64_t>>& p) {
                            return std::string(dtype_name(std::get<0>(p.param))) + "_T" +
                                   std::to_string(std::get<1>(p.param));

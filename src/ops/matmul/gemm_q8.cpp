@@ -183,12 +183,9 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void decode16(const std::byte* w, uint64_t gro
 // reuses each broadcast across 2 groups and each weight vector across 6 tokens (24 accumulators
 // in registers; the fastest shape measured).
 // C: the panel's real tokens (1..6). The activations keep their 6-token panel layout (stride P);
-// a panel of fewer tokens (the tail of a prefill, or 2-5 sequences decoding together) computes
-// only its own C lanes instead of 6, the same steps per token, so no bit changes.
-// Token counts up to which the panel kernel prefetches its weights, and how far ahead (figures in
-// docs/perf.md, "Several streams").
+// a panel of fewer tokens (the tail of a prefill) computes only its own C lanes instead of 6,
+// the same steps per token, so no bit changes. Up to kFewTokens tokens take few16 instead.
 constexpr int64_t kFewTokens = 8;
-constexpr uint64_t kFewTokensPrefetchBytes = 2048;
 
 template <int G, bool kQ4, int C>
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C void prefill16(const std::byte* w, uint64_t group_bytes, const Q8Activations& a,
@@ -206,19 +203,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void prefill16(const std::byte* w, uint64_t gr
     #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) acc[g][c] = _mm512_setzero_ps();
   const __m512i nibble = _mm512_set1_epi8(0x0F);
-  // A few sequences decoding together (T <= kFewTokens) stream each weight once from memory, as
-  // decode does, and the first panel waits on it: request the group's columns ahead. Prefill's
-  // wide blocks are compute-bound and skip it. A read only: no result changes.
-  const bool stream_ahead = a.T <= kFewTokens;
   for (int64_t b = 0; b < blocks; ++b, xq += P * kQ8Block, start += P, xs += P) {
-    if (stream_ahead) {
-      const uint64_t ahead = uint64_t(b) * kColumnBytes + kFewTokensPrefetchBytes;
-      if (ahead < group_bytes)
-        #pragma GCC unroll 2
-        for (int g = 0; g < G; ++g)
-          for (uint64_t o = 0; o < kColumnBytes; o += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(w + uint64_t(g) * group_bytes + ahead + o), _MM_HINT_T0);
-    }
     const std::byte* values = w + interleaved_values_at(kColumnBytes, blocks, b);
     const std::byte* scales = w + interleaved_scales_at(kColumnBytes, b);
     __m512i s[G][C];
@@ -265,19 +250,20 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void prefill16(const std::byte* w, uint64_t gr
   x86::store_group_panel<G, C>(acc, y, ldy, C);
 }
 
-// A few sequences decoding together (kPanelTokens < T <= kFewTokens): one group x all C tokens
-// in one pass, so each weight is streamed from memory once per step rather than once per panel
-// (the second panel re-reading it from cache cost 2 tokens' work again, and the first stalled on
-// memory alone). C tokens from two panels (token c: panel c / P, lane c % P); per (token, row)
-// the same steps as prefill16, so no bit changes. 2C + 4 registers; the stream of consecutive
-// groups [w, end) is requested kOnePassPrefetchBytes ahead, across group boundaries (without it
-// 8 streams ran ~25% slower; 8 KiB did best of 2-16 KiB, docs/perf.md "Several streams").
+// A few sequences decoding together (2 <= T <= kFewTokens): one group x all C tokens in one
+// pass, each thread's run of groups one sequential stream as in decode, so each weight is read
+// from memory once per step (7-8 tokens as a 6- and a 2-token panel read it twice, the first
+// panel stalling on memory; 2-4 tokens as prefill16's pairs of groups ran at decode's pace
+// without its streaming). C tokens from up to two panels (token c: panel c / P, lane c % P);
+// per (token, row) the same steps as prefill16, so no bit changes. The stream [w, end) is
+// requested kOnePassPrefetchBytes ahead, across group boundaries (without it 8 streams ran ~25%
+// slower; 8 KiB did best of 2-16 KiB, docs/perf.md "Several streams").
 constexpr uint64_t kOnePassPrefetchBytes = 8192;
 template <bool kQ4, int C>
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C void few16(const std::byte* w, const std::byte* end, const Q8Activations& a,
                                              float* y, int64_t ldy) {
   constexpr int P = int(kPanelTokens);
-  static_assert(C > P && C <= 2 * P);
+  static_assert(C >= 2 && C <= 2 * P);
   constexpr uint64_t kColumnBytes = kQ4 ? 288 : 544;
   const int64_t blocks = a.in / kQ8Block;
   const int8_t* xq[2] = {a.panel_q.data(), a.panel_q.data() + a.panel_cell(P, 0) * kQ8Block};
@@ -297,9 +283,16 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void few16(const std::byte* w, const std::byte
         for (uint64_t o = 0; o < kColumnBytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + o), _MM_HINT_T0);
       const std::byte* values = w + interleaved_values_at(kColumnBytes, blocks, b);
       const uint64_t cell = uint64_t(b) * P;  // block b of a panel
-      __m512i s[C];
+      // Up to 4 tokens, two int32 chains per token (Q4: low and high nibbles; Q8: even and odd
+      // vectors) added at the end, so that VPDPBUSD's latency is not what sets the pace; int32
+      // sums are exact in any order. More tokens give enough chains (and registers are short).
+      constexpr bool kTwoChains = C <= 4;
+      __m512i s[C], s1[C];
       #pragma GCC unroll 12
-      for (int c = 0; c < C; ++c) s[c] = _mm512_set1_epi32(start[c / P][cell + c % P]);
+      for (int c = 0; c < C; ++c) {
+        s[c] = _mm512_set1_epi32(start[c / P][cell + c % P]);
+        if constexpr (kTwoChains) s1[c] = _mm512_setzero_si512();
+      }
       #pragma GCC unroll 8
       for (int j = 0; j < (kQ4 ? 4 : 8); ++j) {
         const __m512i raw = _mm512_loadu_si512(values + 64 * j);
@@ -308,10 +301,17 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void few16(const std::byte* w, const std::byte
         #pragma GCC unroll 12
         for (int c = 0; c < C; ++c) {
           const int8_t* xc = xq[c / P] + (cell + c % P) * kQ8Block;
-          s[c] = _mm512_dpbusd_epi32(s[c], v0, _mm512_set1_epi32(x86::load_i32(xc + 4 * j)));
-          if constexpr (kQ4) s[c] = _mm512_dpbusd_epi32(s[c], v1, _mm512_set1_epi32(x86::load_i32(xc + 16 + 4 * j)));
+          __m512i& first = kTwoChains && !kQ4 && j % 2 ? s1[c] : s[c];
+          first = _mm512_dpbusd_epi32(first, v0, _mm512_set1_epi32(x86::load_i32(xc + 4 * j)));
+          if constexpr (kQ4) {
+            __m512i& second = kTwoChains ? s1[c] : s[c];
+            second = _mm512_dpbusd_epi32(second, v1, _mm512_set1_epi32(x86::load_i32(xc + 16 + 4 * j)));
+          }
         }
       }
+      if constexpr (kTwoChains)
+        #pragma GCC unroll 12
+        for (int c = 0; c < C; ++c) s[c] = _mm512_add_epi32(s[c], s1[c]);
       const __m512 ws = _mm512_cvtph_ps(
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + interleaved_scales_at(kColumnBytes, b))));
       #pragma GCC unroll 12
@@ -339,10 +339,14 @@ void gemm_interleaved_rows(const Q8Activations& a, const std::byte* w, bool q4, 
                            int64_t ldy, DecodeStreaming decode) {
   const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(q4 ? DType::Q4_0 : DType::Q8_0, a.in);
   const int64_t g_begin = o_begin / kInterleaveRows, g_end = o_end / kInterleaveRows;
-  if (a.T > kPanelTokens && a.T <= kFewTokens) {
+  if (a.T > 1 && a.T <= kFewTokens) {
     using Fn = void (*)(const std::byte*, const std::byte*, const Q8Activations&, float*, int64_t);
-    static_assert(kFewTokens == kPanelTokens + 2);
-    const Fn fn = a.T == kFewTokens ? (q4 ? few16<true, 8> : few16<false, 8>) : (q4 ? few16<true, 7> : few16<false, 7>);
+    static constexpr Fn kQ4ByCount[] = {few16<true, 2>, few16<true, 3>, few16<true, 4>,
+                                        few16<true, 5>, few16<true, 6>, few16<true, 7>, few16<true, 8>};
+    static constexpr Fn kQ8ByCount[] = {few16<false, 2>, few16<false, 3>, few16<false, 4>,
+                                        few16<false, 5>, few16<false, 6>, few16<false, 7>, few16<false, 8>};
+    static_assert(std::size(kQ4ByCount) == size_t(kFewTokens - 1));
+    const Fn fn = (q4 ? kQ4ByCount : kQ8ByCount)[a.T - 2];
     fn(w + uint64_t(g_begin) * group_bytes, w + uint64_t(g_end) * group_bytes, a, y + g_begin * kInterleaveRows, ldy);
     return;
   }
