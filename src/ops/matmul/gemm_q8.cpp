@@ -283,16 +283,9 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void few16(const std::byte* w, const std::byte
         for (uint64_t o = 0; o < kColumnBytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + o), _MM_HINT_T0);
       const std::byte* values = w + interleaved_values_at(kColumnBytes, blocks, b);
       const uint64_t cell = uint64_t(b) * P;  // block b of a panel
-      // Up to 4 tokens, two int32 chains per token (Q4: low and high nibbles; Q8: even and odd
-      // vectors) added at the end, so that VPDPBUSD's latency is not what sets the pace; int32
-      // sums are exact in any order. More tokens give enough chains (and registers are short).
-      constexpr bool kTwoChains = C <= 4;
-      __m512i s[C], s1[C];
+      __m512i s[C];
       #pragma GCC unroll 12
-      for (int c = 0; c < C; ++c) {
-        s[c] = _mm512_set1_epi32(start[c / P][cell + c % P]);
-        if constexpr (kTwoChains) s1[c] = _mm512_setzero_si512();
-      }
+      for (int c = 0; c < C; ++c) s[c] = _mm512_set1_epi32(start[c / P][cell + c % P]);
       #pragma GCC unroll 8
       for (int j = 0; j < (kQ4 ? 4 : 8); ++j) {
         const __m512i raw = _mm512_loadu_si512(values + 64 * j);
@@ -301,17 +294,10 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void few16(const std::byte* w, const std::byte
         #pragma GCC unroll 12
         for (int c = 0; c < C; ++c) {
           const int8_t* xc = xq[c / P] + (cell + c % P) * kQ8Block;
-          __m512i& first = kTwoChains && !kQ4 && j % 2 ? s1[c] : s[c];
-          first = _mm512_dpbusd_epi32(first, v0, _mm512_set1_epi32(x86::load_i32(xc + 4 * j)));
-          if constexpr (kQ4) {
-            __m512i& second = kTwoChains ? s1[c] : s[c];
-            second = _mm512_dpbusd_epi32(second, v1, _mm512_set1_epi32(x86::load_i32(xc + 16 + 4 * j)));
-          }
+          s[c] = _mm512_dpbusd_epi32(s[c], v0, _mm512_set1_epi32(x86::load_i32(xc + 4 * j)));
+          if constexpr (kQ4) s[c] = _mm512_dpbusd_epi32(s[c], v1, _mm512_set1_epi32(x86::load_i32(xc + 16 + 4 * j)));
         }
       }
-      if constexpr (kTwoChains)
-        #pragma GCC unroll 12
-        for (int c = 0; c < C; ++c) s[c] = _mm512_add_epi32(s[c], s1[c]);
       const __m512 ws = _mm512_cvtph_ps(
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + interleaved_scales_at(kColumnBytes, b))));
       #pragma GCC unroll 12
