@@ -1,12 +1,14 @@
 // g4 bench's decode runs: depth 0 and --depth alternate run by run, so that the host's load,
 // drifting over minutes, moves both medians alike instead of their ratio. Each depth-0 run is
-// paired with a bandwidth measurement and a weight read pass just before it: a run against the
-// ceiling of its own moment says how close the kernels come, whatever the host's drift.
+// paired with a bandwidth measurement and a weight read pass just before it, each depth run with
+// a read pass of the weights and of the cache it attends over: a run against the ceiling of its
+// own moment says how close the kernels come, whatever the host's drift.
 #include <algorithm>
 #include <cstdio>
 
 #include "cli/bench_runs.h"
 #include "cli/bench_stats.h"
+#include "engine/kv_cache.h"
 #include "model/forward_cached.h"
 #include "model/weights.h"
 #include "ops/rows/row_reductions.h"
@@ -14,12 +16,72 @@
 namespace g4::cli {
 namespace {
 
-// Decodes --gen tokens with the cache already `start_depth` long; returns tok/s.
-double time_decode(BenchRig& r, int64_t start_depth, std::vector<TokenTimes>& times) {
+// The read-pass roofline: the bytes a token streams, read the way decode reads them (the same
+// memory, pool, per-matrix hand-offs and streams per thread), nothing computed. The best of at
+// least 3 passes and 40 ms of them (a small model's pass is short and noisy), alternating the
+// plan's two stream counts: a ceiling, so the ratio errs low, never high.
+double best_read_pass(BenchRig& r, const std::vector<ReadRange>& reads, uint64_t* pass_bytes) {
+  double best = 1e30, spent = 0;
+  for (int k = 0; k < 3 || spent < 0.04; ++k) {
+    const int streams = std::max(1, k % 2 ? r.mm.decode.wide_groups : r.mm.decode.groups);
+    const double s = time_read_pass(reads, *r.pool, streams, r.mm.decode.prefetch_bytes, pass_bytes);
+    best = std::min(best, s);
+    spent += s;
+  }
+  return best;
+}
+
+uint64_t kv_element_bytes(ops::KvElem e) {
+  switch (e) {
+    case ops::KvElem::F32: return 4;
+    case ops::KvElem::F16:
+    case ops::KvElem::BF16: return 2;
+    case ops::KvElem::I8: return 1;
+  }
+  return 4;
+}
+
+// What the next token of `seq` reads of the cache: on each layer that owns K/V, the positions
+// it attends besides its own (the last sliding_window - 1 on sliding layers, all on full ones),
+// K and V (and int8's per-row scales), as the spans attention reads them.
+std::vector<ReadRange> kv_reads(const KvCache& kv, const ModelConfig& c, int seq) {
+  const int64_t length = kv.length(seq);
+  std::vector<ReadRange> out;
+  std::vector<ops::KvSpan> spans;
+  for (size_t i = 0; i < c.layers.size(); ++i) {
+    const LayerPlan& p = c.layers[i];
+    if (p.kv_shared) continue;
+    const int64_t begin = p.type == LayerType::Sliding ? std::max<int64_t>(0, length - (c.sliding_window - 1)) : 0;
+    spans.clear();
+    if (begin >= length || !kv.view(int(i), seq, begin, length, spans)) continue;
+    const uint64_t row = uint64_t(p.kv_heads) * uint64_t(p.head_dim);
+    for (const ops::KvSpan& sp : spans) {
+      const uint64_t bytes = uint64_t(sp.n) * row * kv_element_bytes(sp.elem);
+      out.push_back({static_cast<const std::byte*>(sp.k), bytes});
+      if (sp.v != sp.k) out.push_back({static_cast<const std::byte*>(sp.v), bytes});
+      if (sp.elem == ops::KvElem::I8) {
+        out.push_back({reinterpret_cast<const std::byte*>(sp.k_scale), uint64_t(sp.n) * uint64_t(p.kv_heads) * 4});
+        out.push_back({reinterpret_cast<const std::byte*>(sp.v_scale), uint64_t(sp.n) * uint64_t(p.kv_heads) * 4});
+      }
+    }
+  }
+  return out;
+}
+
+// Decodes --gen tokens with the cache already `start_depth` long; returns tok/s. With `depth_pass`,
+// first times the read pass of that depth: the weights' ranges, then the cache's (kv_reads).
+double time_decode(BenchRig& r, int64_t start_depth, std::vector<TokenTimes>& times,
+                   const std::vector<ReadRange>* weight_reads = nullptr, double* depth_pass = nullptr,
+                   uint64_t* depth_pass_bytes = nullptr) {
   KvCache& kv = *r.kv;
   const int64_t gen = r.flags.gen;
   const int seq = kv.add_sequence();
   if (start_depth > 0) kv.fill_for_benchmark(seq, start_depth, 42);
+  if (depth_pass) {
+    std::vector<ReadRange> reads = *weight_reads;
+    for (const ReadRange& k : kv_reads(kv, r.model->config, seq)) reads.push_back(k);
+    *depth_pass = best_read_pass(r, reads, depth_pass_bytes);
+  }
   int tok = 5;
   std::vector<float> logits;  // kept across tokens, as the engine keeps it
   blocks::StepTimes st;
@@ -35,21 +97,6 @@ double time_decode(BenchRig& r, int64_t start_depth, std::vector<TokenTimes>& ti
   const double per = 1e3 / double(gen);
   times.push_back({s * per, st.weight_products_s * per, st.attention_s * per});
   return double(gen) / s;
-}
-
-// The read-pass roofline: the bytes a token streams, read the way decode reads them (the same
-// memory, pool, per-matrix hand-offs and streams per thread), nothing computed. The best of at
-// least 3 passes and 40 ms of them (a small model's pass is short and noisy), alternating the
-// plan's two stream counts: a ceiling, so the ratio errs low, never high.
-double best_read_pass(BenchRig& r, const std::vector<ReadRange>& reads, uint64_t* pass_bytes) {
-  double best = 1e30, spent = 0;
-  for (int k = 0; k < 3 || spent < 0.04; ++k) {
-    const int streams = std::max(1, k % 2 ? r.mm.decode.wide_groups : r.mm.decode.groups);
-    const double s = time_read_pass(reads, *r.pool, streams, r.mm.decode.prefetch_bytes, pass_bytes);
-    best = std::min(best, s);
-    spent += s;
-  }
-  return best;
 }
 
 }  // namespace
@@ -68,7 +115,8 @@ DecodeRuns run_decodes(BenchRig& r, EngineRss& rss) {
     rss.sample();
     std::fprintf(stderr, "[bench] decode at depth 0, run %lld: %.2f tok/s\n", (long long)i + 1, d.depth0_tok_s.back());
     if (f.depth == 0) continue;
-    d.depth_tok_s.push_back(time_decode(r, f.depth, d.depth_times));
+    d.depth_pass_s.push_back(0.0);
+    d.depth_tok_s.push_back(time_decode(r, f.depth, d.depth_times, &reads, &d.depth_pass_s.back(), &d.depth_pass_bytes));
     rss.sample();
     std::fprintf(stderr, "[bench] decode at depth %lld, run %lld: %.2f tok/s\n", (long long)f.depth, (long long)i + 1,
                  d.depth_tok_s.back());

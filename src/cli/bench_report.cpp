@@ -97,6 +97,19 @@ void print_rooflines(const BenchRig& r, const DecodeRuns& d, const BenchFigures&
                   ? "; above 100%: decode beat the passes paired with it, so a neighbour on the host "
                     "slowed those passes, or decode's products read ahead into caches the pass does not use"
                   : "");
+  if (d.depth_pass_s.empty()) return;
+  std::vector<double> depth_ms;
+  for (double p : d.depth_pass_s) depth_ms.push_back(p * 1e3);
+  const std::string at = "at depth " + std::to_string(r.flags.depth);
+  std::printf("  %-34s %10.2f ms  (%.1f MiB: the weights as above, then the K/V each layer attends over, as attention's "
+              "spans; %.1f GB/s; before each depth run: %s ms)\n",
+              ("read pass " + at).c_str(), median(depth_ms), double(d.depth_pass_bytes) / (1 << 20),
+              double(d.depth_pass_bytes) / (median(d.depth_pass_s) * 1e9), run_range(depth_ms, 2).c_str());
+  std::printf("  %-34s %10.1f%%  (median of the depth runs each against the read pass of its depth just before it; "
+              "runs %s%%)%s\n",
+              ("decode / read pass " + at).c_str(), fig.depth_pass_percent_median,
+              run_range(fig.depth_pass_percent, 1).c_str(),
+              fig.depth_pass_percent_median > 100.0 ? "; above 100%: as at depth 0, the passes were slowed or decode read ahead" : "");
 }
 
 void print_grammar_masks(const GrammarMaskCost& g) {
@@ -151,6 +164,8 @@ void derive_run_by_run(const DecodeRuns& d, BenchFigures& fig) {
   // tokens/s x pass seconds
   for (size_t i = 0; i < dec0.size(); ++i) fig.pass_percent.push_back(100.0 * dec0[i] * d.pass_s[i]);
   fig.pass_percent_median = median(fig.pass_percent);
+  for (size_t i = 0; i < d.depth_tok_s.size(); ++i) fig.depth_pass_percent.push_back(100.0 * d.depth_tok_s[i] * d.depth_pass_s[i]);
+  if (!fig.depth_pass_percent.empty()) fig.depth_pass_percent_median = median(fig.depth_pass_percent);
 }
 
 }  // namespace

@@ -28,6 +28,8 @@ struct BenchFigures {
   std::vector<double> roofline_percent;  // each depth-0 run / (bandwidth just before it / bytes)
   std::vector<double> pass_percent;      // each depth-0 run / the read pass just before it
   double pass_percent_median = 0;
+  std::vector<double> depth_pass_percent;  // each depth run / the read pass of its depth just before it
+  double depth_pass_percent_median = 0;
   double prefill_macs = 0;         // the weight products' multiply-adds per prompt token
   double prefill_gops = 0;         // those at the warm median
   TokenTimes prefill_median{};     // the warm prefill whose total is the median

@@ -45,11 +45,13 @@ struct DecodeRuns {
   std::vector<double> bandwidth_gb_s;  // measured just before each depth-0 run
   std::vector<double> pass_s;          // the read pass just before each depth-0 run
   uint64_t pass_bytes = 0;             // what one read pass reads
+  std::vector<double> depth_pass_s;    // the read pass of weights + cache just before each depth run
+  uint64_t depth_pass_bytes = 0;       // what one of those reads
   BandwidthResult bandwidth;           // the best of every measurement: before, during and after
 };
 
-// --repeat rounds of: bandwidth, read pass, decode at depth 0, decode at depth; then the
-// bandwidth again.
+// --repeat rounds of: bandwidth, read pass, decode at depth 0, read pass at depth, decode at
+// depth; then the bandwidth again.
 DecodeRuns run_decodes(BenchRig& rig, EngineRss& rss);
 
 }  // namespace g4::cli

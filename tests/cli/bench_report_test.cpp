@@ -90,6 +90,21 @@ TEST(BenchReport, RangesAndRunByRunRatiosAreThoseOfTheListedRuns) {
   EXPECT_LE(pass_bytes, bytes);
   EXPECT_GE(pass_bytes, 0.9 * bytes) << "the pass misses matrices decode streams";
   EXPECT_NE(out.find("read pass just before it; runs " + range_of(pass_pct, 1) + "%"), std::string::npos) << out;
+  // At depth 40 the pass also reads the cache a token attends over: on each layer that owns K/V
+  // (tiny-e: 5 of 10), the window's other positions (sliding) or all 40 (full), K and V in bf16.
+  const ModelConfig c = preset_config("tiny-e");
+  uint64_t kv_bytes = 0;
+  for (const LayerPlan& p : c.layers)
+    if (!p.kv_shared)
+      kv_bytes += uint64_t(p.type == LayerType::Sliding ? c.sliding_window - 1 : 40) * uint64_t(p.kv_heads * p.head_dim) * 2 * 2;
+  EXPECT_EQ(j.at("kv_dtype").get<std::string>(), "bf16");
+  EXPECT_EQ(j.at("depth_read_pass_bytes").get<uint64_t>(), j.at("read_pass_bytes").get<uint64_t>() + kv_bytes);
+  const auto depth_pass_s = j.at("depth_read_pass_seconds_runs").get<std::vector<double>>();
+  const auto depth_pct = j.at("decode_depth_read_pass_percent_run_by_run").get<std::vector<double>>();
+  ASSERT_EQ(depth_pass_s.size(), 3u);
+  ASSERT_EQ(depth_pct.size(), 3u);
+  for (size_t r = 0; r < 3; ++r) EXPECT_NEAR(depth_pct[r], 100.0 * dd[r] * depth_pass_s[r], 1e-9 * depth_pct[r]);
+  EXPECT_NE(out.find("read pass of its depth just before it; runs " + range_of(depth_pct, 1) + "%"), std::string::npos) << out;
   // Where a token's time went, per run: its total is that run's 1000 / tok/s; the weight products
   // and attention are counted and leave a non-negative rest; the table prints the run whose total
   // is the median.
