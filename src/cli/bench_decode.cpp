@@ -43,7 +43,8 @@ uint64_t kv_element_bytes(ops::KvElem e) {
 
 // What the next token of `seq` reads of the cache: on each layer that owns K/V, the positions
 // it attends besides its own (the last sliding_window - 1 on sliding layers, all on full ones),
-// K and V (and int8's per-row scales), as the spans attention reads them.
+// K and V (and int8's per-row scales), as the spans attention reads them. KV-shared layers read
+// their source's spans again; they count once here, the least a token must read.
 std::vector<ReadRange> kv_reads(const KvCache& kv, const ModelConfig& c, int seq) {
   const int64_t length = kv.length(seq);
   std::vector<ReadRange> out;

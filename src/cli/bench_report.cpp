@@ -101,8 +101,9 @@ void print_rooflines(const BenchRig& r, const DecodeRuns& d, const BenchFigures&
   std::vector<double> depth_ms;
   for (double p : d.depth_pass_s) depth_ms.push_back(p * 1e3);
   const std::string at = "at depth " + std::to_string(r.flags.depth);
-  std::printf("  %-34s %10.2f ms  (%.1f MiB: the weights as above, then the K/V each layer attends over, as attention's "
-              "spans; %.1f GB/s; before each depth run: %s ms)\n",
+  std::printf("  %-34s %10.2f ms  (%.1f MiB: the weights as above, then the K/V of each layer that owns some, "
+              "as attention's spans, once (KV-shared layers read them again); %.1f GB/s; before each depth run: %s "
+              "ms)\n",
               ("read pass " + at).c_str(), median(depth_ms), double(d.depth_pass_bytes) / (1 << 20),
               double(d.depth_pass_bytes) / (median(d.depth_pass_s) * 1e9), run_range(depth_ms, 2).c_str());
   std::printf("  %-34s %10.1f%%  (median of the depth runs each against the read pass of its depth just before it; "
