@@ -57,6 +57,9 @@
 namespace g4 {
 
 inline constexpr int64_t kInterleaveRows = 16;
+// Q8_0_R16 / Q4_0_R16: one block column of a group (16 blocks, scales included).
+inline constexpr uint64_t kQ8ColumnBytes = kInterleaveRows * q8_0::kBlockBytes;
+inline constexpr uint64_t kQ4ColumnBytes = kInterleaveRows * q4_0::kBlockBytes;
 // Q4_K_R16: one super-block column of a group, and where its parts start within it.
 inline constexpr uint64_t kQ4KColumnBytes = kInterleaveRows * q4_k::kBlockBytes;
 inline constexpr uint64_t kQ4KLowScales = 64, kQ4KHighScales = 192, kQ4KValues = 256;

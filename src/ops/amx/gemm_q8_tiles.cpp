@@ -25,7 +25,6 @@ namespace {
 
 constexpr int kBlockQuads = int(kQ8Block / 4);              // B tile rows: one block's 32 bytes in quads
 constexpr uint64_t kBlockTileBytes = kBlockQuads * kTileRowBytes;  // one block column of a group: 512 B
-constexpr uint64_t kQ8ColumnBytes = 544, kQ4ColumnBytes = 288;     // with the 16 f16 scales (row_interleave.h)
 
 // The tile registers' roles: tmm p sums block b (p = b mod 2), tmm 2 + p its 16 tokens' bytes,
 // tmm 4 + p the group's block column. Consecutive blocks alternate registers, so the next

@@ -125,7 +125,7 @@ using TileFn = RowTileFn;
 template <int G, bool kQ4>
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C void decode16(const std::byte* w, uint64_t group_bytes, const Q8Activations& a,
                                                 float* y, uint64_t prefetch) {
-  constexpr uint64_t kColumnBytes = kQ4 ? 288 : 544;  // one block column of a 16-row group
+  constexpr uint64_t kColumnBytes = kQ4 ? kQ4ColumnBytes : kQ8ColumnBytes;  // one block column of a 16-row group
   const int64_t blocks = a.in / kQ8Block;
   const std::vector<int32_t>& starts = kQ4 ? a.q4_start : a.q8_start;
   __m512 acc[G];
@@ -191,7 +191,7 @@ template <int G, bool kQ4, int C>
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C void prefill16(const std::byte* w, uint64_t group_bytes, const Q8Activations& a,
                                                  int64_t t, float* y, int64_t ldy) {
   constexpr int P = int(kPanelTokens);
-  constexpr uint64_t kColumnBytes = kQ4 ? 288 : 544;
+  constexpr uint64_t kColumnBytes = kQ4 ? kQ4ColumnBytes : kQ8ColumnBytes;
   const int64_t blocks = a.in / kQ8Block;
   const size_t first = a.panel_cell(t, 0);  // t starts a panel
   const int8_t* xq = a.panel_q.data() + first * kQ8Block;
@@ -264,7 +264,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void few16(const std::byte* w, const std::byte
                                              float* y, int64_t ldy) {
   constexpr int P = int(kPanelTokens);
   static_assert(C >= 2 && C <= 2 * P);
-  constexpr uint64_t kColumnBytes = kQ4 ? 288 : 544;
+  constexpr uint64_t kColumnBytes = kQ4 ? kQ4ColumnBytes : kQ8ColumnBytes;
   const int64_t blocks = a.in / kQ8Block;
   const int8_t* xq[2] = {a.panel_q.data(), a.panel_q.data() + a.panel_cell(P, 0) * kQ8Block};
   const int32_t* const starts = (kQ4 ? a.panel_q4_start : a.panel_q8_start).data();
