@@ -5,6 +5,7 @@
 // own moment says how close the kernels come, whatever the host's drift.
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "cli/bench_runs.h"
 #include "cli/bench_stats.h"
@@ -12,6 +13,7 @@
 #include "model/forward_cached.h"
 #include "model/weights.h"
 #include "ops/rows/row_reductions.h"
+#include "platform/error.h"
 
 namespace g4::cli {
 namespace {
@@ -31,21 +33,11 @@ double best_read_pass(BenchRig& r, const std::vector<ReadRange>& reads, uint64_t
   return best;
 }
 
-uint64_t kv_element_bytes(ops::KvElem e) {
-  switch (e) {
-    case ops::KvElem::F32: return 4;
-    case ops::KvElem::F16:
-    case ops::KvElem::BF16: return 2;
-    case ops::KvElem::I8: return 1;
-  }
-  return 4;
-}
-
 // What the next token of `seq` reads of the cache: on each layer that owns K/V, the positions
 // it attends besides its own (the last sliding_window - 1 on sliding layers, all on full ones),
 // K and V (and int8's per-row scales), as the spans attention reads them. KV-shared layers read
 // their source's spans again; they count once here, the least a token must read.
-std::vector<ReadRange> kv_reads(const KvCache& kv, const ModelConfig& c, int seq) {
+std::vector<ReadRange> kv_reads(const KvCache& kv, KvDType dtype, const ModelConfig& c, int seq) {
   const int64_t length = kv.length(seq);
   std::vector<ReadRange> out;
   std::vector<ops::KvSpan> spans;
@@ -53,16 +45,20 @@ std::vector<ReadRange> kv_reads(const KvCache& kv, const ModelConfig& c, int seq
     const LayerPlan& p = c.layers[i];
     if (p.kv_shared) continue;
     const int64_t begin = p.type == LayerType::Sliding ? std::max<int64_t>(0, length - (c.sliding_window - 1)) : 0;
+    if (begin >= length) continue;
     spans.clear();
-    if (begin >= length || !kv.view(int(i), seq, begin, length, spans)) continue;
-    const uint64_t row = uint64_t(p.kv_heads) * uint64_t(p.head_dim);
+    if (!kv.view(int(i), seq, begin, length, spans))
+      throw Error("g4 bench: the KV cache gives no spans for layer " + std::to_string(i) + ": no read pass at depth");
+    // A row's bytes as the cache stores it; int8 keeps its per-head scales apart from the values.
+    const uint64_t row = kv_row_bytes(dtype, p.kv_heads, p.head_dim);
+    const uint64_t scales = dtype == KvDType::Int8 ? 4 * uint64_t(p.kv_heads) : 0;
     for (const ops::KvSpan& sp : spans) {
-      const uint64_t bytes = uint64_t(sp.n) * row * kv_element_bytes(sp.elem);
-      out.push_back({static_cast<const std::byte*>(sp.k), bytes});
-      if (sp.v != sp.k) out.push_back({static_cast<const std::byte*>(sp.v), bytes});
-      if (sp.elem == ops::KvElem::I8) {
-        out.push_back({reinterpret_cast<const std::byte*>(sp.k_scale), uint64_t(sp.n) * uint64_t(p.kv_heads) * 4});
-        out.push_back({reinterpret_cast<const std::byte*>(sp.v_scale), uint64_t(sp.n) * uint64_t(p.kv_heads) * 4});
+      const uint64_t n = uint64_t(sp.n);
+      out.push_back({static_cast<const std::byte*>(sp.k), n * (row - scales)});
+      if (sp.v != sp.k) out.push_back({static_cast<const std::byte*>(sp.v), n * (row - scales)});
+      if (scales) {
+        out.push_back({reinterpret_cast<const std::byte*>(sp.k_scale), n * scales});
+        out.push_back({reinterpret_cast<const std::byte*>(sp.v_scale), n * scales});
       }
     }
   }
@@ -80,7 +76,7 @@ double time_decode(BenchRig& r, int64_t start_depth, std::vector<TokenTimes>& ti
   if (start_depth > 0) kv.fill_for_benchmark(seq, start_depth, 42);
   if (depth_pass) {
     std::vector<ReadRange> reads = *weight_reads;
-    for (const ReadRange& k : kv_reads(kv, r.model->config, seq)) reads.push_back(k);
+    for (const ReadRange& k : kv_reads(kv, r.kv_options.dtype, r.model->config, seq)) reads.push_back(k);
     *depth_pass = best_read_pass(r, reads, depth_pass_bytes);
   }
   int tok = 5;

@@ -161,6 +161,27 @@ TEST(BenchReport, RangesAndRunByRunRatiosAreThoseOfTheListedRuns) {
 // per token counted here from the checkpoint's tensor list (every matrix once, the embedding
 // tables gathered, not multiplied, the experts' [E, out, in] tensors at top-k of E, the tied head
 // once per 4-token prompt), the rate from the warm median, the peak measured in the run, all as
+
+// With an int8 cache the depth pass reads each row's values and its per-head f32 scales: on
+// tiny-e's owning layers (kv_heads x head_dim) + 4 x kv_heads bytes a row, K and V.
+TEST(BenchReport, DepthPassReadsInt8ScalesToo) {
+  std::string out;
+  const nlohmann::json j = bench_tiny_e("--depth 40 --repeat 1 --kv int8", &out);
+  ASSERT_FALSE(j.is_null()) << out;
+  ASSERT_EQ(j.at("kv_dtype").get<std::string>(), "int8");
+  const ModelConfig c = preset_config("tiny-e");
+  uint64_t kv_bytes = 0;
+  for (const LayerPlan& p : c.layers)
+    if (!p.kv_shared)
+      kv_bytes += uint64_t(p.type == LayerType::Sliding ? c.sliding_window - 1 : 40) *
+                  uint64_t(p.kv_heads * p.head_dim + 4 * p.kv_heads) * 2;
+  // The pass reads each range's whole 8-byte words: a scale range of 7 rows (28 bytes) reads 24,
+  // so up to 7 bytes short per range, at most 4 ranges (K, V and their scales) per owning layer.
+  const uint64_t got = j.at("depth_read_pass_bytes").get<uint64_t>() - j.at("read_pass_bytes").get<uint64_t>();
+  EXPECT_LE(got, kv_bytes);
+  EXPECT_GE(got + 7 * 4 * 5, kv_bytes);
+}
+
 // the table prints them.
 class BenchPrefillCompute : public ::testing::TestWithParam<std::string> {};
 
