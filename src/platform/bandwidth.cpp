@@ -27,12 +27,20 @@ constexpr size_t kAlignment = 64;
 // Every pass folds what it read into this global, so the compiler cannot drop the loads.
 std::atomic<uint64_t> g_read_sink{0};
 
+// One 8-byte word through memcpy: read-pass ranges need not be 8-byte aligned (an int8 KV cache's
+// scales start on 4-byte boundaries), and a misaligned uint64_t load is undefined behaviour.
+inline uint64_t load_word(const uint64_t* p) {
+  uint64_t w;
+  std::memcpy(&w, p, sizeof w);
+  return w;
+}
+
 uint64_t read_slice_portable(const uint64_t* words, size_t count) {
   uint64_t acc[8] = {};
   size_t i = 0;
   for (; i + 8 <= count; i += 8)
-    for (int lane = 0; lane < 8; ++lane) acc[lane] ^= words[i + lane];
-  for (; i < count; ++i) acc[0] ^= words[i];
+    for (int lane = 0; lane < 8; ++lane) acc[lane] ^= load_word(words + i + lane);
+  for (; i < count; ++i) acc[0] ^= load_word(words + i);
   uint64_t folded = 0;
   for (uint64_t a : acc) folded ^= a;
   return folded;
