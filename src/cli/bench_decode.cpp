@@ -20,13 +20,14 @@ namespace {
 
 // The read-pass roofline: the bytes a token streams, read the way decode reads them (the same
 // memory, pool, per-matrix hand-offs and streams per thread), nothing computed. The best of at
-// least 3 passes and 40 ms of them (a small model's pass is short and noisy), alternating the
-// plan's two stream counts: a ceiling, so the ratio errs low, never high.
+// least one round of ops::read_pass_ways and 40 ms of passes (a small model's pass is short and noisy):
+// a ceiling, so the ratio errs low, never high.
 double best_read_pass(BenchRig& r, const std::vector<ReadRange>& reads, uint64_t* pass_bytes) {
+  const std::vector<ops::ReadPassWay> ways = ops::read_pass_ways(r.mm.decode);
   double best = 1e30, spent = 0;
-  for (int k = 0; k < 3 || spent < 0.04; ++k) {
-    const int streams = std::max(1, k % 2 ? r.mm.decode.wide_groups : r.mm.decode.groups);
-    const double s = time_read_pass(reads, *r.pool, streams, r.mm.decode.prefetch_bytes, pass_bytes);
+  for (size_t k = 0; k < std::max<size_t>(3, ways.size()) || spent < 0.04; ++k) {
+    const ops::ReadPassWay& way = ways[k % ways.size()];
+    const double s = time_read_pass(reads, *r.pool, way.streams, way.prefetch_bytes, pass_bytes);
     best = std::min(best, s);
     spent += s;
   }

@@ -378,6 +378,27 @@ TEST(GemmQ8Dispatch, LongGroupsTakeTheWideStreaming) {
   EXPECT_EQ(ops::decode_groups_for(ops::DecodeStreaming{2, 0}, 1u << 20), 2);  // no rule: groups
 }
 
+// The read pass that decode is held against reads every way the plan streams, and without the
+// plan's software prefetch too: a prefetch distance that slows plain reads would otherwise lower
+// the ceiling and flatter decode.
+TEST(GemmQ8Dispatch, ReadPassReadsWithAndWithoutThePlansPrefetch) {
+  DeviceInfo d = presets::avx2_laptop();
+  d.vendor = "GenuineIntel";  // 4 streams, prefetch 8 KiB ahead
+  const std::vector<ops::ReadPassWay> intel = ops::read_pass_ways(ops::plan_decode_streaming(d).streaming);
+  auto has = [](const std::vector<ops::ReadPassWay>& ways, int streams, uint64_t prefetch) {
+    return std::any_of(ways.begin(), ways.end(),
+                       [&](const ops::ReadPassWay& w) { return w.streams == streams && w.prefetch_bytes == prefetch; });
+  };
+  EXPECT_TRUE(has(intel, 4, 8192));
+  EXPECT_TRUE(has(intel, 4, 0));
+  d.vendor = "AuthenticAMD";
+  d.caches.l1d_bytes = 32u << 10;  // 1 stream, 4 past the L1d, no prefetch
+  const std::vector<ops::ReadPassWay> amd = ops::read_pass_ways(ops::plan_decode_streaming(d).streaming);
+  EXPECT_TRUE(has(amd, 1, 0));
+  EXPECT_TRUE(has(amd, 4, 0));
+  for (const ops::ReadPassWay& w : amd) EXPECT_EQ(w.prefetch_bytes, 0u);  // nothing the plan never does
+}
+
 TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   DeviceInfo d = presets::avx2_laptop();
   d.vendor = "GenuineIntel";

@@ -66,6 +66,16 @@ std::string describe_decode_plan(const DecodePlan& p);
 // {"streams_per_thread", "prefetch_bytes", "reason"}, for g4 device --json and g4 bench --json.
 nlohmann::json decode_plan_to_json(const DecodePlan& p);
 
+// How g4 bench's read pass (platform/bandwidth.h, time_read_pass) may read decode's bytes under
+// `plan`; the best pass of them is decode's ceiling: the plan's two stream counts with its
+// software prefetch and, where it prefetches, without, since a prefetch distance that slows plain
+// reads must not lower the ceiling decode is held against.
+struct ReadPassWay {
+  int streams;
+  uint64_t prefetch_bytes;
+};
+std::vector<ReadPassWay> read_pass_ways(const DecodeStreaming& plan);
+
 // The context the engine and the CLI run products with on `device`: panels planned for the
 // widest input (plan_matmul; throws with the arithmetic when none fits), decode prefetch planned.
 MatmulContext make_matmul_context(ThreadPool* pool, const DeviceInfo& device, int64_t widest_in, bool bf16_compute,

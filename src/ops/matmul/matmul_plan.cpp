@@ -55,6 +55,13 @@ DecodePlan plan_decode_streaming(const DeviceInfo& device) {
   return p;
 }
 
+std::vector<ReadPassWay> read_pass_ways(const DecodeStreaming& plan) {
+  const int narrow = std::max(1, plan.groups), wide = std::max(1, plan.wide_groups);
+  std::vector<ReadPassWay> ways{{narrow, plan.prefetch_bytes}, {wide, plan.prefetch_bytes}};
+  if (plan.prefetch_bytes) ways.insert(ways.end(), {{narrow, 0}, {wide, 0}});
+  return ways;
+}
+
 namespace {
 
 std::string prefetch_phrase(uint64_t bytes) {  // "prefetch 8 KiB ahead" / "prefetch 2304 B ahead" / "no prefetch"
