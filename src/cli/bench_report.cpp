@@ -88,7 +88,7 @@ void print_rooflines(const BenchRig& r, const DecodeRuns& d, const BenchFigures&
   std::vector<double> pass_ms;
   for (double p : d.pass_s) pass_ms.push_back(p * 1e3);
   std::printf("  %-34s %10.2f ms  (%.1f MiB: every streamed matrix, top-k experts, read as decode reads them, nothing "
-              "computed; %.1f GB/s; best of >= 3 passes and 40 ms, with and without the plan's prefetch, before each depth-0 run: %s ms)\n",
+              "computed; %.1f GB/s; best of >= 3 passes and 40 ms, every way to read (ops::read_pass_ways), before each depth-0 run: %s ms)\n",
               "weight read pass", median(pass_ms), double(d.pass_bytes) / (1 << 20),
               double(d.pass_bytes) / (median(d.pass_s) * 1e9), run_range(pass_ms, 2).c_str());
   std::printf("  %-34s %10.1f%%  (median of the depth-0 runs each against the read pass just before it; runs %s%%)%s\n",

@@ -378,9 +378,9 @@ TEST(GemmQ8Dispatch, LongGroupsTakeTheWideStreaming) {
   EXPECT_EQ(ops::decode_groups_for(ops::DecodeStreaming{2, 0}, 1u << 20), 2);  // no rule: groups
 }
 
-// The read pass that decode is held against reads every way the plan streams, and without the
-// plan's software prefetch too: a prefetch distance that slows plain reads would otherwise lower
-// the ceiling and flatter decode.
+// The read pass that decode is held against reads every way the plan streams, without the plan's
+// software prefetch too, and one plain stream per thread whatever the plan: a prefetch distance
+// or a stream count that slows plain reads would otherwise lower the ceiling and flatter decode.
 TEST(GemmQ8Dispatch, ReadPassReadsWithAndWithoutThePlansPrefetch) {
   DeviceInfo d = presets::avx2_laptop();
   d.vendor = "GenuineIntel";  // 4 streams, prefetch 8 KiB ahead
@@ -397,6 +397,11 @@ TEST(GemmQ8Dispatch, ReadPassReadsWithAndWithoutThePlansPrefetch) {
   EXPECT_TRUE(has(amd, 1, 0));
   EXPECT_TRUE(has(amd, 4, 0));
   for (const ops::ReadPassWay& w : amd) EXPECT_EQ(w.prefetch_bytes, 0u);  // nothing the plan never does
+  // A plan that streams 4 groups everywhere is still held against one plain stream.
+  const std::vector<ops::ReadPassWay> four = ops::read_pass_ways(ops::DecodeStreaming{4, 0});
+  EXPECT_TRUE(has(four, 1, 0));
+  EXPECT_TRUE(has(four, 4, 0));
+  EXPECT_EQ(four.size(), 2u);  // each way once
 }
 
 TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {

@@ -66,10 +66,12 @@ std::string describe_decode_plan(const DecodePlan& p);
 // {"streams_per_thread", "prefetch_bytes", "reason"}, for g4 device --json and g4 bench --json.
 nlohmann::json decode_plan_to_json(const DecodePlan& p);
 
-// How g4 bench's read pass (platform/bandwidth.h, time_read_pass) may read decode's bytes under
-// `plan`; the best pass of them is decode's ceiling: the plan's two stream counts with its
-// software prefetch and, where it prefetches, without, since a prefetch distance that slows plain
-// reads must not lower the ceiling decode is held against.
+// How g4 bench's read pass (platform/bandwidth.h, time_read_pass) reads decode's bytes under
+// `plan`, each way once; the best pass of them is decode's ceiling: one plain stream per thread,
+// and the plan's two stream counts with its software prefetch and without. A plan whose streams
+// or prefetch distance read slower than plain reads must not lower the ceiling it is held against
+// (on the Zen 5 VM, 4 streams per thread everywhere read far slower than one, and a pass of that
+// way alone put decode at 94-98% where one stream's pass put it at 84-87%).
 struct ReadPassWay {
   int streams;
   uint64_t prefetch_bytes;

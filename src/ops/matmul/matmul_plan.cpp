@@ -1,5 +1,6 @@
 // How a product is planned (the prefill panel, the decode streaming plan, the context made from
 // them) and how each weight dtype's product is described to the user (g4 info, bench, /v1/models).
+#include <algorithm>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -56,9 +57,15 @@ DecodePlan plan_decode_streaming(const DeviceInfo& device) {
 }
 
 std::vector<ReadPassWay> read_pass_ways(const DecodeStreaming& plan) {
-  const int narrow = std::max(1, plan.groups), wide = std::max(1, plan.wide_groups);
-  std::vector<ReadPassWay> ways{{narrow, plan.prefetch_bytes}, {wide, plan.prefetch_bytes}};
-  if (plan.prefetch_bytes) ways.insert(ways.end(), {{narrow, 0}, {wide, 0}});
+  std::vector<ReadPassWay> ways{{1, 0}};  // the plain read, whatever the plan
+  for (int streams : {plan.groups, plan.wide_groups})
+    for (uint64_t prefetch : {plan.prefetch_bytes, uint64_t(0)}) {
+      const ReadPassWay way{std::max(1, streams), prefetch};
+      if (std::none_of(ways.begin(), ways.end(), [&](const ReadPassWay& w) {
+            return w.streams == way.streams && w.prefetch_bytes == way.prefetch_bytes;
+          }))
+        ways.push_back(way);
+    }
   return ways;
 }
 
