@@ -97,6 +97,32 @@ double time_decode(BenchRig& r, int64_t start_depth, std::vector<TokenTimes>& ti
   return double(gen) / s;
 }
 
+// --gen tokens decoded one at a time from `start_depth`, each right after one pass of every read
+// way over what that token reads: the weights, then the cache's spans as they stand (kv_reads).
+// A pass and its token lie tens of milliseconds apart, so the host's drift moves both alike.
+std::vector<PairedStep> paired_steps(BenchRig& r, int64_t start_depth, const std::vector<ReadRange>& weight_reads) {
+  KvCache& kv = *r.kv;
+  const int seq = kv.add_sequence();
+  if (start_depth > 0) kv.fill_for_benchmark(seq, start_depth, 42);
+  const std::vector<ops::ReadPassWay> ways = ops::read_pass_ways(r.mm.decode);
+  std::vector<PairedStep> pairs;
+  std::vector<float> logits;
+  int tok = 5;
+  for (int64_t g = 0; g < r.flags.gen; ++g) {
+    std::vector<ReadRange> reads = weight_reads;
+    for (const ReadRange& k : kv_reads(kv, r.kv_options.dtype, r.model->config, seq)) reads.push_back(k);
+    double pass = 1e30;
+    for (const ops::ReadPassWay& way : ways)
+      pass = std::min(pass, time_read_pass(reads, *r.pool, way.streams, way.prefetch_bytes));
+    const auto t = BenchClock::now();
+    forward_cached(*r.model, {{seq, kv.length(seq), tok, true}}, kv, r.ex, logits);
+    tok = int(ops::argmax(logits.data(), int64_t(logits.size())));
+    pairs.push_back({pass, seconds_since(t)});
+  }
+  kv.free_sequence(seq);
+  return pairs;
+}
+
 }  // namespace
 
 DecodeRuns run_decodes(BenchRig& r, EngineRss& rss) {
@@ -125,6 +151,9 @@ DecodeRuns run_decodes(BenchRig& r, EngineRss& rss) {
   d.bandwidth = measure_read_bandwidth(r.bandwidth);
   if (r.bw_before.best_gb_per_s > d.bandwidth.best_gb_per_s) d.bandwidth = r.bw_before;
   for (double b : d.bandwidth_gb_s) d.bandwidth.best_gb_per_s = std::max(d.bandwidth.best_gb_per_s, b);
+  std::fprintf(stderr, "[bench] paired steps: %lld tokens each after its own read pass ...\n", (long long)f.gen);
+  d.depth0_pairs = paired_steps(r, 0, reads);
+  if (f.depth > 0) d.depth_pairs = paired_steps(r, f.depth, reads);
   return d;
 }
 

@@ -85,6 +85,14 @@ void add_prefill_and_decode(nlohmann::json& j, const BenchRig& r, const BenchRes
   });
 }
 
+// Every pair's pass and token seconds and its percent, and their spread (bench_stats.h).
+nlohmann::json paired_json(const std::vector<PairedStep>& pairs, const Spread& s) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const PairedStep& p : pairs) steps.push_back({{"pass_s", p.pass_s}, {"token_s", p.token_s}, {"percent", p.percent()}});
+  return {{"steps", steps}, {"percent_median", s.median}, {"percent_q1", s.q1}, {"percent_q3", s.q3},
+          {"percent_min", s.lo}, {"percent_max", s.hi}};
+}
+
 // The ceilings decode is held against, the memory, and the machine.
 void add_rooflines_and_machine(nlohmann::json& j, const BenchRig& r, const BenchResults& res, const BenchFigures& fig) {
   const DecodeRuns& d = res.decode;
@@ -103,6 +111,8 @@ void add_rooflines_and_machine(nlohmann::json& j, const BenchRig& r, const Bench
       {"depth_read_pass_seconds_runs", d.depth_pass_s},
       {"decode_depth_read_pass_percent_run_by_run", fig.depth_pass_percent},
       {"decode_depth_read_pass_percent_median", fig.depth_pass_percent_median},
+      {"decode_read_pass_paired_steps", paired_json(d.depth0_pairs, fig.paired)},
+      {"decode_depth_read_pass_paired_steps", paired_json(d.depth_pairs, fig.depth_paired)},
       {"peak_rss_bytes", res.rss.bytes},
       {"rss_high_water_bytes", rss_high_water_bytes()},
       {"fma_scaling", {{"threads", r.fma.threads}, {"one_thread_gflops", r.fma.one_thread_gflops},

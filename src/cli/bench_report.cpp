@@ -167,6 +167,21 @@ void derive_run_by_run(const DecodeRuns& d, BenchFigures& fig) {
   fig.pass_percent_median = median(fig.pass_percent);
   for (size_t i = 0; i < d.depth_tok_s.size(); ++i) fig.depth_pass_percent.push_back(100.0 * d.depth_tok_s[i] * d.depth_pass_s[i]);
   if (!fig.depth_pass_percent.empty()) fig.depth_pass_percent_median = median(fig.depth_pass_percent);
+  for (const PairedStep& p : d.depth0_pairs) fig.paired_percent.push_back(p.percent());
+  for (const PairedStep& p : d.depth_pairs) fig.depth_paired_percent.push_back(p.percent());
+  fig.paired = spread_of(fig.paired_percent);
+  fig.depth_paired = spread_of(fig.depth_paired_percent);
+}
+
+// The paired steps: each token against the read pass of what it reads, timed just before it.
+void print_paired_steps(const std::string& at, size_t tokens, const Spread& s) {
+  if (tokens == 0) return;
+  std::printf("  %-34s %10.1f%%  (median of %zu tokens, each right after a read pass of what it reads, every way "
+              "once; quartiles %.1f-%.1f%%, extremes %.1f-%.1f%%)%s\n",
+              ("decode / pass, paired, " + at).c_str(), s.median, tokens, s.q1, s.q3, s.lo, s.hi,
+              s.median > 100.0 ? "; above 100%: the tokens beat the passes paired with them, so a neighbour slowed "
+                                 "the passes or decode's products read ahead into caches the pass does not use"
+                               : "");
 }
 
 }  // namespace
@@ -198,6 +213,8 @@ void print_bench_table(const BenchRig& r, const BenchResults& res, const BenchFi
   print_prefill(r, res.prefill, fig);
   print_decode(r, res.decode, fig);
   print_rooflines(r, res.decode, fig);
+  print_paired_steps("depth 0", fig.paired_percent.size(), fig.paired);
+  print_paired_steps("depth " + std::to_string(r.flags.depth), fig.depth_paired_percent.size(), fig.depth_paired);
   if (res.optional.masks) print_grammar_masks(*res.optional.masks);
   print_streams(res.optional.streams);
   if (!res.optional.turns_cached.empty()) print_chat_turns(res.optional.turns_cached, res.optional.turns_cold);

@@ -8,6 +8,7 @@
 #include "cli/bench_optional_runs.h"
 #include "cli/bench_rig.h"
 #include "cli/bench_runs.h"
+#include "cli/bench_stats.h"
 
 namespace g4::cli {
 
@@ -30,6 +31,9 @@ struct BenchFigures {
   double pass_percent_median = 0;
   std::vector<double> depth_pass_percent;  // each depth run / the read pass of its depth just before it
   double depth_pass_percent_median = 0;
+  // Each paired step's token against its own pass (DecodeRuns::depth0_pairs, depth_pairs).
+  std::vector<double> paired_percent, depth_paired_percent;
+  Spread paired, depth_paired;
   double prefill_macs = 0;         // the weight products' multiply-adds per prompt token
   double prefill_gops = 0;         // those at the warm median
   TokenTimes prefill_median{};     // the warm prefill whose total is the median

@@ -39,6 +39,12 @@ struct EngineRss {
 // The cold prefill, the warm ones, then the peak again: rig.peak becomes the higher of the two.
 PrefillRuns run_prefills(BenchRig& rig, EngineRss& rss);
 
+// One decoded token right after a read pass of what it reads (every read way once, the best).
+struct PairedStep {
+  double pass_s, token_s;
+  double percent() const { return 100.0 * pass_s / token_s; }
+};
+
 struct DecodeRuns {
   std::vector<double> depth0_tok_s, depth_tok_s;  // per run; depth runs only with --depth > 0
   std::vector<TokenTimes> depth0_times, depth_times;
@@ -48,10 +54,13 @@ struct DecodeRuns {
   std::vector<double> depth_pass_s;    // the read pass of weights + cache just before each depth run
   uint64_t depth_pass_bytes = 0;       // what one of those reads
   BandwidthResult bandwidth;           // the best of every measurement: before, during and after
+  // After the runs, --gen tokens from depth 0 and (with --depth) from that depth, each paired with
+  // its own pass: a run's tokens span seconds of the host's drift, a pair tens of milliseconds.
+  std::vector<PairedStep> depth0_pairs, depth_pairs;
 };
 
 // --repeat rounds of: bandwidth, read pass, decode at depth 0, read pass at depth, decode at
-// depth; then the bandwidth again.
+// depth; then the bandwidth again, then the paired steps at depth 0 and at depth.
 DecodeRuns run_decodes(BenchRig& rig, EngineRss& rss);
 
 }  // namespace g4::cli

@@ -16,6 +16,13 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+Spread spread_of(std::vector<double> v) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return {v[n / 2], v[n / 4], v[3 * n / 4], v.front(), v.back()};
+}
+
 std::string run_range(const std::vector<double>& v, int digits) {
   if (v.empty()) return "";
   const auto [lo, hi] = std::minmax_element(v.begin(), v.end());

@@ -18,6 +18,13 @@ inline double seconds_since(BenchClock::time_point t) {
 // The middle element (the upper of the middle two for an even count); 0 when empty.
 double median(std::vector<double> v);
 
+// The median (as median()), the quartiles (elements n/4 and 3n/4 of the sorted values) and the
+// extremes: the spread of many short pairs, where a range alone shows only the two worst.
+struct Spread {
+  double median = 0, q1 = 0, q3 = 0, lo = 0, hi = 0;
+};
+Spread spread_of(std::vector<double> v);
+
 // "lo-hi" of a set of runs: on a shared machine the spread a median hides is part of the figure.
 std::string run_range(const std::vector<double>& v, int digits);
 

@@ -105,6 +105,32 @@ TEST(BenchReport, RangesAndRunByRunRatiosAreThoseOfTheListedRuns) {
   ASSERT_EQ(depth_pct.size(), 3u);
   for (size_t r = 0; r < 3; ++r) EXPECT_NEAR(depth_pct[r], 100.0 * dd[r] * depth_pass_s[r], 1e-9 * depth_pct[r]);
   EXPECT_NE(out.find("read pass of its depth just before it; runs " + range_of(depth_pct, 1) + "%"), std::string::npos) << out;
+  // The paired steps: --gen tokens from depth 0 and from --depth, each against the pass timed just
+  // before it (pass seconds / token seconds); the median and quartiles of the sorted percents.
+  for (const auto& [key, at] : {std::pair{"decode_read_pass_paired_steps", std::string("depth 0")},
+                                {"decode_depth_read_pass_paired_steps", std::string("depth 40")}}) {
+    const nlohmann::json& ps = j.at(key);
+    ASSERT_EQ(ps.at("steps").size(), 2u) << key;  // --gen 2
+    std::vector<double> pct;
+    for (const auto& st : ps.at("steps")) {
+      const double pass = st.at("pass_s"), token = st.at("token_s");
+      EXPECT_GT(pass, 0.0) << key;
+      EXPECT_GT(token, 0.0) << key;
+      EXPECT_NEAR(st.at("percent").get<double>(), 100.0 * pass / token, 1e-9 * 100.0 * pass / token) << key;
+      pct.push_back(st.at("percent"));
+    }
+    std::sort(pct.begin(), pct.end());
+    EXPECT_DOUBLE_EQ(ps.at("percent_median").get<double>(), pct[1]) << key;
+    EXPECT_DOUBLE_EQ(ps.at("percent_q1").get<double>(), pct[0]) << key;
+    EXPECT_DOUBLE_EQ(ps.at("percent_min").get<double>(), pct[0]) << key;
+    EXPECT_DOUBLE_EQ(ps.at("percent_max").get<double>(), pct[1]) << key;
+    char line[200];
+    std::snprintf(line, sizeof line, "decode / pass, paired, %s", at.c_str());
+    EXPECT_NE(out.find(line), std::string::npos) << out;
+    std::snprintf(line, sizeof line, "(median of 2 tokens, each right after a read pass of what it reads, every way once; "
+                  "quartiles %.1f-%.1f%%, extremes %.1f-%.1f%%)", pct[0], pct[1], pct[0], pct[1]);
+    EXPECT_NE(out.find(line), std::string::npos) << out;
+  }
   // Where a token's time went, per run: its total is that run's 1000 / tok/s; the weight products
   // and attention are counted and leave a non-negative rest; the table prints the run whose total
   // is the median.
