@@ -125,11 +125,22 @@ void add_rooflines_and_machine(nlohmann::json& j, const BenchRig& r, const Bench
   });
 }
 
-nlohmann::json streams_json(const std::vector<StreamsResult>& streams) {
+nlohmann::json streams_json(const std::vector<StreamsRounds>& streams) {
   nlohmann::json sj = nlohmann::json::array();
-  for (const StreamsResult& st : streams)
-    sj.push_back({{"streams", st.streams}, {"aggregate_tok_s", st.aggregate_tok_s}, {"per_stream_tok_s", st.per_stream_tok_s},
-                  {"inter_token_ms_median", st.inter_token_ms_median}, {"inter_token_ms_p90", st.inter_token_ms_p90}});
+  for (const StreamsRounds& c : streams) {
+    nlohmann::json rounds = nlohmann::json::array();
+    std::vector<double> agg;
+    for (size_t i = 0; i < c.rounds.size(); ++i) {
+      const StreamsResult& st = c.rounds[i];
+      agg.push_back(st.aggregate_tok_s);
+      rounds.push_back({{"aggregate_tok_s", st.aggregate_tok_s}, {"per_stream_tok_s", st.per_stream_tok_s},
+                        {"inter_token_ms_median", st.inter_token_ms_median}, {"inter_token_ms_p90", st.inter_token_ms_p90},
+                        {"gain_over_one_stream", i < c.gains.size() ? nlohmann::json(c.gains[i]) : nlohmann::json()}});
+    }
+    sj.push_back({{"streams", c.streams}, {"aggregate_tok_s_median", median(agg)},
+                  {"gain_over_one_stream_median", c.gains.empty() ? nlohmann::json() : nlohmann::json(median(c.gains))},
+                  {"rounds", rounds}});
+  }
   return sj;
 }
 

@@ -1,5 +1,6 @@
 #include "cli/bench_optional_runs.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -37,14 +38,25 @@ EngineOptions engine_options_of(const BenchRig& r) {
   return o;
 }
 
-std::vector<StreamsResult> streams_runs(const std::string& list, const BenchRig& r, const EngineOptions& o) {
-  std::vector<StreamsResult> streams;
-  for (int n : parse_int_list(list, "--streams")) {
+std::vector<StreamsRounds> streams_runs(const std::string& list, const BenchRig& r, const EngineOptions& o) {
+  const std::vector<int> counts = parse_int_list(list, "--streams");
+  std::vector<StreamsRounds> out;
+  for (int n : counts) {
     if (n < 1 || n > 256) throw Error("--streams: each count must be in 1..256, got " + std::to_string(n));
-    std::fprintf(stderr, "[bench] %d stream(s) decoding %lld tokens each ...\n", n, (long long)r.flags.gen);
-    streams.push_back(bench_streams(*r.model, o, n, 64, r.flags.gen));
+    out.push_back({n, {}, {}});
   }
-  return streams;
+  const auto one = std::find(counts.begin(), counts.end(), 1);
+  for (int64_t round = 0; round < r.flags.repeat; ++round) {
+    for (StreamsRounds& c : out) {
+      std::fprintf(stderr, "[bench] round %lld: %d stream(s) decoding %lld tokens each ...\n", (long long)round + 1,
+                   c.streams, (long long)r.flags.gen);
+      c.rounds.push_back(bench_streams(*r.model, o, c.streams, 64, r.flags.gen));
+    }
+    if (one == counts.end()) continue;
+    const double base = out[size_t(one - counts.begin())].rounds.back().aggregate_tok_s;
+    for (StreamsRounds& c : out) c.gains.push_back(base > 0 ? c.rounds.back().aggregate_tok_s / base : 0.0);
+  }
+  return out;
 }
 
 // A --prompt-len opening, 32-token messages and 16-token answers, with the prefix cache and without.

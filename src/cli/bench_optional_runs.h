@@ -12,9 +12,17 @@
 
 namespace g4::cli {
 
+// One --streams count over --repeat rounds: each round runs every count once, in the order given,
+// and takes each count's gain over one stream within the round (the host as it was for both).
+struct StreamsRounds {
+  int streams = 0;
+  std::vector<StreamsResult> rounds;
+  std::vector<double> gains;  // per round: aggregate / that round's 1-stream aggregate (empty without 1 in the list)
+};
+
 struct OptionalRuns {
   std::optional<GrammarMaskCost> masks;
-  std::vector<StreamsResult> streams;  // one per --streams count, in the order given
+  std::vector<StreamsRounds> streams;  // one per --streams count, in the order given
   std::vector<ChatTurn> turns_cached, turns_cold;  // with the prefix cache and without
 };
 

@@ -126,13 +126,28 @@ void print_grammar_masks(const GrammarMaskCost& g) {
                 g.sentences);
 }
 
-void print_streams(const std::vector<StreamsResult>& streams) {
-  for (const StreamsResult& st : streams)
-    std::printf("  %-34s %10.2f tok/s  (%.2f per stream, %.2fx 1 stream; inter-token median %.1f ms, p90 %.1f ms)\n",
-                ("decode, " + std::to_string(st.streams) + " stream" + (st.streams > 1 ? "s" : "")).c_str(),
-                st.aggregate_tok_s, st.per_stream_tok_s,
-                streams.empty() || streams[0].streams != 1 ? 0.0 : st.aggregate_tok_s / streams[0].aggregate_tok_s,
-                st.inter_token_ms_median, st.inter_token_ms_p90);
+// Each count: the median of its rounds, the range, and the gain over one stream taken round by round.
+void print_streams(const std::vector<StreamsRounds>& streams) {
+  for (const StreamsRounds& c : streams) {
+    std::vector<double> agg, itl, p90;
+    for (const StreamsResult& st : c.rounds) {
+      agg.push_back(st.aggregate_tok_s);
+      itl.push_back(st.inter_token_ms_median);
+      p90.push_back(st.inter_token_ms_p90);
+    }
+    std::string gain = "no 1-stream run to compare with";
+    if (!c.gains.empty()) {
+      char buf[128];
+      std::snprintf(buf, sizeof buf, "%.2fx 1 stream in the same round, rounds %s", median(c.gains),
+                    (run_range(c.gains, 2) + "x").c_str());
+      gain = buf;
+    }
+    std::printf("  %-34s %10.2f tok/s  (median of %zu rounds, runs %s; %.2f per stream; %s; inter-token median %.1f "
+                "ms, p90 %.1f ms)\n",
+                ("decode, " + std::to_string(c.streams) + " stream" + (c.streams > 1 ? "s" : "")).c_str(), median(agg),
+                c.rounds.size(), run_range(agg, 2).c_str(), median(agg) / c.streams, gain.c_str(), median(itl),
+                median(p90));
+  }
 }
 
 void print_chat_turns(const std::vector<ChatTurn>& cached, const std::vector<ChatTurn>& cold) {

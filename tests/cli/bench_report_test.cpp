@@ -276,15 +276,32 @@ TEST(BenchReport, GrammarMasksCountEveryTokenOnceAndRestartPerSentence) {
 // answer's last token (sampled, never fed) and the new 32-token message; without it, nothing.
 TEST(BenchReport, StreamsAndChatTurns) {
   std::string out;
-  const nlohmann::json j = bench_tiny_e("--depth 0 --repeat 1 --gen 8 --streams 1,3 --chat-turns 4", &out);
+  const nlohmann::json j = bench_tiny_e("--depth 0 --repeat 3 --gen 8 --streams 3,1 --chat-turns 4", &out);
   ASSERT_FALSE(j.is_null()) << out;
+  // Every count runs once per round (--repeat 3); each round's gain is its aggregate over the
+  // same round's 1-stream aggregate, whatever the order of the list; the medians are the middle rounds.
   const nlohmann::json& st = j.at("streams");
   ASSERT_EQ(st.size(), 2u) << st.dump();
-  for (const auto& e : st) {
-    EXPECT_GT(e.at("aggregate_tok_s").get<double>(), 0.0);
-    EXPECT_NEAR(e.at("per_stream_tok_s").get<double>() * e.at("streams").get<double>(), e.at("aggregate_tok_s").get<double>(),
-                1e-6 * e.at("aggregate_tok_s").get<double>());
+  EXPECT_EQ(st[0].at("streams"), 3);
+  EXPECT_EQ(st[1].at("streams"), 1);
+  std::vector<double> gains, agg3;
+  for (size_t r = 0; r < 3; ++r) {
+    const nlohmann::json &three = st[0].at("rounds").at(r), &one = st[1].at("rounds").at(r);
+    const double a3 = three.at("aggregate_tok_s"), a1 = one.at("aggregate_tok_s");
+    EXPECT_GT(a1, 0.0);
+    EXPECT_NEAR(three.at("per_stream_tok_s").get<double>() * 3, a3, 1e-6 * a3);
+    EXPECT_NEAR(three.at("gain_over_one_stream").get<double>(), a3 / a1, 1e-9 * a3 / a1) << "round " << r;
+    EXPECT_DOUBLE_EQ(one.at("gain_over_one_stream").get<double>(), 1.0);
+    gains.push_back(a3 / a1);
+    agg3.push_back(a3);
   }
+  std::sort(gains.begin(), gains.end());
+  std::sort(agg3.begin(), agg3.end());
+  EXPECT_NEAR(st[0].at("gain_over_one_stream_median").get<double>(), gains[1], 1e-9 * gains[1]);
+  EXPECT_DOUBLE_EQ(st[0].at("aggregate_tok_s_median").get<double>(), agg3[1]);
+  char line[160];
+  std::snprintf(line, sizeof line, "%.2fx 1 stream in the same round, rounds %.2f-%.2fx", gains[1], gains[0], gains[2]);
+  EXPECT_NE(out.find(line), std::string::npos) << out;
   const nlohmann::json& hot = j.at("chat_turns").at("with_prefix_cache");
   const nlohmann::json& cold = j.at("chat_turns").at("without");
   ASSERT_EQ(hot.size(), 4u);
