@@ -175,6 +175,46 @@ TEST(Q8Activations, TokenRangesEqualOneCall) {
   EXPECT_THROW(ops::size_activations(T, 48, 0, parts), Error);
 }
 
+// A few tokens' block pairs quantized separately (as the pool's threads do for decoding streams,
+// in any order) fill every layout exactly as one call; an odd block count's last pair holds one.
+TEST(Q8Activations, BlockPairRangesEqualOneCall) {
+  for (const int64_t T : {int64_t(1), int64_t(3), int64_t(8)}) {
+    const int64_t in = 160;  // 5 blocks: pairs {0,1}, {2,3}, {4}
+    std::vector<float> x = test::random_activations(T * in, 37);
+    ops::Q8Activations whole, parts;
+    ops::quantize_activations(x.data(), T, in, whole);
+    parts.panel_q.assign(whole.panel_q.size(), 99);  // stale values the sizing must not leave behind
+    ops::size_activations(T, in, ops::kQ8RowTiles | ops::kQ8Panels, parts);
+    parts.pair_scale.assign(parts.pair_scale.size(), 7.0f);  // stale values each range must overwrite
+    for (auto [p0, p1] : {std::pair<int64_t, int64_t>{2, 3}, {0, 1}, {1, 2}})
+      ops::quantize_token_blocks(x.data(), 0, T, p0, p1, parts);
+    EXPECT_EQ(whole.q, parts.q) << T;
+    EXPECT_EQ(whole.scale, parts.scale) << T;
+    EXPECT_EQ(whole.q4_start, parts.q4_start) << T;
+    EXPECT_EQ(whole.pair_scale, parts.pair_scale) << T;
+    EXPECT_EQ(whole.q4_bias, parts.q4_bias) << T;
+    if (T > 1) {
+      EXPECT_EQ(whole.panel_q, parts.panel_q) << T;
+      EXPECT_EQ(whole.panel_q4_start, parts.panel_q4_start) << T;
+      EXPECT_EQ(whole.panel_q6_start, parts.panel_q6_start) << T;
+      EXPECT_EQ(whole.panel_scale, parts.panel_scale) << T;
+    }
+    // One range alone writes its own blocks' bytes and no others (the threads' ranges never overlap).
+    ops::Q8Activations one;
+    ops::size_activations(T, in, ops::kQ8RowTiles | ops::kQ8Panels, one);
+    one.q.assign(one.q.size(), 99);
+    ops::quantize_token_blocks(x.data(), 0, T, 1, 2, one);  // blocks 2 and 3
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t b = 0; b < in / 32; ++b)
+        for (int i = 0; i < 32; ++i) {
+          const size_t at = size_t(t * in + b * 32 + i);
+          ASSERT_EQ(one.q[at], b == 2 || b == 3 ? whole.q[at] : int8_t(99)) << "token " << t << " block " << b;
+        }
+    EXPECT_THROW(ops::quantize_token_blocks(x.data(), 0, T, 2, 4, parts), Error);  // past the 3 pairs
+    EXPECT_THROW(ops::quantize_token_blocks(x.data(), 0, T, 2, 1, parts), Error);
+  }
+}
+
 class GemmQ8 : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override {

@@ -108,6 +108,10 @@ void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& 
 // (throws g4::Error unless 0 <= t0 <= t1 <= a.T).
 void size_activations(int64_t T, int64_t in, unsigned layouts, Q8Activations& a);
 void quantize_tokens(const float* x, int64_t t0, int64_t t1, Q8Activations& a);
+// Tokens [t0, t1) of block pairs [p0, p1) (blocks 2·p0 up to 2·p1): a few tokens' blocks split
+// over threads write disjoint cache lines, where a split by tokens has two threads write the
+// same panel cells' lines (throws g4::Error outside the sized tokens or pairs).
+void quantize_token_blocks(const float* x, int64_t t0, int64_t t1, int64_t p0, int64_t p1, Q8Activations& a);
 
 // For tests: whether the AVX-512 and scalar quantizers agree bit for bit on one block of 32
 // (true where there is no AVX-512 path).

@@ -142,6 +142,8 @@ constexpr int64_t kMinParallelRows = 64;
 // Fewest activation values whose conversion (int8 or bf16) is split over the pool: from here
 // converting them on one core takes several pool round trips (BM_PoolHandOff).
 constexpr int64_t kMinParallelConvert = 16384;
+// Up to this many tokens the activations are split over the pool by block pairs, not by tokens.
+constexpr int64_t kFewTokenActivations = 16;
 
 // Output rows [0, out) in units of `group` rows (each thread's range stays group-aligned, so
 // tiles fall on the same rows whatever the split), over the pool when there is one and the
@@ -261,7 +263,12 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
                                                            : kQ8RowTiles;
     size_activations(T, in, layouts, xq);
     Q8Activations& xqr = xq;
-    if (split)
+    // A few tokens (decoding streams) split by block pairs: by tokens, the two threads' cells of
+    // one block share cache lines in the panels and the starts, and the lines ping-pong.
+    const int64_t pairs = (in / kQ8Block + 1) / 2;
+    if (split && T <= kFewTokenActivations)
+      ctx.pool->parallel_for(pairs, [&](int64_t b, int64_t e, int) { quantize_token_blocks(x, 0, T, b, e, xqr); });
+    else if (split)
       ctx.pool->parallel_for(T, [&](int64_t b, int64_t e, int) { quantize_tokens(x, b, e, xqr); });
     else
       quantize_tokens(x, 0, T, xqr);

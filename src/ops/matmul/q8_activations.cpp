@@ -156,28 +156,37 @@ void quantize_cell(const float* x, int64_t t, int64_t b, bool simd, Q8Activation
 
 }  // namespace
 
-void quantize_tokens(const float* x, int64_t t0, int64_t t1, Q8Activations& a) {
+void quantize_token_blocks(const float* x, int64_t t0, int64_t t1, int64_t p0, int64_t p1, Q8Activations& a) {
+  const int64_t blocks = a.in / kQ8Block, pairs = (blocks + 1) / 2;
   if (t0 < 0 || t0 > t1 || t1 > a.T)
     throw Error("quantize_tokens: tokens [" + std::to_string(t0) + ", " + std::to_string(t1) +
                 ") of activations sized for " + std::to_string(a.T));
-  const int64_t blocks = a.in / kQ8Block, pairs = (blocks + 1) / 2;
+  if (p0 < 0 || p0 > p1 || p1 > pairs)
+    throw Error("quantize_tokens: block pairs [" + std::to_string(p0) + ", " + std::to_string(p1) + ") of " +
+                std::to_string(pairs));
 #if defined(__x86_64__)
   const bool simd = gemm_q8_available();
 #else
   const bool simd = false;
 #endif
-  if (a.layouts & kQ8RowTiles) {
-    std::fill_n(a.pair_scale.data() + t0 * pairs * 16, (t1 - t0) * pairs * 16, 0.0f);
-    std::fill_n(a.q4_bias.data() + t0 * pairs * 16, (t1 - t0) * pairs * 16, 0);
-  }
+  if (a.layouts & kQ8RowTiles)
+    for (int64_t t = t0; t < t1; ++t) {
+      std::fill(a.pair_scale.data() + (t * pairs + p0) * 16, a.pair_scale.data() + (t * pairs + p1) * 16, 0.0f);
+      std::fill(a.q4_bias.data() + (t * pairs + p0) * 16, a.q4_bias.data() + (t * pairs + p1) * 16, 0);
+    }
+  const int64_t b0 = 2 * p0, b1 = std::min(blocks, 2 * p1);
   // The tokens a panel at a time, block by block across them: a panel's cells of one block are
   // written in a row. Token by token, the stores into lines the weight stream had evicted
   // stalled: 11.5% of an 8-stream decode step's samples, 7.5% this way (docs/perf.md).
-  for (int64_t p0 = t0, p1; p0 < t1; p0 = p1) {
-    p1 = std::min(t1, (p0 / kPanelTokens + 1) * kPanelTokens);
-    for (int64_t b = 0; b < blocks; ++b)
-      for (int64_t t = p0; t < p1; ++t) quantize_cell(x, t, b, simd, a);
+  for (int64_t q0 = t0, q1; q0 < t1; q0 = q1) {
+    q1 = std::min(t1, (q0 / kPanelTokens + 1) * kPanelTokens);
+    for (int64_t b = b0; b < b1; ++b)
+      for (int64_t t = q0; t < q1; ++t) quantize_cell(x, t, b, simd, a);
   }
+}
+
+void quantize_tokens(const float* x, int64_t t0, int64_t t1, Q8Activations& a) {
+  quantize_token_blocks(x, t0, t1, 0, (a.in / kQ8Block + 1) / 2, a);
 }
 
 void quantize_activations(const float* x, int64_t T, int64_t in, Q8Activations& a, unsigned layouts) {
