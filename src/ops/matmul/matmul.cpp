@@ -205,6 +205,27 @@ UnitLayout layout_units(std::span<const Product> products, int64_t T, FastKernel
   return l;
 }
 
+// x [T, in] into xq in the layouts the products' kernels read; over the pool when `split`.
+void quantize_for(const float* x, int64_t T, std::span<const Product> products, bool split, const MatmulContext& ctx,
+                  Q8Activations& xq) {
+  const int64_t in = products[0].w->shape[1];
+  unsigned layouts = 0;
+  for (const Product& p : products)
+    layouts |= T > 1 && uses_int8_tiles(ctx, p.w->dtype) ? kQ8TokenTiles
+               : dtype_is_interleaved(p.w->dtype)        ? kQ8Panels
+                                                         : kQ8RowTiles;
+  size_activations(T, in, layouts, xq);
+  // A few tokens (decoding streams) split by block pairs: by tokens, the two threads' cells of
+  // one block share cache lines in the panels and the starts, and the lines ping-pong.
+  const int64_t pairs = (in / kQ8Block + 1) / 2;
+  if (split && T <= kFewTokenActivations)
+    ctx.pool->parallel_for(pairs, [&](int64_t b, int64_t e, int) { quantize_token_blocks(x, 0, T, b, e, xq); });
+  else if (split)
+    ctx.pool->parallel_for(T, [&](int64_t b, int64_t e, int) { quantize_tokens(x, b, e, xq); });
+  else
+    quantize_tokens(x, 0, T, xq);
+}
+
 // Whether products of one input run together on one fast kernel (run_fast), and which.
 FastKernel shared_kernel_of(std::span<const Product> products, const MatmulContext& ctx) {
   if (products.empty()) return FastKernel::None;
@@ -256,22 +277,7 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
     else
       convert(0, T);
   } else {
-    unsigned layouts = 0;
-    for (const Product& p : products)
-      layouts |= T > 1 && uses_int8_tiles(ctx, p.w->dtype) ? kQ8TokenTiles
-                 : dtype_is_interleaved(p.w->dtype)        ? kQ8Panels
-                                                           : kQ8RowTiles;
-    size_activations(T, in, layouts, xq);
-    Q8Activations& xqr = xq;
-    // A few tokens (decoding streams) split by block pairs: by tokens, the two threads' cells of
-    // one block share cache lines in the panels and the starts, and the lines ping-pong.
-    const int64_t pairs = (in / kQ8Block + 1) / 2;
-    if (split && T <= kFewTokenActivations)
-      ctx.pool->parallel_for(pairs, [&](int64_t b, int64_t e, int) { quantize_token_blocks(x, 0, T, b, e, xqr); });
-    else if (split)
-      ctx.pool->parallel_for(T, [&](int64_t b, int64_t e, int) { quantize_tokens(x, b, e, xqr); });
-    else
-      quantize_tokens(x, 0, T, xqr);
+    quantize_for(x, T, products, split, ctx, xq);
   }
   // Named outside the lambda: inside it, a thread_local would be the worker thread's own copy.
   const uint16_t* const xbp = xb.data();
