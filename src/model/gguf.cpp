@@ -17,16 +17,6 @@ constexpr int kMaxArrayDepth = 8;
 constexpr uint64_t kMaxDims = 4;           // GGML_MAX_DIMS
 constexpr uint64_t kMaxDim = 1ull << 40;
 
-size_t scalar_size(GgufType t) {
-  switch (t) {
-    case GgufType::U8: case GgufType::I8: case GgufType::BOOL: return 1;
-    case GgufType::U16: case GgufType::I16: return 2;
-    case GgufType::U32: case GgufType::I32: case GgufType::F32: return 4;
-    case GgufType::U64: case GgufType::I64: case GgufType::F64: return 8;
-    default: return 0;
-  }
-}
-
 bool valid_type(uint32_t t) { return t <= uint32_t(GgufType::F64); }
 
 // Bounds-checked little-endian reader over the mapped file.
@@ -116,7 +106,7 @@ GgufValue read_value(Cursor& c, GgufType type, const std::string& what, int dept
     v.count = c.read<uint64_t>(what + " array length");
     // The smallest an element can be: refuse counts the rest of the file cannot hold before
     // allocating anything for them.
-    const uint64_t min_elem = v.elem_type == GgufType::STRING ? 8 : v.elem_type == GgufType::ARRAY ? 12 : scalar_size(v.elem_type);
+    const uint64_t min_elem = v.elem_type == GgufType::STRING ? 8 : v.elem_type == GgufType::ARRAY ? 12 : gguf_scalar_size(v.elem_type);
     if (v.count > c.left() / min_elem)
       c.fail(at, what + ": array of " + std::to_string(v.count) + " " + gguf_type_name(v.elem_type) +
                      " elements cannot fit in the " + std::to_string(c.left()) + " bytes left in the file");
@@ -133,7 +123,7 @@ GgufValue read_value(Cursor& c, GgufType type, const std::string& what, int dept
     }
     return v;
   }
-  const size_t n = scalar_size(type);
+  const size_t n = gguf_scalar_size(type);
   c.need(n, what);
   v.i = scalar_int(type, c.base + c.pos);
   v.f = scalar_float(type, c.base + c.pos);
@@ -292,6 +282,16 @@ void check_no_overlap(const Cursor& c, const std::vector<GgufTensorInfo>& infos,
 
 }  // namespace
 
+size_t gguf_scalar_size(GgufType t) {
+  switch (t) {
+    case GgufType::U8: case GgufType::I8: case GgufType::BOOL: return 1;
+    case GgufType::U16: case GgufType::I16: return 2;
+    case GgufType::U32: case GgufType::I32: case GgufType::F32: return 4;
+    case GgufType::U64: case GgufType::I64: case GgufType::F64: return 8;
+    default: return 0;
+  }
+}
+
 const char* gguf_type_name(GgufType t) {
   switch (t) {
     case GgufType::U8: return "uint8";
@@ -320,8 +320,8 @@ bool GgufValue::is_int() const {
 }
 bool GgufValue::is_float() const { return type == GgufType::F32 || type == GgufType::F64; }
 bool GgufValue::is_numeric_array() const { return type == GgufType::ARRAY && elems != nullptr; }
-int64_t GgufValue::int_at(uint64_t k) const { return scalar_int(elem_type, elems + k * scalar_size(elem_type)); }
-double GgufValue::float_at(uint64_t k) const { return scalar_float(elem_type, elems + k * scalar_size(elem_type)); }
+int64_t GgufValue::int_at(uint64_t k) const { return scalar_int(elem_type, elems + k * gguf_scalar_size(elem_type)); }
+double GgufValue::float_at(uint64_t k) const { return scalar_float(elem_type, elems + k * gguf_scalar_size(elem_type)); }
 
 std::unique_ptr<GgufFile> GgufFile::open(const std::filesystem::path& path) {
   std::unique_ptr<GgufFile> g(new GgufFile());

@@ -30,6 +30,8 @@ enum class GgufType : uint32_t {
   U64 = 10, I64 = 11, F64 = 12,
 };
 const char* gguf_type_name(GgufType t);
+// Bytes of one scalar of type t in the file (0 for STRING and ARRAY, which have no fixed size).
+size_t gguf_scalar_size(GgufType t);
 
 // One metadata value. Scalars are widened (integers to int64/uint64, floats to double);
 // strings and numeric arrays view the mapped file (valid while the GgufFile lives).

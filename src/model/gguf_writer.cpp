@@ -43,16 +43,8 @@ void value_bytes(std::string& s, const GgufValue& v, bool with_type) {
         for (auto sv : v.strings) str(s, std::string(sv));
       else if (v.elem_type == GgufType::ARRAY)
         for (const auto& a : v.arrays) value_bytes(s, a, false);
-      else {
-        size_t es = 0;
-        switch (v.elem_type) {
-          case GgufType::U8: case GgufType::I8: case GgufType::BOOL: es = 1; break;
-          case GgufType::U16: case GgufType::I16: es = 2; break;
-          case GgufType::U32: case GgufType::I32: case GgufType::F32: es = 4; break;
-          default: es = 8;
-        }
-        s.append(reinterpret_cast<const char*>(v.elems), size_t(v.count * es));
-      }
+      else
+        s.append(reinterpret_cast<const char*>(v.elems), size_t(v.count * gguf_scalar_size(v.elem_type)));
       return;
     }
     case GgufType::U8: case GgufType::I8: case GgufType::BOOL: raw<uint8_t>(s, uint8_t(v.i)); return;

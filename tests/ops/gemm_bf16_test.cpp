@@ -17,6 +17,7 @@
 #include "ops/ref/reference_ops.h"
 #include "platform/device_presets.h"
 #include "platform/dtype.h"
+#include "platform/error.h"
 #include "platform/row_interleave.h"
 #include "platform/tensor_view.h"
 #include "platform/thread_pool.h"
