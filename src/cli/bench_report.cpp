@@ -3,6 +3,7 @@
 #include "cli/bench_report.h"
 
 #include <cstdio>
+#include <utility>
 
 #include "cli/bench_stats.h"
 #include "engine/kv_cache.h"
@@ -171,6 +172,12 @@ void print_machine(const BenchRig& r, const EngineRss& rss) {
               "peak RSS", double(rss.bytes) / (1 << 20), double(rss_high_water_bytes()) / (1 << 20));
 }
 
+Spread spread_of_percents(const std::vector<PairedStep>& pairs) {
+  std::vector<double> pct;
+  for (const PairedStep& p : pairs) pct.push_back(p.percent());
+  return spread_of(std::move(pct));
+}
+
 // Each depth-0 run against the ceilings measured just before it, and each depth run against it.
 void derive_run_by_run(const DecodeRuns& d, BenchFigures& fig) {
   const std::vector<double>& dec0 = d.depth0_tok_s;
@@ -182,10 +189,8 @@ void derive_run_by_run(const DecodeRuns& d, BenchFigures& fig) {
   fig.pass_percent_median = median(fig.pass_percent);
   for (size_t i = 0; i < d.depth_tok_s.size(); ++i) fig.depth_pass_percent.push_back(100.0 * d.depth_tok_s[i] * d.depth_pass_s[i]);
   if (!fig.depth_pass_percent.empty()) fig.depth_pass_percent_median = median(fig.depth_pass_percent);
-  for (const PairedStep& p : d.depth0_pairs) fig.paired_percent.push_back(p.percent());
-  for (const PairedStep& p : d.depth_pairs) fig.depth_paired_percent.push_back(p.percent());
-  fig.paired = spread_of(fig.paired_percent);
-  fig.depth_paired = spread_of(fig.depth_paired_percent);
+  fig.paired = spread_of_percents(d.depth0_pairs);
+  fig.depth_paired = spread_of_percents(d.depth_pairs);
 }
 
 // The paired steps: each token against the read pass of what it reads, timed just before it.
@@ -228,8 +233,8 @@ void print_bench_table(const BenchRig& r, const BenchResults& res, const BenchFi
   print_prefill(r, res.prefill, fig);
   print_decode(r, res.decode, fig);
   print_rooflines(r, res.decode, fig);
-  print_paired_steps("depth 0", fig.paired_percent.size(), fig.paired);
-  print_paired_steps("depth " + std::to_string(r.flags.depth), fig.depth_paired_percent.size(), fig.depth_paired);
+  print_paired_steps("depth 0", res.decode.depth0_pairs.size(), fig.paired);
+  print_paired_steps("depth " + std::to_string(r.flags.depth), res.decode.depth_pairs.size(), fig.depth_paired);
   if (res.optional.masks) print_grammar_masks(*res.optional.masks);
   print_streams(res.optional.streams);
   if (!res.optional.turns_cached.empty()) print_chat_turns(res.optional.turns_cached, res.optional.turns_cold);

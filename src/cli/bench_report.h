@@ -31,8 +31,7 @@ struct BenchFigures {
   double pass_percent_median = 0;
   std::vector<double> depth_pass_percent;  // each depth run / the read pass of its depth just before it
   double depth_pass_percent_median = 0;
-  // Each paired step's token against its own pass (DecodeRuns::depth0_pairs, depth_pairs).
-  std::vector<double> paired_percent, depth_paired_percent;
+  // The paired steps' percents (DecodeRuns::depth0_pairs, depth_pairs): median, quartiles, extremes.
   Spread paired, depth_paired;
   double prefill_macs = 0;         // the weight products' multiply-adds per prompt token
   double prefill_gops = 0;         // those at the warm median

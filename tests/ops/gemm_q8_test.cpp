@@ -321,6 +321,40 @@ INSTANTIATE_TEST_SUITE_P(FormatsAndBatches, GemmQ8Batch,
                                   std::to_string(std::get<1>(p.param));
                          });
 
+// A few tokens wide enough that ops::matmul quantizes their activations on the pool (T x in >=
+// 16384), which splits them by block pairs: each token's outputs equal the token alone through
+// the one-token path (quantized whole on the calling thread), bit for bit. 65 blocks (Q8_0/Q4_0)
+// leave an odd last pair; the K-quants take whole 256-value super-blocks.
+class GemmQ8PooledFew : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {};
+
+TEST_P(GemmQ8PooledFew, EachTokenEqualsItselfAlone) {
+  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
+  const auto [t, T] = GetParam();
+  const DType base = interleave_base(t);
+  const bool kquant = base == DType::Q4_K || base == DType::Q5_K || base == DType::Q6_K;
+  const int64_t in = kquant ? 2304 : 2080, out = rows_for(t, 40);
+  ASSERT_GE(T * in, 16384) << "too narrow to reach the pool split";
+  BlockWeights w = make_weights(t, out, in, 41);
+  std::vector<float> x = test::random_activations(T * in, 42);
+  ThreadPool pool(2);  // the engine's own context on this CPU, int8 activations
+  const ops::MatmulContext ctx = ops::make_matmul_context(&pool, host_cpu(), in, false, true);
+  std::vector<float> pooled(size_t(T * out));
+  ops::matmul(x.data(), T, w.view, pooled.data(), ctx);
+  for (int64_t tt = 0; tt < T; ++tt) {
+    std::vector<float> alone(static_cast<size_t>(out));
+    ops::matmul(&x[size_t(tt * in)], 1, w.view, alone.data(), ctx);
+    ASSERT_EQ(0, std::memcmp(alone.data(), &pooled[size_t(tt * out)], size_t(out) * 4)) << "token " << tt;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(FormatsAndBatches, GemmQ8PooledFew,
+                         ::testing::Combine(::testing::Values(DType::Q8_0, DType::Q4_0_R16, DType::Q4_K_R16, DType::Q6_K),
+                                            ::testing::Values(int64_t{8}, int64_t{16})),
+                         [](const ::testing::TestParamInfo<std::tuple<DType, int64_t>>& p) {
+                           return std::string(dtype_name(std::get<0>(p.param))) + "_T" +
+                                  std::to_string(std::get<1>(p.param));
+                         });
+
 // The interleaved kernel works on whole 16-row groups; a range that cuts one is refused, not
 // computed from the wrong rows.
 TEST(GemmQ8Interleaved, RefusesARowRangeThatSplitsAGroup) {

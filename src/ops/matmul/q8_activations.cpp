@@ -162,8 +162,8 @@ void quantize_token_blocks(const float* x, int64_t t0, int64_t t1, int64_t p0, i
     throw Error("quantize_tokens: tokens [" + std::to_string(t0) + ", " + std::to_string(t1) +
                 ") of activations sized for " + std::to_string(a.T));
   if (p0 < 0 || p0 > p1 || p1 > pairs)
-    throw Error("quantize_tokens: block pairs [" + std::to_string(p0) + ", " + std::to_string(p1) + ") of " +
-                std::to_string(pairs));
+    throw Error("quantize_token_blocks: block pairs [" + std::to_string(p0) + ", " + std::to_string(p1) +
+                ") of activations with " + std::to_string(pairs) + " pairs (in = " + std::to_string(a.in) + ")");
 #if defined(__x86_64__)
   const bool simd = gemm_q8_available();
 #else
