@@ -3,6 +3,8 @@
 // same run, so decode can be stated as a fraction of this machine's roofline. The phases, in the
 // order they run: the rig (bench_rig.h), the prefills and decodes (bench_runs.h), the runs the
 // flags add (bench_optional_runs.h), then the table and the JSON (bench_report.h).
+#include <cstdio>
+
 #include "cli/args.h"
 #include "cli/bench_optional_runs.h"
 #include "cli/bench_report.h"
@@ -81,6 +83,9 @@ int run(const std::vector<std::string>& argv) {
   res.optional = run_optional(a, grammar_run, rig);
   const BenchFigures fig = derive_figures(rig, res);
   print_bench_table(rig, res, fig);
+  // The table is whole on stdout before anything more reaches stderr: where both go to one pipe
+  // (2>&1), a buffer flushed later would cut a table line at a 4 KiB boundary.
+  std::fflush(stdout);
   if (auto jf = a.get("--json")) write_bench_json(*jf, a.get_or("--weights", ""), rig, res, fig);
   return 0;
 }

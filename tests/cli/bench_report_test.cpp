@@ -18,6 +18,7 @@
 #include "model/presets.h"
 #include "model/requantize.h"
 #include "model/synth.h"
+#include "ops/amx/gemm_bf16_tiles.h"
 #include "ops/matmul/gemm_bf16.h"
 #include "platform/device.h"
 #include "test_util.h"
@@ -238,7 +239,8 @@ TEST_P(BenchPrefillCompute, IsTheProductsMultiplyAddsAgainstTheMeasuredPeak) {
   EXPECT_DOUBLE_EQ(peak, std::max(both[0], both[1]));
   EXPECT_NEAR(pc.at("fraction_of_peak").get<double>(), gops / peak, 1e-12);
   const std::string unit = pc.at("unit");
-  EXPECT_EQ(unit, ops::gemm_bf16_available() ? "VDPBF16PS" : "f32 FMA");
+  // The tiles where this CPU confirmed them (probe, self-test, kernel check), else VDPBF16PS.
+  EXPECT_EQ(unit, ops::amx_bf16_kernel_usable() ? "TDPBF16PS" : ops::gemm_bf16_available() ? "VDPBF16PS" : "f32 FMA");
   char line[200];
   std::snprintf(line, sizeof line, "%.1f%%  (the weight products' multiply-adds at the warm median, %.0f GOP/s, against the %s peak",
                 100.0 * gops / peak, gops, unit.c_str());

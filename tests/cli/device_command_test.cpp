@@ -22,6 +22,7 @@ TEST(DeviceCommand, FmaReportsThePeakOfEachConfirmedDotProductInstruction) {
   if (d.avx512_bf16_usable()) want.push_back("VDPBF16PS");
   if (d.avx512_vnni_usable()) want.push_back("VPDPBUSD");
   if (d.amx_bf16_usable()) want.push_back("TDPBF16PS");
+  if (d.amx_int8_usable()) want.push_back("TDPBSUD");
   const nlohmann::json& peaks = j.at("dot_product_peaks");
   ASSERT_EQ(peaks.size(), want.size()) << peaks.dump();
   for (size_t i = 0; i < want.size(); ++i) {

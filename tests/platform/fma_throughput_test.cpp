@@ -94,14 +94,15 @@ TEST(MacPeak, RefusesBadArgumentsAndUnconfirmedInstructions) {
 }
 
 // Each instruction counted at its operations: VDPBF16PS does 64 (twice an AVX-512 FMA's 32),
-// VPDPBUSD 128. Cores issue them at 1-2 per cycle where FMAs issue at 1-2, so on one thread the
-// bf16 peak is at least half the FMA peak and the int8 peak at least the FMA peak; counting them
-// as FMAs would fall below both on the CPUs we have met (Zen 5: 1.85x and 4.0x measured).
+// VPDPBUSD 128. The bf16 instruction issues at a quarter to the full rate of FMAs, so on one
+// thread its peak is above 0.35x the FMA peak (Zen 5: 1.85x; an AMX Xeon: 0.50x, 1.4 times the
+// bound); counted as an FMA it would read 0.25x there. VPDPBUSD issues at least at half the FMA
+// rate: at least the FMA peak (Zen 5: 4.0x measured).
 TEST(MacPeak, CountsEachInstructionsOperations) {
   const double fma = measure_mac_peak(MacUnit::F32Fma, 1, 0.02).gops;
   EXPECT_GT(fma, 0.1);
   if (host_cpu().avx512_bf16_usable()) {
-    EXPECT_GT(measure_mac_peak(MacUnit::Bf16Dot, 1, 0.02).gops, 0.5 * fma);
+    EXPECT_GT(measure_mac_peak(MacUnit::Bf16Dot, 1, 0.02).gops, 0.35 * fma);
   }
   if (host_cpu().avx512_vnni_usable()) {
     EXPECT_GT(measure_mac_peak(MacUnit::Int8Dot, 1, 0.02).gops, 1.0 * fma);
