@@ -630,7 +630,10 @@ TEST_P(Int8Tiles, MatmulPrefillOnTilesEqualsEachTokenAlone) {
   ctx.pool = &pool;
   ctx.int8_activations = true;
   ctx.int8_tiles = ops::Int8Tiles::Emulated;
-  ASSERT_TRUE(ops::uses_int8_tiles(ctx, t));
+  ASSERT_TRUE(ops::uses_int8_tiles(ctx, t, T));
+  // Decode and a few streams together stay on VPDPBUSD's streaming kernels.
+  for (int64_t few = 1; few <= ops::kFewTokens; ++few) EXPECT_FALSE(ops::uses_int8_tiles(ctx, t, few)) << few;
+  EXPECT_TRUE(ops::uses_int8_tiles(ctx, t, ops::kFewTokens + 1));
   EXPECT_EQ(ops::mac_unit_of(ctx, t), MacUnit::Int8Tile);
   EXPECT_NE(ops::describe_matmul(ctx, t).find("software model of AMX-INT8"), std::string::npos) << ops::describe_matmul(ctx, t);
   std::vector<float> batched(size_t(T * out), NAN);

@@ -22,6 +22,11 @@ inline constexpr int64_t kQ8Block = q8_0::kBlockValues;
 
 // Tokens per panel of prefill activations: the interleaved prefill tile's width (gemm_q8.cpp).
 inline constexpr int64_t kPanelTokens = 6;
+// A few sequences decoding together (2..kFewTokens tokens) take the one-pass streaming kernel
+// on every CPU, AMX or not: a tile product costs the same for 2 tokens as for 16, and the tile
+// kernel walks the weights in chunks without decode's streaming (on an AMX Xeon, 2 streams on
+// the tiles decoded at 0.89x one stream's aggregate, 8 at 2.86x).
+inline constexpr int64_t kFewTokens = 8;
 
 // Optional layouts of quantized activations, each read by one kernel family.
 inline constexpr unsigned kQ8RowTiles = 1;  // pair_scale, q4_bias: row-major Q8_0 / Q4_0 weights

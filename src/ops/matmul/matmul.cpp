@@ -104,8 +104,8 @@ bool uses_int8_kernel(const MatmulContext& ctx) { return ctx.int8_activations &&
 bool uses_bf16_tiles(const MatmulContext& ctx, int64_t in) {
   return uses_bf16_kernel(ctx) && ctx.bf16_tiles != Bf16Tiles::None && bf16_tiles_fit(in);
 }
-bool uses_int8_tiles(const MatmulContext& ctx, DType dtype) {
-  return uses_int8_kernel(ctx) && ctx.int8_tiles != Int8Tiles::None && int8_tiles_take(dtype);
+bool uses_int8_tiles(const MatmulContext& ctx, DType dtype, int64_t T) {
+  return T > kFewTokens && uses_int8_kernel(ctx) && ctx.int8_tiles != Int8Tiles::None && int8_tiles_take(dtype);
 }
 
 namespace {
@@ -211,7 +211,7 @@ void quantize_for(const float* x, int64_t T, std::span<const Product> products, 
   const int64_t in = products[0].w->shape[1];
   unsigned layouts = 0;
   for (const Product& p : products)
-    layouts |= T > 1 && uses_int8_tiles(ctx, p.w->dtype) ? kQ8TokenTiles
+    layouts |= uses_int8_tiles(ctx, p.w->dtype, T) ? kQ8TokenTiles
                : dtype_is_interleaved(p.w->dtype)        ? kQ8Panels
                                                          : kQ8RowTiles;
   size_activations(T, in, layouts, xq);
@@ -295,7 +295,7 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
         gemm_bf16_interleaved_rows(xbp, T, in, w.data, r0, r1, products[i].y, out, kBf16DecodeGroups);
       else if (kernel == FastKernel::Bf16)
         gemm_bf16_rows(xbp, T, in, reinterpret_cast<const uint16_t*>(w.data), r0, r1, products[i].y, out);
-      else if (T > 1 && uses_int8_tiles(ctx, w.dtype))
+      else if (uses_int8_tiles(ctx, w.dtype, T))
         gemm_q8_tiles(ctx.int8_tiles, xa, w.data, w.dtype, r0, r1, products[i].y, out,
                       ctx.tile_block_budget ? int8_tiles_blocking(in, ctx.tile_block_budget) : Int8TileBlocking{});
       else
@@ -317,7 +317,7 @@ MacUnit mac_unit_of(const MatmulContext& ctx, DType dtype) {
   v.shape = {kInterleaveRows, 256};
   switch (fast_kernel_of(v, ctx)) {
     case FastKernel::Bf16: return dtype == DType::BF16_R16 && uses_bf16_tiles(ctx, 256) ? MacUnit::Bf16Tile : MacUnit::Bf16Dot;
-    case FastKernel::Int8: return uses_int8_tiles(ctx, dtype) ? MacUnit::Int8Tile : MacUnit::Int8Dot;
+    case FastKernel::Int8: return uses_int8_tiles(ctx, dtype, kFewTokens + 1) ? MacUnit::Int8Tile : MacUnit::Int8Dot;
     case FastKernel::None: break;
   }
   return MacUnit::F32Fma;

@@ -89,8 +89,10 @@ bool uses_bf16_kernel(const MatmulContext& ctx);
 bool uses_bf16_tiles(const MatmulContext& ctx, int64_t in);
 // True when matmul with this context runs Q8_0/Q4_0 weights on the int8 (VNNI) kernel.
 bool uses_int8_kernel(const MatmulContext& ctx);
-// True when matmul with this context runs a prefill (T > 1) of `dtype` weights on AMX-INT8 tiles.
-bool uses_int8_tiles(const MatmulContext& ctx, DType dtype);
+// True when matmul with this context runs a product of T tokens of `dtype` weights on AMX-INT8
+// tiles: a prefill of more than kFewTokens (gemm_q8.h) tokens; decode and a few streams stay on
+// VPDPBUSD (the same bits either way).
+bool uses_int8_tiles(const MatmulContext& ctx, DType dtype, int64_t T);
 
 // The multiply-add instruction matmul's inner loop issues for weights of `dtype` with this
 // context in prefill (TDPBF16PS, TDPBSUD, VDPBF16PS, VPDPBUSD, else f32 FMA): the peak `g4 bench`

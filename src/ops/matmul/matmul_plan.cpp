@@ -161,8 +161,8 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
                     " weights, 16 rows interleaved, x int8 activations (blocks of 32, f32 scales) on VPDPBUSD "
                     "(AVX512_VNNI), 16 rows per instruction, exact int32 block sums, f32 accumulate" +
                     "; decode: " + describe_decode_streaming(shown);
-    if (uses_int8_tiles(ctx, dtype))
-      s += std::string("; prefill on ") +
+    if (uses_int8_tiles(ctx, dtype, kFewTokens + 1))
+      s += std::string("; prefill of more than ") + std::to_string(kFewTokens) + " tokens on " +
            (ctx.int8_tiles == Int8Tiles::Amx ? "AMX-INT8 tiles (TDPBSUD; probe, tile self-test and kernel check passed)"
                                              : "a software model of AMX-INT8 tiles (tests only)") +
            ", 16 tokens x 16 rows x one block per product, then the same f32 steps: bit-identical to VPDPBUSD";
