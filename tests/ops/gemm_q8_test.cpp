@@ -457,13 +457,13 @@ TEST(GemmQ8Dispatch, LongGroupsTakeTheWideStreaming) {
 // or a stream count that slows plain reads would otherwise lower the ceiling and flatter decode.
 TEST(GemmQ8Dispatch, ReadPassReadsWithAndWithoutThePlansPrefetch) {
   DeviceInfo d = presets::avx2_laptop();
-  d.vendor = "GenuineIntel";  // 4 streams, prefetch 8 KiB ahead
+  d.vendor = "GenuineIntel";  // 4 streams, prefetch 4 KiB ahead
   const std::vector<ops::ReadPassWay> intel = ops::read_pass_ways(ops::plan_decode_streaming(d).streaming);
   auto has = [](const std::vector<ops::ReadPassWay>& ways, int streams, uint64_t prefetch) {
     return std::any_of(ways.begin(), ways.end(),
                        [&](const ops::ReadPassWay& w) { return w.streams == streams && w.prefetch_bytes == prefetch; });
   };
-  EXPECT_TRUE(has(intel, 4, 8192));
+  EXPECT_TRUE(has(intel, 4, 4096));
   EXPECT_TRUE(has(intel, 4, 0));
   d.vendor = "AuthenticAMD";
   d.caches.l1d_bytes = 32u << 10;  // 1 stream, 4 past the L1d, no prefetch
@@ -481,7 +481,7 @@ TEST(GemmQ8Dispatch, ReadPassReadsWithAndWithoutThePlansPrefetch) {
 TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   DeviceInfo d = presets::avx2_laptop();
   d.vendor = "GenuineIntel";
-  EXPECT_EQ(ops::plan_decode_streaming(d).streaming.prefetch_bytes, 8192u);
+  EXPECT_EQ(ops::plan_decode_streaming(d).streaming.prefetch_bytes, 4096u);
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.groups, 4);
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.warm_bytes, 0u);  // unmeasured there
   EXPECT_NE(ops::plan_decode_streaming(d).reason.find("Intel"), std::string::npos);
@@ -511,11 +511,11 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   d.vendor = "GenuineIntel";
   const nlohmann::json j = ops::decode_plan_to_json(ops::plan_decode_streaming(d));  // g4 device/bench --json
   EXPECT_EQ(j.at("streams_per_thread"), 4);
-  EXPECT_EQ(j.at("prefetch_bytes"), 8192);
+  EXPECT_EQ(j.at("prefetch_bytes"), 4096);
   EXPECT_NE(j.at("reason").get<std::string>().find("Intel"), std::string::npos);
   if (ops::gemm_q8_available()) {  // the description names the kernel that runs, so only where it can
     const std::string desc = ops::describe_matmul(test::context_for(d, {.int8_activations = true}), DType::Q4_0_R16);
-    EXPECT_NE(desc.find("4 streams per thread, prefetch 8 KiB ahead"), std::string::npos) << desc;
+    EXPECT_NE(desc.find("4 streams per thread, prefetch 4 KiB ahead"), std::string::npos) << desc;
     // The K-quant kernels prefetch one super-block column ahead whatever the plan says.
     const ops::MatmulContext amd_ctx = test::context_for(presets::avx2_laptop(), {.int8_activations = true});
     const std::string q6 = ops::describe_matmul(amd_ctx, DType::Q6_K_R16);
