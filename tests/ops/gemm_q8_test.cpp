@@ -484,10 +484,12 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.prefetch_bytes, 4096u);
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.groups, 4);
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.warm_bytes, 0u);  // unmeasured there
+  EXPECT_EQ(ops::plan_decode_streaming(d).streaming.few_prefetch_bytes, 2048u);  // a few streams together
   EXPECT_NE(ops::plan_decode_streaming(d).reason.find("Intel"), std::string::npos);
   d.vendor = "AuthenticAMD";
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.prefetch_bytes, 0u);
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.groups, 1);
+  EXPECT_EQ(ops::plan_decode_streaming(d).streaming.few_prefetch_bytes, 8192u);
   d.caches.l1d_bytes = 32u << 10;  // groups past the L1d: 4 side by side
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.wide_group_bytes, 32u << 10);
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.wide_groups, 4);
@@ -512,10 +514,14 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   const nlohmann::json j = ops::decode_plan_to_json(ops::plan_decode_streaming(d));  // g4 device/bench --json
   EXPECT_EQ(j.at("streams_per_thread"), 4);
   EXPECT_EQ(j.at("prefetch_bytes"), 4096);
+  EXPECT_EQ(j.at("few_streams_prefetch_bytes"), 2048);
   EXPECT_NE(j.at("reason").get<std::string>().find("Intel"), std::string::npos);
   if (ops::gemm_q8_available()) {  // the description names the kernel that runs, so only where it can
     const std::string desc = ops::describe_matmul(test::context_for(d, {.int8_activations = true}), DType::Q4_0_R16);
     EXPECT_NE(desc.find("4 streams per thread, prefetch 4 KiB ahead"), std::string::npos) << desc;
+    EXPECT_NE(desc.find("2-8 streams decoding together: one pass, 1 stream per thread, prefetch 2 KiB ahead"),
+              std::string::npos)
+        << desc;
     // The K-quant kernels prefetch one super-block column ahead whatever the plan says.
     const ops::MatmulContext amd_ctx = test::context_for(presets::avx2_laptop(), {.int8_activations = true});
     const std::string q6 = ops::describe_matmul(amd_ctx, DType::Q6_K_R16);

@@ -255,12 +255,12 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void prefill16(const std::byte* w, uint64_t gr
 // panel stalling on memory; 2-4 tokens as prefill16's pairs of groups ran at decode's pace
 // without its streaming). C tokens from up to two panels (token c: panel c / P, lane c % P);
 // per (token, row) the same steps as prefill16, so no bit changes. The stream [w, end) is
-// requested kOnePassPrefetchBytes ahead, across group boundaries (without it 8 streams ran ~25%
-// slower; 8 KiB did best of 2-16 KiB, docs/perf.md "Several streams").
-constexpr uint64_t kOnePassPrefetchBytes = 8192;
+// requested `prefetch` bytes ahead, across group boundaries (DecodeStreaming::few_prefetch_bytes:
+// without it 8 streams ran ~25% slower; on Zen 5 8 KiB did best of 2-16 KiB, on an AMX Xeon 2 KiB,
+// docs/perf.md).
 template <bool kQ4, int C>
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C void few16(const std::byte* w, const std::byte* end, const Q8Activations& a,
-                                             float* y, int64_t ldy) {
+                                             float* y, int64_t ldy, uint64_t prefetch) {
   constexpr int P = int(kPanelTokens);
   static_assert(C >= 2 && C <= 2 * P);
   constexpr uint64_t kColumnBytes = kQ4 ? kQ4ColumnBytes : kQ8ColumnBytes;
@@ -276,8 +276,8 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void few16(const std::byte* w, const std::byte
     #pragma GCC unroll 12
     for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b) {
-      const std::byte* ahead = w + uint64_t(b) * kColumnBytes + kOnePassPrefetchBytes;
-      if (ahead < end)
+      const std::byte* ahead = w + uint64_t(b) * kColumnBytes + prefetch;
+      if (prefetch && ahead < end)
         #pragma GCC unroll 9
         for (uint64_t o = 0; o < kColumnBytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + o), _MM_HINT_T0);
       const std::byte* values = w + interleaved_values_at(kColumnBytes, blocks, b);
@@ -325,14 +325,15 @@ void gemm_interleaved_rows(const Q8Activations& a, const std::byte* w, bool q4, 
   const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(q4 ? DType::Q4_0 : DType::Q8_0, a.in);
   const int64_t g_begin = o_begin / kInterleaveRows, g_end = o_end / kInterleaveRows;
   if (a.T > 1 && a.T <= kFewTokens) {
-    using Fn = void (*)(const std::byte*, const std::byte*, const Q8Activations&, float*, int64_t);
+    using Fn = void (*)(const std::byte*, const std::byte*, const Q8Activations&, float*, int64_t, uint64_t);
     static constexpr Fn kQ4ByCount[] = {few16<true, 2>, few16<true, 3>, few16<true, 4>,
                                         few16<true, 5>, few16<true, 6>, few16<true, 7>, few16<true, 8>};
     static constexpr Fn kQ8ByCount[] = {few16<false, 2>, few16<false, 3>, few16<false, 4>,
                                         few16<false, 5>, few16<false, 6>, few16<false, 7>, few16<false, 8>};
     static_assert(std::size(kQ4ByCount) == size_t(kFewTokens - 1));
     const Fn fn = (q4 ? kQ4ByCount : kQ8ByCount)[a.T - 2];
-    fn(w + uint64_t(g_begin) * group_bytes, w + uint64_t(g_end) * group_bytes, a, y + g_begin * kInterleaveRows, ldy);
+    fn(w + uint64_t(g_begin) * group_bytes, w + uint64_t(g_end) * group_bytes, a, y + g_begin * kInterleaveRows, ldy,
+       decode.few_prefetch_bytes);
     return;
   }
   // Decode: decode.groups sequential streams side by side (whether more than one pays depends on

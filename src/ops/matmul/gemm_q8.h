@@ -136,6 +136,9 @@ struct DecodeStreaming {
   // ops::warm_products: how many bytes of its next share each pool worker reads ahead while
   // the caller does its serial work between products (0: none).
   uint64_t warm_bytes = 0;
+  // A few streams decoding together (few16, one sequential stream per thread): how far ahead
+  // their weights are requested into L1.
+  uint64_t few_prefetch_bytes = 8u << 10;
 };
 // The groups side by side for a matrix whose 16-row group is `group_bytes` long.
 inline int decode_groups_for(const DecodeStreaming& s, uint64_t group_bytes) {
