@@ -212,6 +212,18 @@ TEST(Q8Activations, BlockPairRangesEqualOneCall) {
         }
     EXPECT_THROW(ops::quantize_token_blocks(x.data(), 0, T, 2, 4, parts), Error);  // past the 3 pairs
     EXPECT_THROW(ops::quantize_token_blocks(x.data(), 0, T, 2, 1, parts), Error);
+    // The errors name the function and the range refused (quantize_tokens reaches them too).
+    try {
+      ops::quantize_token_blocks(x.data(), 0, T, 2, 4, parts);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("quantize_token_blocks: block pairs [2, 4)"), std::string::npos) << e.what();
+    }
+    try {
+      ops::quantize_tokens(x.data(), 0, T + 1, parts);
+      ADD_FAILURE() << "a token range past the sized activations was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("tokens [0, " + std::to_string(T + 1) + ")"), std::string::npos) << e.what();
+    }
   }
 }
 

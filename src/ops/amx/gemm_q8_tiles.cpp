@@ -122,9 +122,10 @@ G4_TARGET_AMX_INT8_AVX512F_BW_VL_F16C inline void scale_block_sums(const int32_t
 // and block b is scaled one step later: the tile unit then has the next product while the
 // vector units scale, and the sums' loads find a store issued a step earlier (5-20% faster on
 // an AMX Xeon, g4_microbench Prefill512 alternated; a product issued straight after its
-// loads, stored and scaled at once left the two units taking turns). The accumulators start at 0 for b0 = 0 and are loaded back from y otherwise
-// (stored by the chunk before: exact, so the steps still chain in block order). `loaded`: the
-// token count the configuration was made for.
+// loads, stored and scaled at once left the two units taking turns). The accumulators start
+// at 0 for b0 = 0 and are loaded back from y otherwise (stored by the chunk before: exact, so
+// the steps still chain in block order). `loaded`: the token count the configuration was made
+// for.
 template <class Unit>
 G4_TARGET_AMX_INT8_AVX512F_BW_VL_F16C void token_tile(Unit& u, int& loaded, const Q8Activations& a, bool q4,
                                                       const GroupColumns& g, int64_t t, int count, float* y,

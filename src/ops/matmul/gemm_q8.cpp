@@ -185,7 +185,6 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void decode16(const std::byte* w, uint64_t gro
 // C: the panel's real tokens (1..6). The activations keep their 6-token panel layout (stride P);
 // a panel of fewer tokens (the tail of a prefill) computes only its own C lanes instead of 6,
 // the same steps per token, so no bit changes. Up to kFewTokens tokens take few16 instead.
-
 template <int G, bool kQ4, int C>
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C void prefill16(const std::byte* w, uint64_t group_bytes, const Q8Activations& a,
                                                  int64_t t, float* y, int64_t ldy) {

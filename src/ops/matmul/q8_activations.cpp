@@ -159,7 +159,7 @@ void quantize_cell(const float* x, int64_t t, int64_t b, bool simd, Q8Activation
 void quantize_token_blocks(const float* x, int64_t t0, int64_t t1, int64_t p0, int64_t p1, Q8Activations& a) {
   const int64_t blocks = a.in / kQ8Block, pairs = (blocks + 1) / 2;
   if (t0 < 0 || t0 > t1 || t1 > a.T)
-    throw Error("quantize_tokens: tokens [" + std::to_string(t0) + ", " + std::to_string(t1) +
+    throw Error("quantize_token_blocks: tokens [" + std::to_string(t0) + ", " + std::to_string(t1) +
                 ") of activations sized for " + std::to_string(a.T));
   if (p0 < 0 || p0 > p1 || p1 > pairs)
     throw Error("quantize_token_blocks: block pairs [" + std::to_string(p0) + ", " + std::to_string(p1) +
