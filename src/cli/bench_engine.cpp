@@ -26,6 +26,8 @@ StreamsResult bench_streams(const Model& model, EngineOptions o, int streams, in
   o.max_seqs = std::max(o.max_seqs, streams);
   o.max_batch_tokens = std::max<int64_t>(o.max_batch_tokens, o.prefill_chunk + streams);
   o.prefix_cache_bytes = 0;  // every stream prefills its own prompt
+  blocks::StepTimes times;
+  o.step_times = &times;
   Engine eng(model, o);
   struct Track {
     std::vector<Clock::time_point> at;
@@ -40,7 +42,19 @@ StreamsResult bench_streams(const Model& model, EngineOptions o, int streams, in
       if (!e.tokens.empty()) tracks[size_t(s)].at.push_back(Clock::now());
     });
   }
-  eng.run_until_idle();
+  // Prefill until every stream has its first token; the steps after that are the decode phase.
+  auto all_started = [&tracks] {
+    for (const Track& t : tracks)
+      if (t.at.empty()) return false;
+    return true;
+  };
+  while (!all_started() && eng.step()) {
+  }
+  const blocks::StepTimes at_start = times;
+  const Clock::time_point steps_from = Clock::now();
+  int64_t steps = 0;
+  while (eng.step()) ++steps;
+  const double steps_s = std::chrono::duration<double>(Clock::now() - steps_from).count();
   // The decode phase: from the moment every stream has its first token to the last token.
   Clock::time_point start = Clock::time_point::min(), end = Clock::time_point::min();
   int64_t tokens = 0;
@@ -63,6 +77,13 @@ StreamsResult bench_streams(const Model& model, EngineOptions o, int streams, in
   r.per_stream_tok_s = r.aggregate_tok_s / streams;
   r.inter_token_ms_median = percentile(gaps, 0.5);
   r.inter_token_ms_p90 = percentile(gaps, 0.9);
+  r.decode_steps = steps;
+  if (steps > 0) {
+    const double per = 1e3 / double(steps);
+    r.step_ms = steps_s * per;
+    r.products_ms = (times.weight_products_s - at_start.weight_products_s) * per;
+    r.attention_ms = (times.attention_s - at_start.attention_s) * per;
+  }
   return r;
 }
 

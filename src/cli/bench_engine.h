@@ -13,6 +13,10 @@ struct StreamsResult {
   double aggregate_tok_s = 0;  // tokens decoded by all streams / wall time of the decode phase
   double per_stream_tok_s = 0;
   double inter_token_ms_median = 0, inter_token_ms_p90 = 0;  // per stream, between its tokens
+  // The decode phase's steps (each one token of every stream), on average: wall time, and the
+  // weight products' and attention's share of it (the rest: norms, sampling, the scheduler).
+  int64_t decode_steps = 0;
+  double step_ms = 0, products_ms = 0, attention_ms = 0;
 };
 
 // N requests of a `prompt_len`-token prompt each, all admitted together, each decoding `gen`

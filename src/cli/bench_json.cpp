@@ -135,6 +135,8 @@ nlohmann::json streams_json(const std::vector<StreamsRounds>& streams) {
       agg.push_back(st.aggregate_tok_s);
       rounds.push_back({{"aggregate_tok_s", st.aggregate_tok_s}, {"per_stream_tok_s", st.per_stream_tok_s},
                         {"inter_token_ms_median", st.inter_token_ms_median}, {"inter_token_ms_p90", st.inter_token_ms_p90},
+                        {"decode_steps", st.decode_steps}, {"step_ms", st.step_ms}, {"weight_products_ms", st.products_ms},
+                        {"attention_ms", st.attention_ms},
                         {"gain_over_one_stream", i < c.gains.size() ? nlohmann::json(c.gains[i]) : nlohmann::json()}});
     }
     sj.push_back({{"streams", c.streams}, {"aggregate_tok_s_median", median(agg)},

@@ -130,11 +130,14 @@ void print_grammar_masks(const GrammarMaskCost& g) {
 // Each count: the median of its rounds, the range, and the gain over one stream taken round by round.
 void print_streams(const std::vector<StreamsRounds>& streams) {
   for (const StreamsRounds& c : streams) {
-    std::vector<double> agg, itl, p90;
+    std::vector<double> agg, itl, p90, step, products, attention;
     for (const StreamsResult& st : c.rounds) {
       agg.push_back(st.aggregate_tok_s);
       itl.push_back(st.inter_token_ms_median);
       p90.push_back(st.inter_token_ms_p90);
+      step.push_back(st.step_ms);
+      products.push_back(st.products_ms);
+      attention.push_back(st.attention_ms);
     }
     std::string gain = "no 1-stream run to compare with";
     if (!c.gains.empty()) {
@@ -144,10 +147,11 @@ void print_streams(const std::vector<StreamsRounds>& streams) {
       gain = buf;
     }
     std::printf("  %-34s %10.2f tok/s  (median of %zu rounds, runs %s; %.2f per stream; %s; inter-token median %.1f "
-                "ms, p90 %.1f ms)\n",
+                "ms, p90 %.1f ms; a step %.1f ms: weight products %.1f, attention %.1f, the rest %.1f)\n",
                 ("decode, " + std::to_string(c.streams) + " stream" + (c.streams > 1 ? "s" : "")).c_str(), median(agg),
                 c.rounds.size(), run_range(agg, 2).c_str(), median(agg) / c.streams, gain.c_str(), median(itl),
-                median(p90));
+                median(p90), median(step), median(products), median(attention),
+                median(step) - median(products) - median(attention));
   }
 }
 

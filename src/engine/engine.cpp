@@ -317,6 +317,7 @@ void Engine::make_room_for(const StepBatch& b) {
 void Engine::run_batch(const StepBatch& b) {
   blocks::Exec ex;
   if (pool_) ex.matmul = &matmul_;
+  ex.times = opts_.step_times;
   std::vector<float>& logits = logits_;  // kept across steps: no zero-fill of fresh storage
   forward_cached(model_, b.rows, kv_, ex, logits);
   const int64_t V = model_.config.vocab_size;

@@ -18,6 +18,7 @@
 #include "engine/prefix_cache.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
+#include "model/executor.h"
 #include "model/model.h"
 #include "ops/matmul/matmul.h"
 #include "platform/thread_pool.h"
@@ -51,6 +52,8 @@ struct EngineOptions {
   // that starts with cached tokens prefills only the rest, with the same logits. 0: off.
   uint64_t prefix_cache_bytes = 0;
   int64_t prefix_cache_min_tokens = 16;  // shorter common prefixes are prefilled
+  // When set (g4 bench), every step adds its weight products' and attention's wall time here.
+  blocks::StepTimes* step_times = nullptr;
 };
 
 struct GenerationRequest {

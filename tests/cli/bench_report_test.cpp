@@ -294,6 +294,15 @@ TEST(BenchReport, StreamsAndChatTurns) {
     EXPECT_NEAR(three.at("per_stream_tok_s").get<double>() * 3, a3, 1e-6 * a3);
     EXPECT_NEAR(three.at("gain_over_one_stream").get<double>(), a3 / a1, 1e-9 * a3 / a1) << "round " << r;
     EXPECT_DOUBLE_EQ(one.at("gain_over_one_stream").get<double>(), 1.0);
+    // The decode phase: every stream prefills in the first step, then one step per later token,
+    // timed whole and split into the products, the attention and the rest.
+    for (const nlohmann::json* run : {&three, &one}) {
+      EXPECT_EQ(run->at("decode_steps"), 7) << run->dump();
+      const double step = run->at("step_ms"), products = run->at("weight_products_ms"), attention = run->at("attention_ms");
+      EXPECT_GT(products, 0.0) << run->dump();
+      EXPECT_GT(attention, 0.0) << run->dump();
+      EXPECT_LT(products + attention, step) << run->dump();
+    }
     gains.push_back(a3 / a1);
     agg3.push_back(a3);
   }
@@ -315,6 +324,7 @@ TEST(BenchReport, StreamsAndChatTurns) {
         << "turn " << t;
   }
   EXPECT_NE(out.find("decode, 3 streams"), std::string::npos) << out;
+  EXPECT_NE(out.find("a step "), std::string::npos) << out;
   EXPECT_NE(out.find("time to first token, chat turn 4"), std::string::npos) << out;
 }
 
