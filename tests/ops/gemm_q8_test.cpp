@@ -239,16 +239,21 @@ TEST_P(GemmQ8, MatchesReferenceOnTheQuantizedActivations) {
   const DType t = GetParam();
   for (int64_t in : {32, 96, 256, 1536}) {
     if (in % dtype_block_size(interleave_base(t))) continue;  // K-quants: whole super-blocks of 256
-    for (int64_t T : {1, 3, 5, 7, 8, 70}) {  // 7, 8: a few streams' one-pass kernel
-      SCOPED_TRACE("in " + std::to_string(in) + " T " + std::to_string(T));
-      const int64_t out = rows_for(t, 13);
+    for (int64_t T : {1, 3, 5, 7, 8, 70}) {  // 3-8: a few streams' one-pass kernel
+      // 3 groups of 16 interleaved rows: with 2 groups side by side, a pair and a last one alone.
+      const int64_t out = rows_for(t, 45);
       BlockWeights w = make_weights(t, out, in, unsigned(in + T));
       std::vector<float> x = test::random_activations(T * in, unsigned(7 * in + T));
       ops::Q8Activations a;
       ops::quantize_activations(x.data(), T, in, a);
-      std::vector<float> got(size_t(T * out), -1.0f);
-      ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, got.data(), out);
-      expect_near_dequantized(a, w, out, got);
+      for (int side_by_side : {1, 2}) {
+        SCOPED_TRACE("in " + std::to_string(in) + " T " + std::to_string(T) + " few_groups " + std::to_string(side_by_side));
+        ops::DecodeStreaming plan;
+        plan.few_groups = side_by_side;
+        std::vector<float> got(size_t(T * out), -1.0f);
+        ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, got.data(), out, plan);
+        expect_near_dequantized(a, w, out, got);
+      }
     }
   }
 }
@@ -305,6 +310,17 @@ TEST_P(GemmQ8Batch, BatchRowRangeAndThreadsDoNotChangeABit) {
   for (size_t i = 0; i + 1 < cuts.size(); ++i)
     ops::gemm_q8_rows(all, w.bytes.data(), t, cuts[i], cuts[i + 1], split.data(), out);
   EXPECT_EQ(0, std::memcmp(batched.data(), split.data(), batched.size() * 4));
+  // A few streams with two row groups side by side per thread (ops::DecodeStreaming::few_groups;
+  // odd ranges leave a group alone): the same bits, prefetching or not.
+  for (uint64_t prefetch : {uint64_t(0), uint64_t(2048)}) {
+    ops::DecodeStreaming pairs;
+    pairs.few_groups = 2;
+    pairs.few_prefetch_bytes = prefetch;
+    std::vector<float> paired(size_t(T * out), -1.0f);
+    for (size_t i = 0; i + 1 < cuts.size(); ++i)
+      ops::gemm_q8_rows(all, w.bytes.data(), t, cuts[i], cuts[i + 1], paired.data(), out, pairs);
+    EXPECT_EQ(0, std::memcmp(batched.data(), paired.data(), batched.size() * 4)) << "prefetch " << prefetch;
+  }
   for (int64_t tt = 0; tt < T; ++tt) {
     ops::Q8Activations one;
     ops::quantize_activations(&x[size_t(tt * in)], 1, in, one);
@@ -497,11 +513,13 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.groups, 4);
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.warm_bytes, 0u);  // unmeasured there
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.few_prefetch_bytes, 2048u);  // a few streams together
+  EXPECT_EQ(ops::plan_decode_streaming(d).streaming.few_groups, 2);
   EXPECT_NE(ops::plan_decode_streaming(d).reason.find("Intel"), std::string::npos);
   d.vendor = "AuthenticAMD";
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.prefetch_bytes, 0u);
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.groups, 1);
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.few_prefetch_bytes, 8192u);
+  EXPECT_EQ(ops::plan_decode_streaming(d).streaming.few_groups, 1);
   d.caches.l1d_bytes = 32u << 10;  // groups past the L1d: 4 side by side
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.wide_group_bytes, 32u << 10);
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.wide_groups, 4);
@@ -527,11 +545,13 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   EXPECT_EQ(j.at("streams_per_thread"), 4);
   EXPECT_EQ(j.at("prefetch_bytes"), 4096);
   EXPECT_EQ(j.at("few_streams_prefetch_bytes"), 2048);
+  EXPECT_EQ(j.at("few_streams_groups_per_thread"), 2);
   EXPECT_NE(j.at("reason").get<std::string>().find("Intel"), std::string::npos);
   if (ops::gemm_q8_available()) {  // the description names the kernel that runs, so only where it can
     const std::string desc = ops::describe_matmul(test::context_for(d, {.int8_activations = true}), DType::Q4_0_R16);
     EXPECT_NE(desc.find("4 streams per thread, prefetch 4 KiB ahead"), std::string::npos) << desc;
-    EXPECT_NE(desc.find("2-8 streams decoding together: one pass, 1 stream per thread, prefetch 2 KiB ahead"),
+    EXPECT_NE(desc.find("2-8 streams decoding together: one pass, 2 row groups side by side per thread, prefetch 2 "
+                        "KiB ahead"),
               std::string::npos)
         << desc;
     // The K-quant kernels prefetch one super-block column ahead whatever the plan says.

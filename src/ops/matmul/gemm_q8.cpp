@@ -58,6 +58,20 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C inline __m512i load_q4_pair(const std::byte* b
   return _mm512_and_si512(z, _mm512_set1_epi8(0x0F));
 }
 
+// Vector j (64 bytes) of one block column in each of G groups, `group_bytes` apart from `values`:
+// Q4 its low and high nibbles as bytes 0..15 in v0 and v1, Q8 the bytes themselves in v0.
+template <int G, bool kQ4>
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C inline void load_group_vectors(const std::byte* values, uint64_t group_bytes, int j,
+                                                                 __m512i* v0, __m512i* v1) {
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  #pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) {
+    const __m512i raw = _mm512_loadu_si512(values + uint64_t(g) * group_bytes + 64 * j);
+    v0[g] = kQ4 ? _mm512_and_si512(raw, nibble) : raw;
+    if constexpr (kQ4) v1[g] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+  }
+}
+
 // R weight rows × C tokens. Per (row, token) and per pair of blocks: one exact int32 product
 // (VPDPBUSD), one conversion, one scale, one FMA, in the same order for every R and C.
 template <int R, int C, bool kQ4>
@@ -200,7 +214,6 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void prefill16(const std::byte* w, uint64_t gr
   for (int g = 0; g < G; ++g)
     #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) acc[g][c] = _mm512_setzero_ps();
-  const __m512i nibble = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < blocks; ++b, xq += P * kQ8Block, start += P, xs += P) {
     const std::byte* values = w + interleaved_values_at(kColumnBytes, blocks, b);
     const std::byte* scales = w + interleaved_scales_at(kColumnBytes, b);
@@ -215,16 +228,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void prefill16(const std::byte* w, uint64_t gr
     #pragma GCC unroll 8
     for (int j = 0; j < (kQ4 ? 4 : 8); ++j) {
       __m512i v0[G], v1[G];  // Q4: low and high nibbles of vector j; Q8: vector j
-      #pragma GCC unroll 8
-      for (int g = 0; g < G; ++g) {
-        const __m512i raw = _mm512_loadu_si512(values + uint64_t(g) * group_bytes + 64 * j);
-        if constexpr (kQ4) {
-          v0[g] = _mm512_and_si512(raw, nibble);
-          v1[g] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
-        } else {
-          v0[g] = raw;
-        }
-      }
+      load_group_vectors<G, kQ4>(values, group_bytes, j, v0, v1);
       #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) {
         const __m512i x0 = _mm512_set1_epi32(x86::load_i32(xq + c * kQ8Block + 4 * j));
@@ -248,64 +252,105 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void prefill16(const std::byte* w, uint64_t gr
   x86::store_group_panel<G, C>(acc, y, ldy, C);
 }
 
-// A few sequences decoding together (2 <= T <= kFewTokens): one group x all C tokens in one
-// pass, each thread's run of groups one sequential stream as in decode, so each weight is read
-// from memory once per step (7-8 tokens as a 6- and a 2-token panel read it twice, the first
-// panel stalling on memory; 2-4 tokens as prefill16's pairs of groups ran at decode's pace
-// without its streaming). C tokens from up to two panels (token c: panel c / P, lane c % P);
-// per (token, row) the same steps as prefill16, so no bit changes. The stream [w, end) is
-// requested `prefetch` bytes ahead, across group boundaries (DecodeStreaming::few_prefetch_bytes:
-// without it 8 streams ran ~25% slower; on Zen 5 8 KiB did best of 2-16 KiB, on an AMX Xeon 2 KiB,
-// docs/perf.md).
-template <bool kQ4, int C>
-G4_TARGET_AVX512F_BW_VL_VNNI_F16C void few16(const std::byte* w, const std::byte* end, const Q8Activations& a,
-                                             float* y, int64_t ldy, uint64_t prefetch) {
+// A few sequences decoding together (2 <= T <= kFewTokens): G groups side by side x all C
+// tokens in one pass, each group one sequential stream as in decode, so each weight is read from
+// memory once per step (7-8 tokens as a 6- and a 2-token panel read it twice, the first panel
+// stalling on memory; 2-4 tokens as prefill16's pairs of groups ran at decode's pace without its
+// streaming). C tokens from up to two panels (token c: panel c / P, lane c % P); per (token, row)
+// the same steps as prefill16, so no bit changes. Each stream is requested `prefetch` bytes ahead,
+// running on into the group it reads next (G groups on), not beyond `end`
+// (DecodeStreaming::few_prefetch_bytes: without it 8 streams ran ~25% slower; on Zen 5 8 KiB did
+// best of 2-16 KiB, on an AMX Xeon 2 KiB, docs/perf.md). G = 2 shares each activation broadcast
+// between two groups' products (DecodeStreaming::few_groups); its 2 x C sums stay in memory
+// (L1), as 2 x 8 of them with the products' registers do not fit in 32 (G = 1: in registers).
+template <bool kQ4, int C, int G>
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C void few_groups(const std::byte* w, const std::byte* end, const Q8Activations& a,
+                                                  float* y, int64_t ldy, uint64_t prefetch) {
   constexpr int P = int(kPanelTokens);
-  static_assert(C >= 2 && C <= 2 * P);
+  static_assert(C >= 2 && C <= 2 * P && (G == 1 || G == 2));
   constexpr uint64_t kColumnBytes = kQ4 ? kQ4ColumnBytes : kQ8ColumnBytes;
   const int64_t blocks = a.in / kQ8Block;
+  const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(kQ4 ? DType::Q4_0 : DType::Q8_0, a.in);
   const int8_t* xq[2] = {a.panel_q.data(), a.panel_q.data() + a.panel_cell(P, 0) * kQ8Block};
   const int32_t* const starts = (kQ4 ? a.panel_q4_start : a.panel_q8_start).data();
   const int32_t* start[2] = {starts, starts + a.panel_cell(P, 0)};
   const float* xs[2] = {a.panel_scale.data(), a.panel_scale.data() + a.panel_cell(P, 0)};
-  const __m512i nibble = _mm512_set1_epi8(0x0F);
-  const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(kQ4 ? DType::Q4_0 : DType::Q8_0, a.in);
-  for (; w < end; w += group_bytes, y += kInterleaveRows) {
-    __m512 acc[C];
+  __m512 racc[G == 1 ? C : 1];                            // G = 1: [token] x 16 rows
+  alignas(64) float macc[G == 1 ? 1 : G][G == 1 ? 1 : C][16];  // G = 2: [group, token, row]
+  if constexpr (G == 1)
     #pragma GCC unroll 12
-    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < blocks; ++b) {
-      const std::byte* ahead = w + uint64_t(b) * kColumnBytes + prefetch;
-      if (prefetch && ahead < end)
-        #pragma GCC unroll 9
-        for (uint64_t o = 0; o < kColumnBytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + o), _MM_HINT_T0);
-      const std::byte* values = w + interleaved_values_at(kColumnBytes, blocks, b);
-      const uint64_t cell = uint64_t(b) * P;  // block b of a panel
-      __m512i s[C];
+    for (int c = 0; c < C; ++c) racc[c] = _mm512_setzero_ps();
+  else
+    std::memset(macc, 0, sizeof macc);
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (prefetch)
+      #pragma GCC unroll 2
+      for (int g = 0; g < G; ++g) {
+        // Past its group's end a stream's prefetch continues in the group it reads next, G on.
+        // (Inline: moved into a helper function, GCC 12 dropped the G = 2 prefetches.)
+        uint64_t ahead = uint64_t(b) * kColumnBytes + prefetch;
+        ahead += ahead / group_bytes * uint64_t(G - 1) * group_bytes;
+        const std::byte* p = w + uint64_t(g) * group_bytes + ahead;
+        if (p < end)
+          #pragma GCC unroll 9
+          for (uint64_t o = 0; o < kColumnBytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+      }
+    const uint64_t values = interleaved_values_at(kColumnBytes, blocks, b);
+    const uint64_t cell = uint64_t(b) * P;  // block b of a panel
+    __m512i s[G][C];
+    #pragma GCC unroll 12
+    for (int c = 0; c < C; ++c) {
+      const __m512i s0 = _mm512_set1_epi32(start[c / P][cell + c % P]);
+      #pragma GCC unroll 2
+      for (int g = 0; g < G; ++g) s[g][c] = s0;
+    }
+    #pragma GCC unroll 8
+    for (int j = 0; j < (kQ4 ? 4 : 8); ++j) {
+      __m512i v0[G], v1[G];  // Q4: low and high nibbles of vector j; Q8: vector j
+      load_group_vectors<G, kQ4>(w + values, group_bytes, j, v0, v1);
       #pragma GCC unroll 12
-      for (int c = 0; c < C; ++c) s[c] = _mm512_set1_epi32(start[c / P][cell + c % P]);
-      #pragma GCC unroll 8
-      for (int j = 0; j < (kQ4 ? 4 : 8); ++j) {
-        const __m512i raw = _mm512_loadu_si512(values + 64 * j);
-        const __m512i v0 = kQ4 ? _mm512_and_si512(raw, nibble) : raw;
-        const __m512i v1 = kQ4 ? _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble) : raw;
-        #pragma GCC unroll 12
-        for (int c = 0; c < C; ++c) {
-          const int8_t* xc = xq[c / P] + (cell + c % P) * kQ8Block;
-          s[c] = _mm512_dpbusd_epi32(s[c], v0, _mm512_set1_epi32(x86::load_i32(xc + 4 * j)));
-          if constexpr (kQ4) s[c] = _mm512_dpbusd_epi32(s[c], v1, _mm512_set1_epi32(x86::load_i32(xc + 16 + 4 * j)));
+      for (int c = 0; c < C; ++c) {
+        const int8_t* xc = xq[c / P] + (cell + c % P) * kQ8Block;
+        const __m512i x0 = _mm512_set1_epi32(x86::load_i32(xc + 4 * j));
+        #pragma GCC unroll 2
+        for (int g = 0; g < G; ++g) s[g][c] = _mm512_dpbusd_epi32(s[g][c], v0[g], x0);
+        if constexpr (kQ4) {
+          const __m512i x1 = _mm512_set1_epi32(x86::load_i32(xc + 16 + 4 * j));
+          #pragma GCC unroll 2
+          for (int g = 0; g < G; ++g) s[g][c] = _mm512_dpbusd_epi32(s[g][c], v1[g], x1);
         }
       }
-      const __m512 ws = _mm512_cvtph_ps(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + interleaved_scales_at(kColumnBytes, b))));
-      #pragma GCC unroll 12
-      for (int c = 0; c < C; ++c)
-        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[c]), _mm512_mul_ps(ws, _mm512_set1_ps(xs[c / P][cell + c % P])),
-                                 acc[c]);
     }
-    #pragma GCC unroll 12
-    for (int c = 0; c < C; ++c) _mm512_storeu_ps(y + c * ldy, acc[c]);
+    #pragma GCC unroll 2
+    for (int g = 0; g < G; ++g) {
+      const __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(w + uint64_t(g) * group_bytes + interleaved_scales_at(kColumnBytes, b))));
+      #pragma GCC unroll 12
+      for (int c = 0; c < C; ++c) {
+        const __m512 scale = _mm512_mul_ps(ws, _mm512_set1_ps(xs[c / P][cell + c % P]));
+        if constexpr (G == 1) racc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[g][c]), scale, racc[c]);
+        else _mm512_store_ps(macc[g][c], _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[g][c]), scale, _mm512_load_ps(macc[g][c])));
+      }
+    }
   }
+  #pragma GCC unroll 2
+  for (int g = 0; g < G; ++g)
+    #pragma GCC unroll 12
+    for (int c = 0; c < C; ++c) {
+      if constexpr (G == 1) _mm512_storeu_ps(y + c * ldy, racc[c]);
+      else _mm512_storeu_ps(y + g * kInterleaveRows + c * ldy, _mm512_load_ps(macc[g][c]));
+    }
+}
+
+// The groups [w, end) of one thread's share, `side_by_side` (1 or 2) at a time, a last odd one alone.
+template <bool kQ4, int C>
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C void few16(const std::byte* w, const std::byte* end, const Q8Activations& a,
+                                             float* y, int64_t ldy, uint64_t prefetch, int side_by_side) {
+  const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(kQ4 ? DType::Q4_0 : DType::Q8_0, a.in);
+  if (side_by_side >= 2)
+    for (; w + 2 * group_bytes <= end; w += 2 * group_bytes, y += 2 * kInterleaveRows)
+      few_groups<kQ4, C, 2>(w, end, a, y, ldy, prefetch);
+  for (; w < end; w += group_bytes, y += kInterleaveRows) few_groups<kQ4, C, 1>(w, end, a, y, ldy, prefetch);
 }
 
 template <int G, bool kQ4>
@@ -324,7 +369,7 @@ void gemm_interleaved_rows(const Q8Activations& a, const std::byte* w, bool q4, 
   const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(q4 ? DType::Q4_0 : DType::Q8_0, a.in);
   const int64_t g_begin = o_begin / kInterleaveRows, g_end = o_end / kInterleaveRows;
   if (a.T > 1 && a.T <= kFewTokens) {
-    using Fn = void (*)(const std::byte*, const std::byte*, const Q8Activations&, float*, int64_t, uint64_t);
+    using Fn = void (*)(const std::byte*, const std::byte*, const Q8Activations&, float*, int64_t, uint64_t, int);
     static constexpr Fn kQ4ByCount[] = {few16<true, 2>, few16<true, 3>, few16<true, 4>,
                                         few16<true, 5>, few16<true, 6>, few16<true, 7>, few16<true, 8>};
     static constexpr Fn kQ8ByCount[] = {few16<false, 2>, few16<false, 3>, few16<false, 4>,
@@ -332,7 +377,7 @@ void gemm_interleaved_rows(const Q8Activations& a, const std::byte* w, bool q4, 
     static_assert(std::size(kQ4ByCount) == size_t(kFewTokens - 1));
     const Fn fn = (q4 ? kQ4ByCount : kQ8ByCount)[a.T - 2];
     fn(w + uint64_t(g_begin) * group_bytes, w + uint64_t(g_end) * group_bytes, a, y + g_begin * kInterleaveRows, ldy,
-       decode.few_prefetch_bytes);
+       decode.few_prefetch_bytes, decode.few_groups);
     return;
   }
   // Decode: decode.groups sequential streams side by side (whether more than one pays depends on

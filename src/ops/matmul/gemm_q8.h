@@ -136,9 +136,11 @@ struct DecodeStreaming {
   // ops::warm_products: how many bytes of its next share each pool worker reads ahead while
   // the caller does its serial work between products (0: none).
   uint64_t warm_bytes = 0;
-  // A few streams decoding together (few16, one sequential stream per thread): how far ahead
-  // their weights are requested into L1.
+  // A few streams decoding together (few16): how far ahead their weights are requested into L1,
+  // and how many 16-row groups each thread reads side by side (1 or 2: 2 shares each activation
+  // broadcast between two groups' products).
   uint64_t few_prefetch_bytes = 8u << 10;
+  int few_groups = 1;
 };
 // The groups side by side for a matrix whose 16-row group is `group_bytes` long.
 inline int decode_groups_for(const DecodeStreaming& s, uint64_t group_bytes) {
