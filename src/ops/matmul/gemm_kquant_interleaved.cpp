@@ -70,9 +70,12 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512 accumulate(__m512 acc, __m51
 
 // Decode: G groups side by side (G sequential weight streams) x the one token. Each chunk's 8
 // value vectors are read once for both of its sub-blocks (low and high nibbles). Every chunk
-// requests its group's bytes one super-block column (2304 B) ahead with software prefetch: with
+// requests its stream's bytes one super-block column (2304 B) ahead with software prefetch: with
 // ~2x the instructions per byte of the Q4_0 kernel the out-of-order window alone kept too few
-// cache misses in flight (half and twice the distance did no better).
+// cache misses in flight (half and twice the distance did no better). Past a group's end the
+// stream runs on in the group it reads next, G on: E2B's 1536-wide rows are 6 columns, and
+// prefetching into the neighbouring group (read by another stream already) left a sixth of the
+// columns unrequested (Q4_K_M decode +2.5-4 points of its read pass, docs/perf.md).
 // Q5_K (kQ5): the same, each code's fifth bit taken from the column's high-bit vectors.
 template <bool kQ5>
 constexpr uint64_t q45k_column_bytes = kQ5 ? kQ5KColumnBytes : kQ4KColumnBytes;
@@ -97,11 +100,17 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q4k(const std::byte* w, uint64
     #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) column_d_dmin(col + uint64_t(g) * group_bytes, d[g], dmin[g]);
     for (int k = 0; k < 4; ++k) {
-      #pragma GCC unroll 4
-      for (int g = 0; g < G; ++g)  // a quarter of the column (9 or 11 lines), one column ahead
-        for (uint64_t l = 0; l < kColumn / 4; l += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(col + uint64_t(g) * group_bytes + kColumn / 4 * k + l + kColumn),
-                       _MM_HINT_T0);
+      {
+        // A quarter of the column (9 or 11 lines) one column ahead in this stream: past its
+        // group's end, in the group it reads next (G groups on), not the neighbouring group
+        // another stream of this call is reading.
+        uint64_t ahead = uint64_t(s + 1) * kColumn + kColumn / 4 * uint64_t(k);
+        ahead += ahead / group_bytes * uint64_t(G - 1) * group_bytes;
+        #pragma GCC unroll 4
+        for (int g = 0; g < G; ++g)
+          for (uint64_t l = 0; l < kColumn / 4; l += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(w + uint64_t(g) * group_bytes + ahead + l), _MM_HINT_T0);
+      }
       const int64_t b0 = 8 * s + 2 * k;  // the chunk's two activation blocks: b0 (low nibbles), b0 + 1
       const int8_t* x0 = a.q.data() + b0 * kQ8Block;
       __m512i lo[G], hi[G];
@@ -241,12 +250,15 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q6k(const std::byte* w, uint64
     const std::byte* values = col + q6k_values_at(s);
     for (int h = 0; h < 2; ++h)
       for (int j = 0; j < 2; ++j) {
-        #pragma GCC unroll 4
-        for (int g = 0; g < G; ++g)  // this quarter's 768 B (12 lines), one column ahead
-          for (uint64_t l = 0; l < kQ6KColumnBytes / 4; l += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(col + uint64_t(g) * group_bytes + kQ6KColumnBytes / 4 * (2 * h + j) +
-                                                       l + kQ6KColumnBytes),
-                         _MM_HINT_T0);
+        {
+          // This quarter's 840 B (14 lines) one column ahead in this stream, as decode_q4k.
+          uint64_t ahead = uint64_t(s + 1) * kQ6KColumnBytes + kQ6KColumnBytes / 4 * uint64_t(2 * h + j);
+          ahead += ahead / group_bytes * uint64_t(G - 1) * group_bytes;
+          #pragma GCC unroll 4
+          for (int g = 0; g < G; ++g)
+            for (uint64_t l = 0; l < kQ6KColumnBytes / 4; l += 64)
+              _mm_prefetch(reinterpret_cast<const char*>(w + uint64_t(g) * group_bytes + ahead + l), _MM_HINT_T0);
+        }
         const int8_t* xh = a.q.data() + (8 * s + 4 * h) * kQ8Block + 16 * j;  // part c at + 32c
         __m512i sum[G][4];
         #pragma GCC unroll 4
