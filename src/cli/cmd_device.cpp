@@ -28,7 +28,8 @@ const char* kUsage =
     "self-tests of optional units (AMX, AVX512_BF16, AVX512_VNNI) and, where AMX passed, the checks of\n"
     "the AMX-BF16 and AMX-INT8 tile kernels and of the AMX-BF16 attention kernel, says how decode\n"
     "streams the weights on this CPU (row streams per thread, software prefetch, the next product read\n"
-    "ahead, and why) and prints the dtype policy g4 resolves\n"
+    "ahead, and why), whether attention over a bf16 cache runs on VDPBF16PS or on FMA (and why),\n"
+    "and prints the dtype policy g4 resolves\n"
     "for f32, bf16, q8 and q4 checkpoints (or --checkpoint FMT), with the reason for each decision.\n\n"
     "  --bandwidth     also measure memory-read bandwidth (under a second per thread count; the best\n"
     "                  of one stream, eight streams and prefetching streams per thread)\n"
@@ -109,6 +110,8 @@ void print_json(const DeviceInfo& device, const DeviceReport& r) {
   for (const auto& [ckpt, policy] : r.policies) by_checkpoint[std::string(num_format_name(ckpt))] = policy_to_json(policy);
   out["policy_by_checkpoint"] = by_checkpoint;
   out["decode_streaming"] = ops::decode_plan_to_json(ops::plan_decode_streaming(device));
+  const ops::AttentionPlan attention = ops::plan_attention(device);
+  out["attention_plan"] = {{"bf16_dots", attention.bf16_dots}, {"reason", attention.reason}};
   add_kernel_checks_json(out);
   std::printf("%s\n", out.dump(2).c_str());
 }
@@ -144,6 +147,10 @@ void print_text(const DeviceInfo& device, const DeviceReport& r) {
   print_kernel_checks();
   print_measurements(r);
   std::printf("  decode weight streams: %s\n", ops::describe_decode_plan(ops::plan_decode_streaming(device)).c_str());
+  const ops::AttentionPlan attention = ops::plan_attention(device);
+  std::printf("  attention dot products without AMX tiles: %s (%s)\n",
+              attention.bf16_dots ? "VDPBF16PS over a bf16 cache" : "bf16 K/V widened to f32 for FMA",
+              attention.reason.c_str());
   for (const auto& [ckpt, policy] : r.policies) {
     std::printf("\ncheckpoint %s -> %s", std::string(num_format_name(ckpt)).c_str(), describe_policy(policy).c_str());
   }

@@ -58,9 +58,11 @@ void attend_reference(const KvStore& kv, int src, const LayerShape& s, const std
   }
 }
 
-// The bf16 attention kernel runs under compute = bf16 over a store whose views hold bf16.
+// The bf16 attention kernel runs under compute = bf16 over a store whose views hold bf16, on
+// AMX-BF16 tiles or where the plan prefers VDPBF16PS to widening the K/V for FMA.
 bool bf16_attention_for(std::optional<ops::KvElem> elem, const blocks::Exec& ex) {
-  return ex.matmul && ex.matmul->bf16_compute && elem == ops::KvElem::BF16 && ops::attention_bf16_available();
+  return ex.matmul && ex.matmul->bf16_compute && elem == ops::KvElem::BF16 && ops::attention_bf16_available() &&
+         (ex.matmul->attention_bf16_dots || ex.matmul->attention_tiles != ops::Bf16Tiles::None);
 }
 
 // The bf16 kernel's rows run on tiles (every row of the layer) where the context has them and the
@@ -293,7 +295,11 @@ std::string describe_attention(std::optional<ops::KvElem> elem, const blocks::Ex
                        : *elem == ops::KvElem::F16  ? "f16"
                        : *elem == ops::KvElem::I8   ? "int8"
                                                     : "f32";
-  return std::string(stored) + " K/V widened to f32, f32 queries, FMA (SIMD), f32 softmax";
+  std::string d = std::string(stored) + " K/V widened to f32, f32 queries, FMA (SIMD), f32 softmax";
+  if (elem == ops::KvElem::BF16 && ex.matmul->bf16_compute && ops::attention_bf16_available() &&
+      !ex.matmul->attention_bf16_dots)
+    d += "; not VDPBF16PS, which this CPU issues slower than FMA (ops::plan_attention)";
+  return d;
 }
 
 }  // namespace g4

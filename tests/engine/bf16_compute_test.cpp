@@ -217,6 +217,17 @@ TEST_F(Bf16Compute, AttentionKernelFollowsPolicyAndCacheType) {
     EXPECT_EQ(describe_attention(ops::KvElem::I8, on_tiles), describe_attention(ops::KvElem::I8, on_bf));
   }
   EXPECT_NE(describe_attention(ops::KvElem::I8, on_bf).find("int8 K/V widened"), std::string::npos);
+  // Where the plan prefers FMA (ops::plan_attention: Intel), a bf16 cache is widened for the f32
+  // kernel and the description says why; AMX-BF16 tiles still take it where they are on.
+  ops::MatmulContext fma = bf;
+  fma.attention_bf16_dots = false;
+  const blocks::Exec on_fma{&fma};
+  EXPECT_FALSE(uses_bf16_attention(kv_bf, on_fma));
+  EXPECT_NE(describe_attention(ops::KvElem::BF16, on_fma).find("bf16 K/V widened to f32"), std::string::npos);
+  EXPECT_EQ(describe_attention(ops::KvElem::BF16, on_fma).find("plan_attention") != std::string::npos,
+            ops::attention_bf16_available());
+  fma.attention_tiles = ops::Bf16Tiles::Emulated;
+  EXPECT_EQ(uses_bf16_attention(kv_bf, on_fma), ops::attention_bf16_available());
   // The int8 kernel: activations = q8 and an int8 cache, nothing else.
   ops::MatmulContext i8{.pool = &pool, .panel_rows = 4, .bf16_compute = false, .int8_activations = true};
   const blocks::Exec on_i8{&i8};

@@ -515,7 +515,12 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.few_prefetch_bytes, 2048u);  // a few streams together
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.few_groups, 2);
   EXPECT_NE(ops::plan_decode_streaming(d).reason.find("Intel"), std::string::npos);
+  EXPECT_FALSE(ops::plan_attention(d).bf16_dots);  // VDPBF16PS slower than FMA there
+  EXPECT_NE(ops::plan_attention(d).reason.find("Intel"), std::string::npos);
+  EXPECT_FALSE(test::context_for(d, {.bf16_compute = true}).attention_bf16_dots);
   d.vendor = "AuthenticAMD";
+  EXPECT_TRUE(ops::plan_attention(d).bf16_dots);
+  EXPECT_TRUE(test::context_for(d, {.bf16_compute = true}).attention_bf16_dots);
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.prefetch_bytes, 0u);
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.groups, 1);
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.few_prefetch_bytes, 8192u);

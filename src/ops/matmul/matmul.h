@@ -52,7 +52,17 @@ struct MatmulContext {
   // make_matmul_context finds compute = bf16, AMX-BF16 confirmed and the attention kernel's check
   // passed; Emulated only in tests.
   Bf16Tiles attention_tiles = Bf16Tiles::None;
+  // Without those tiles, whether attention over a bf16 cache under compute = bf16 takes the
+  // VDPBF16PS kernel (true) or widens the K/V to f32 for FMA (false): plan_attention, per core.
+  bool attention_bf16_dots = true;
 };
+
+// Whether attention's dot products run on VDPBF16PS where no AMX tiles take them, and why.
+struct AttentionPlan {
+  bool bf16_dots = true;
+  std::string reason;
+};
+AttentionPlan plan_attention(const DeviceInfo& device);
 
 // How decode's weight stream is read on this CPU (streams per thread, software prefetch), and why.
 struct DecodePlan {

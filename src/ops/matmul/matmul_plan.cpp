@@ -63,6 +63,21 @@ DecodePlan plan_decode_streaming(const DeviceInfo& device) {
   return p;
 }
 
+AttentionPlan plan_attention(const DeviceInfo& device) {
+  AttentionPlan p;
+  if (device.vendor == "GenuineIntel") {
+    p.bf16_dots = false;
+    p.reason =
+        "Intel core: VDPBF16PS issues at half the f32 FMA's rate or less (an Emerald Rapids VM: 172 GOP/s against "
+        "335 GFLOP/s on 2 threads, one E2B full layer at depth 4096 in 557 us with the K/V widened to f32 against "
+        "787 us on VDPBF16PS, build/g4_microbench --benchmark_filter='AttendLayerFromCache/[03]/2/0'; an AMX Xeon: "
+        "a quarter), so attention widens bf16 K/V to f32 unless AMX-BF16 tiles take it";
+  } else {
+    p.reason = "VDPBF16PS where the CPU has it (Zen 5: one E2B full layer at depth 4096 in 350-390 us on 2 threads)";
+  }
+  return p;
+}
+
 std::vector<ReadPassWay> read_pass_ways(const DecodeStreaming& plan) {
   std::vector<ReadPassWay> ways{{1, 0}};  // the plain read, whatever the plan
   for (int streams : {plan.groups, plan.wide_groups})
@@ -118,6 +133,7 @@ MatmulContext make_matmul_context(ThreadPool* pool, const DeviceInfo& device, in
   c.bf16_compute = bf16_compute;
   c.int8_activations = int8_activations;
   c.decode = plan_decode_streaming(device).streaming;
+  c.attention_bf16_dots = plan_attention(device).bf16_dots;
   // The tiles where `device` has AMX-BF16 and so does the CPU this process runs on, whose kernel
   // check passed (a preset device describing AMX never turns the tiles on elsewhere).
   if (bf16_compute && device.amx_bf16_usable() && amx_bf16_kernel_usable()) c.bf16_tiles = Bf16Tiles::Amx;
