@@ -165,12 +165,13 @@ TEST_F(GemmBf16, InterleavedTokenResultsDoNotDependOnBatchRowsStreamsOrThreads) 
               ops::MatmulContext{.pool = &pool, .panel_rows = 4, .bf16_compute = true});
   EXPECT_EQ(0, std::memcmp(threaded.data(), all.data(), all.size() * 4)) << "2 threads";
   for (int64_t t : {0, 1, 7, 8, 63, 64, 69})
-    for (int side : {1, 2, 4}) {
-      std::vector<float> one(static_cast<size_t>(out), NAN);
-      ops::gemm_bf16_interleaved_rows(&xb[size_t(t * in)], 1, in, w.view.data, 0, out, one.data(), out, side);
-      EXPECT_EQ(0, std::memcmp(one.data(), &all[size_t(t * out)], size_t(out) * 4)) << "token " << t << " alone, " << side
-                                                                                   << " side by side";
-    }
+    for (int side : {1, 2, 4})
+      for (uint64_t prefetch : {uint64_t(0), uint64_t(256), uint64_t(4096)}) {  // past group ends and the matrix
+        std::vector<float> one(static_cast<size_t>(out), NAN);
+        ops::gemm_bf16_interleaved_rows(&xb[size_t(t * in)], 1, in, w.view.data, 0, out, one.data(), out, side, prefetch);
+        EXPECT_EQ(0, std::memcmp(one.data(), &all[size_t(t * out)], size_t(out) * 4))
+            << "token " << t << " alone, " << side << " side by side, prefetch " << prefetch;
+      }
   // Tokens 5..14 (panels at other offsets, the last one short), rows in two ranges.
   std::vector<float> part(size_t(10 * out), NAN);
   ops::gemm_bf16_interleaved_rows(&xb[size_t(5 * in)], 10, in, w.view.data, 48, out, part.data(), out, 2);

@@ -81,14 +81,24 @@ TileFn pick(int r, int c) {
 }
 
 // Decode on BF16_R16: G groups (group_values bf16 apart) side by side, one accumulator each,
-// lane r = row r; y[16g + r].
+// lane r = row r; y[16g + r]. Each step reads one 64-byte line per group; with prefetch > 0 each
+// group's stream also requests the line `prefetch` bytes ahead, past its group's end in the group
+// it reads next (G on), as the int8 kernels do (DecodeStreaming::prefetch_bytes).
 template <int G>
 G4_TARGET_AVX512F_BW_VL_BF16 void decode_groups(const uint16_t* w, uint64_t group_values, int64_t pairs,
-                                                const uint16_t* x, float* y) {
+                                                const uint16_t* x, float* y, uint64_t prefetch) {
   __m512 acc[G];
   #pragma GCC unroll 4
   for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
+  const uint64_t group_bytes = 2 * group_values;
+  const char* base = reinterpret_cast<const char*>(w);
   for (int64_t p = 0; p < pairs; ++p) {
+    if (prefetch) {
+      uint64_t ahead = uint64_t(p) * 64 + prefetch;
+      ahead += ahead / group_bytes * uint64_t(G - 1) * group_bytes;
+      #pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) _mm_prefetch(base + uint64_t(g) * group_bytes + ahead, _MM_HINT_T0);
+    }
     const __m512bh xp = (__m512bh)_mm512_set1_epi32(x86::load_i32(x + 2 * p));
     #pragma GCC unroll 4
     for (int g = 0; g < G; ++g)
@@ -155,7 +165,7 @@ void gemm_bf16_rows(const uint16_t* xb, int64_t T, int64_t in, const uint16_t* w
 }
 
 void gemm_bf16_interleaved_rows(const uint16_t* xb, int64_t T, int64_t in, const std::byte* w, int64_t o_begin,
-                                int64_t o_end, float* y, int64_t ldy, int side_by_side) {
+                                int64_t o_end, float* y, int64_t ldy, int side_by_side, uint64_t prefetch_bytes) {
   if (in % 2 || o_begin % kInterleaveRows || o_end % kInterleaveRows)
     throw Error("gemm_bf16_interleaved_rows: BF16_R16 needs an even width and rows in whole groups of 16, got width " +
                 std::to_string(in) + ", rows [" + std::to_string(o_begin) + ", " + std::to_string(o_end) + ")");
@@ -169,7 +179,7 @@ void gemm_bf16_interleaved_rows(const uint16_t* xb, int64_t T, int64_t in, const
       T, o_begin / kInterleaveRows, o_end / kInterleaveRows, side_by_side,
       [&](int n, int64_t g) {
         auto run = n == 4 ? decode_groups<4> : n == 2 ? decode_groups<2> : decode_groups<1>;
-        run(wv + uint64_t(g) * group_values, group_values, in / 2, xb, y + kInterleaveRows * g);
+        run(wv + uint64_t(g) * group_values, group_values, in / 2, xb, y + kInterleaveRows * g, prefetch_bytes);
       },
       [&](bool pair, int64_t g, int64_t t, int count) {
         auto run = pair ? prefill_panel<2> : prefill_panel<1>;
@@ -184,7 +194,7 @@ bool gemm_bf16_available() { return false; }
 void round_rows_to_bf16(const float*, int64_t, uint16_t*) {}
 void gemm_bf16_rows(const uint16_t*, int64_t, int64_t, const uint16_t*, int64_t, int64_t, float*, int64_t) {}
 void gemm_bf16_interleaved_rows(const uint16_t*, int64_t, int64_t, const std::byte*, int64_t, int64_t, float*, int64_t,
-                                int) {}
+                                int, uint64_t) {}
 
 #endif
 

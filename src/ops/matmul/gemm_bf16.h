@@ -29,8 +29,9 @@ void gemm_bf16_rows(const uint16_t* xb, int64_t T, int64_t in, const uint16_t* w
 // in order (one chain per row and token: the same bits for any T, tile, row range or thread,
 // though not the row-major kernel's bits, which sum 16 strided partial sums).
 // Decode (T = 1) streams `side_by_side` groups at once (1, 2 or 4; independent chains, so the
-// instruction latency hides behind the loads); prefill runs panels of 8 tokens x 2 groups.
+// instruction latency hides behind the loads), each requested `prefetch_bytes` ahead with
+// software prefetch (0: none); prefill runs panels of 8 tokens x 2 groups.
 void gemm_bf16_interleaved_rows(const uint16_t* xb, int64_t T, int64_t in, const std::byte* w, int64_t o_begin,
-                                int64_t o_end, float* y, int64_t ldy, int side_by_side);
+                                int64_t o_end, float* y, int64_t ldy, int side_by_side, uint64_t prefetch_bytes = 0);
 
 }  // namespace g4::ops

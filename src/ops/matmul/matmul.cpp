@@ -292,7 +292,8 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
         gemm_bf16_tiles(ctx.bf16_tiles, xbp, T, in, w.data, r0, r1, products[i].y, out,
                         ctx.tile_block_budget ? bf16_tiles_blocking(in, ctx.tile_block_budget) : Bf16TileBlocking{});
       else if (kernel == FastKernel::Bf16 && group[i] == int(kInterleaveRows))
-        gemm_bf16_interleaved_rows(xbp, T, in, w.data, r0, r1, products[i].y, out, kBf16DecodeGroups);
+        gemm_bf16_interleaved_rows(xbp, T, in, w.data, r0, r1, products[i].y, out, kBf16DecodeGroups,
+                                   ctx.decode.prefetch_bytes);
       else if (kernel == FastKernel::Bf16)
         gemm_bf16_rows(xbp, T, in, reinterpret_cast<const uint16_t*>(w.data), r0, r1, products[i].y, out);
       else if (uses_int8_tiles(ctx, w.dtype, T))
