@@ -471,6 +471,15 @@ TEST(GemmQ8Interleaved, WideStreamingOnThePoolChangesNoBits) {
   }
 }
 
+// A stream's prefetch target: inside its own group as asked; past the group's end, in the group
+// that stream reads next (side_by_side groups on), skipping the groups the other streams read.
+TEST(GemmQ8Dispatch, StreamPrefetchSkipsTheOtherStreamsGroups) {
+  EXPECT_EQ(ops::stream_prefetch_offset(100, 1000, 4), 100u);
+  EXPECT_EQ(ops::stream_prefetch_offset(1100, 1000, 4), 4100u);   // group g + 4, 100 bytes in
+  EXPECT_EQ(ops::stream_prefetch_offset(2100, 1000, 2), 4100u);   // two groups past: g + 4
+  EXPECT_EQ(ops::stream_prefetch_offset(1100, 1000, 1), 1100u);   // one stream: straight on
+}
+
 // Groups longer than wide_group_bytes stream wide_groups side by side; others `groups`.
 TEST(GemmQ8Dispatch, LongGroupsTakeTheWideStreaming) {
   const ops::DecodeStreaming s{1, 0, 48u << 10, 4};

@@ -94,8 +94,7 @@ G4_TARGET_AVX512F_BW_VL_BF16 void decode_groups(const uint16_t* w, uint64_t grou
   const char* base = reinterpret_cast<const char*>(w);
   for (int64_t p = 0; p < pairs; ++p) {
     if (prefetch) {
-      uint64_t ahead = uint64_t(p) * 64 + prefetch;
-      ahead += ahead / group_bytes * uint64_t(G - 1) * group_bytes;
+      const uint64_t ahead = stream_prefetch_offset(uint64_t(p) * 64 + prefetch, group_bytes, G);
       #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) _mm_prefetch(base + uint64_t(g) * group_bytes + ahead, _MM_HINT_T0);
     }

@@ -104,8 +104,8 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q4k(const std::byte* w, uint64
         // A quarter of the column (9 or 11 lines) one column ahead in this stream: past its
         // group's end, in the group it reads next (G groups on), not the neighbouring group
         // another stream of this call is reading.
-        uint64_t ahead = uint64_t(s + 1) * kColumn + kColumn / 4 * uint64_t(k);
-        ahead += ahead / group_bytes * uint64_t(G - 1) * group_bytes;
+        const uint64_t ahead =
+            stream_prefetch_offset(uint64_t(s + 1) * kColumn + kColumn / 4 * uint64_t(k), group_bytes, G);
         #pragma GCC unroll 4
         for (int g = 0; g < G; ++g)
           for (uint64_t l = 0; l < kColumn / 4; l += 64)
@@ -252,8 +252,9 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q6k(const std::byte* w, uint64
       for (int j = 0; j < 2; ++j) {
         {
           // This quarter's 840 B (14 lines) one column ahead in this stream, as decode_q4k.
-          uint64_t ahead = uint64_t(s + 1) * kQ6KColumnBytes + kQ6KColumnBytes / 4 * uint64_t(2 * h + j);
-          ahead += ahead / group_bytes * uint64_t(G - 1) * group_bytes;
+          const uint64_t ahead =
+              stream_prefetch_offset(uint64_t(s + 1) * kQ6KColumnBytes + kQ6KColumnBytes / 4 * uint64_t(2 * h + j),
+                                     group_bytes, G);
           #pragma GCC unroll 4
           for (int g = 0; g < G; ++g)
             for (uint64_t l = 0; l < kQ6KColumnBytes / 4; l += 64)

@@ -155,8 +155,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void decode16(const std::byte* w, uint64_t gro
       // Past the end of its group a stream's prefetch continues in the groups this stream reads
       // next (G groups on each time), not in the neighbouring groups the other streams read.
       // (b · kColumnBytes: where column b's bytes begin, to within the 32 B the pairing moves them.)
-      uint64_t ahead = uint64_t(b) * kColumnBytes + prefetch;
-      if (ahead >= group_bytes) ahead += ahead / group_bytes * uint64_t(G - 1) * group_bytes;
+      const uint64_t ahead = stream_prefetch_offset(uint64_t(b) * kColumnBytes + prefetch, group_bytes, G);
       #pragma GCC unroll 4
       for (int g = 0; g < G; ++g)
         for (uint64_t o = 0; o < kColumnBytes; o += 64)
@@ -287,9 +286,8 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C void few_groups(const std::byte* w, const std:
       #pragma GCC unroll 2
       for (int g = 0; g < G; ++g) {
         // Past its group's end a stream's prefetch continues in the group it reads next, G on.
-        // (Inline: moved into a helper function, GCC 12 dropped the G = 2 prefetches.)
-        uint64_t ahead = uint64_t(b) * kColumnBytes + prefetch;
-        ahead += ahead / group_bytes * uint64_t(G - 1) * group_bytes;
+        // (The prefetch loop stays inline: in a helper function GCC 12 dropped the G = 2 ones.)
+        const uint64_t ahead = stream_prefetch_offset(uint64_t(b) * kColumnBytes + prefetch, group_bytes, G);
         const std::byte* p = w + uint64_t(g) * group_bytes + ahead;
         if (p < end)
           #pragma GCC unroll 9

@@ -142,6 +142,14 @@ struct DecodeStreaming {
   uint64_t few_prefetch_bytes = 8u << 10;
   int few_groups = 1;
 };
+// Where a decode stream's software prefetch lands: `ahead` bytes into the group it reads now, of
+// `side_by_side` groups read together (each group_bytes long, one stream each). Past its group's
+// end a stream continues in the group it reads next, side_by_side groups on, not in the
+// neighbouring group another stream is already reading. Offset from the stream's own group.
+constexpr uint64_t stream_prefetch_offset(uint64_t ahead, uint64_t group_bytes, int side_by_side) {
+  return ahead + ahead / group_bytes * uint64_t(side_by_side - 1) * group_bytes;
+}
+
 // The groups side by side for a matrix whose 16-row group is `group_bytes` long.
 inline int decode_groups_for(const DecodeStreaming& s, uint64_t group_bytes) {
   return s.wide_group_bytes && group_bytes > s.wide_group_bytes ? s.wide_groups : s.groups;
