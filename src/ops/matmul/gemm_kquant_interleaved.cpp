@@ -14,7 +14,8 @@
 // values (8 VPDPBUSD), then
 //   acc = fma(float(sum), (d·sc_j) · x_scale, acc)
 //   acc = fma(dmin·m_j, x_scale · (−Σq), acc)
-// (d·sc_j and dmin·m_j are exact: an f16 times a 6-bit integer).
+// (d·sc_j and dmin·m_j are exact: an f16 times a 6-bit integer). Q4_K's odd sub-blocks (high
+// nibbles) sum 16·code·q and take x_scale/16: the same products (accumulate).
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -45,26 +46,46 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline void column_d_dmin(const std::byte*
   dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + 32)));
 }
 
-// Sub-block j's 16 scales and mins (lane r: row r) of the super-block column `col`, times the
-// rows' d and dmin (column_d_dmin): d·sc_j and dmin·m_j in f32.
-G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline void sub_block_scales(const std::byte* col, int j, __m512 d, __m512 dmin,
+// The 16 rows' 6-bit scales and mins of all 8 sub-blocks of the super-block column `col`, as
+// bytes: out[16j + r] = sc_j of row r, out[128 + 16j + r] = m_j of row r. Once per column: one
+// sub-block at a time this unpacking was about a fifth of the decode kernel's vector operations.
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline void unpack_column_scales(const std::byte* col, uint8_t* out) {
+  // High-bit byte lane q (16 B) serves sub-blocks 2q (its low nibbles) and 2q + 1 (its high ones).
+  const __m512i hi = _mm512_loadu_si512(col + kQ4KHighScales);
+  const __m512i n4 = _mm512_set1_epi8(0x0F), n2 = _mm512_set1_epi8(0x03);
+  const long long four = 0x0004000400040004;  // lanes 1 and 3 of each half take the high nibbles
+  const __m512i shift = _mm512_set_epi64(four, four, 0, 0, four, four, 0, 0);
+  for (int p = 0; p < 2; ++p) {  // sub-blocks 4p .. 4p + 3
+    const __m512i lo = _mm512_loadu_si512(col + kQ4KLowScales + 64 * uint64_t(p));
+    const __m512i h = _mm512_srlv_epi16(p ? _mm512_shuffle_i32x4(hi, hi, 0xFA) : _mm512_shuffle_i32x4(hi, hi, 0x50), shift);
+    // 16-bit shifts move bits across the bytes of a lane pair; the masks keep each byte's own.
+    const __m512i sc = _mm512_or_si512(_mm512_and_si512(lo, n4), _mm512_slli_epi16(_mm512_and_si512(h, n2), 4));
+    const __m512i m = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo, 4), n4),
+                                      _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), n2), 4));
+    _mm512_storeu_si512(out + 64 * p, sc);
+    _mm512_storeu_si512(out + 128 + 64 * p, m);
+  }
+}
+
+// Sub-block j's d·sc_j and dmin·m_j in f32 (lane r: row r), from unpack_column_scales' bytes and
+// the rows' d and dmin (column_d_dmin).
+G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline void sub_block_scales(const uint8_t* scales, int j, __m512 d, __m512 dmin,
                                                                    __m512& dsc, __m512& dmn) {
-  const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(col + kQ4KLowScales + 16 * j));
-  __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(col + kQ4KHighScales + 16 * (j / 2)));
-  if (j % 2) hi = _mm_srli_epi16(hi, 4);
-  const __m128i n4 = _mm_set1_epi8(0x0F), n2 = _mm_set1_epi8(0x03);
-  // 16-bit shifts move bits across the bytes of a lane pair; the masks keep each byte's own.
-  const __m128i sc = _mm_or_si128(_mm_and_si128(lo, n4), _mm_slli_epi16(_mm_and_si128(hi, n2), 4));
-  const __m128i m = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(lo, 4), n4),
-                                 _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(hi, 2), n2), 4));
+  const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * j));
+  const __m128i m = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 128 + 16 * j));
   dsc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)));
   dmn = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m)));
 }
 
-// One sub-block into a row lane accumulator (the two steps in the header's order).
+// One sub-block into a row lane accumulator (the two steps in the header's order). sum16: the
+// sum is 16 times Σ code·q (codes read as their high nibbles in place, q · 16·code), and the
+// activation scale is taken 1/16 times: d·sc_j · x_scale/16 is exactly d·sc_j · x_scale rounded,
+// over 16 (while it stays a normal float), so each product and the result are the same bits as
+// with the codes shifted down (|16·Σ| < 2^20: exact in f32).
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512 accumulate(__m512 acc, __m512i sum, __m512 dsc, __m512 dmn,
-                                                               float x_scale, int32_t q4_start) {
-  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dsc, _mm512_set1_ps(x_scale)), acc);
+                                                               float x_scale, int32_t q4_start, bool sum16 = false) {
+  const float product_scale = sum16 ? x_scale * 0.0625f : x_scale;
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dsc, _mm512_set1_ps(product_scale)), acc);
   return _mm512_fmadd_ps(dmn, _mm512_set1_ps(min_weight(x_scale, q4_start)), acc);
 }
 
@@ -97,8 +118,12 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q4k(const std::byte* w, uint64
   for (int64_t s = 0; s < supers; ++s) {
     const std::byte* col = w + uint64_t(s) * kColumn;
     __m512 d[G], dmin[G];
+    alignas(64) uint8_t scales[G][256];
     #pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) column_d_dmin(col + uint64_t(g) * group_bytes, d[g], dmin[g]);
+    for (int g = 0; g < G; ++g) {
+      column_d_dmin(col + uint64_t(g) * group_bytes, d[g], dmin[g]);
+      unpack_column_scales(col + uint64_t(g) * group_bytes, scales[g]);
+    }
     for (int k = 0; k < 4; ++k) {
       {
         // A quarter of the column (9 or 11 lines) one column ahead in this stream: past its
@@ -123,7 +148,9 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q4k(const std::byte* w, uint64
         for (int g = 0; g < G; ++g) {
           const std::byte* gc = col + uint64_t(g) * group_bytes;
           const __m512i raw = _mm512_loadu_si512(gc + kQ4KValues + 512 * uint64_t(k) + 64 * uint64_t(v));
-          __m512i cl = _mm512_and_si512(raw, nibble), ch = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+          // Q4_K: high nibbles in place (16 x the code; see accumulate), one shift fewer per vector.
+          __m512i cl = _mm512_and_si512(raw, nibble);
+          __m512i ch = kQ5 ? _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble) : _mm512_andnot_si512(nibble, raw);
           if constexpr (kQ5) {
             const __m512i qh = _mm512_loadu_si512(gc + kQ5KHighBits + 64 * uint64_t(v));
             cl = _mm512_or_si512(cl, fifth_bits(qh, 2 * k));
@@ -136,10 +163,10 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q4k(const std::byte* w, uint64
       #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) {
         __m512 dsc, dmn;
-        sub_block_scales(col + uint64_t(g) * group_bytes, 2 * k, d[g], dmin[g], dsc, dmn);
+        sub_block_scales(scales[g], 2 * k, d[g], dmin[g], dsc, dmn);
         acc[g] = accumulate(acc[g], lo[g], dsc, dmn, a.scale[size_t(b0)], a.q4_start[size_t(b0)]);
-        sub_block_scales(col + uint64_t(g) * group_bytes, 2 * k + 1, d[g], dmin[g], dsc, dmn);
-        acc[g] = accumulate(acc[g], hi[g], dsc, dmn, a.scale[size_t(b0 + 1)], a.q4_start[size_t(b0 + 1)]);
+        sub_block_scales(scales[g], 2 * k + 1, d[g], dmin[g], dsc, dmn);
+        acc[g] = accumulate(acc[g], hi[g], dsc, dmn, a.scale[size_t(b0 + 1)], a.q4_start[size_t(b0 + 1)], !kQ5);
       }
     }
   }
@@ -162,6 +189,9 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void prefill_q4k(const std::byte* w, uint6
   x86::zero_tile<G, C>(acc);
   for (int64_t s = 0; s < supers; ++s) {
     const std::byte* col = w + uint64_t(s) * kColumn;
+    alignas(64) uint8_t scales[G][256];
+    #pragma GCC unroll 2
+    for (int g = 0; g < G; ++g) unpack_column_scales(col + uint64_t(g) * group_bytes, scales[g]);
     for (int j = 0; j < 8; ++j) {
       const size_t cell = first + size_t(8 * s + j) * C;
       const int8_t* xq = a.panel_q.data() + cell * kQ8Block;
@@ -177,7 +207,10 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void prefill_q4k(const std::byte* w, uint6
         #pragma GCC unroll 8
         for (int g = 0; g < G; ++g) {
           const __m512i raw = _mm512_loadu_si512(values + uint64_t(g) * group_bytes + 64 * uint64_t(v));
-          wv[g] = _mm512_and_si512(j % 2 ? _mm512_srli_epi16(raw, 4) : raw, nibble);
+          // As decode: Q4_K's high nibbles in place, 16 x the code.
+          wv[g] = j % 2 == 0 ? _mm512_and_si512(raw, nibble)
+                  : kQ5      ? _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble)
+                             : _mm512_andnot_si512(nibble, raw);
           if constexpr (kQ5)
             wv[g] = _mm512_or_si512(
                 wv[g], fifth_bits(_mm512_loadu_si512(col + uint64_t(g) * group_bytes + kQ5KHighBits + 64 * uint64_t(v)), j));
@@ -193,23 +226,15 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void prefill_q4k(const std::byte* w, uint6
       for (int g = 0; g < G; ++g) {
         __m512 d, dmin, dsc, dmn;
         column_d_dmin(col + uint64_t(g) * group_bytes, d, dmin);
-        sub_block_scales(col + uint64_t(g) * group_bytes, j, d, dmin, dsc, dmn);
+        sub_block_scales(scales[g], j, d, dmin, dsc, dmn);
         #pragma GCC unroll 8
         for (int c = 0; c < C; ++c)
           acc[g][c] = accumulate(acc[g][c], sum[g][c], dsc, dmn, a.panel_scale[cell + size_t(c)],
-                                 a.panel_q4_start[cell + size_t(c)]);
+                                 a.panel_q4_start[cell + size_t(c)], !kQ5 && j % 2);
       }
     }
   }
   x86::store_group_panel<G, C>(acc, y, ldy, count);
-}
-
-// −32 · (the sum of the 16 int8 values at x): the Q6_K codes' offset, as a sub-block's starting sum.
-G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline int32_t q6k_start(const int8_t* x) {
-  // x + 128 as unsigned bytes, summed 8 at a time against zero (PSADBW), less 16 · 128.
-  const __m128i u = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)), _mm_set1_epi8(char(0x80)));
-  const __m128i sad = _mm_sad_epu8(u, _mm_setzero_si128());
-  return -32 * (_mm_cvtsi128_si32(sad) + _mm_extract_epi16(sad, 4) - 16 * 128);
 }
 
 // The codes of part c (0..3) of one Q6_K_R16 value triple (lo, hi: the ql vectors; qh): value
@@ -264,7 +289,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q6k(const std::byte* w, uint64
         __m512i sum[G][4];
         #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) {
-          const __m512i start = _mm512_set1_epi32(q6k_start(xh + 32 * c));
+          const __m512i start = _mm512_set1_epi32(a.q6_start[size_t(2 * (8 * s + 4 * h + c) + j)]);
           #pragma GCC unroll 4
           for (int g = 0; g < G; ++g) sum[g][c] = start;
         }

@@ -47,6 +47,7 @@ struct Q8Activations {
   std::vector<int32_t> q4_bias;   // [T, pairs, 16]: −8·Σq of block 2p in lane 0, of block 2p+1 in lane 8, else 0
   std::vector<int32_t> q8_start;  // [T, in/32]: −128·Σq per block (the interleaved kernels' offset correction)
   std::vector<int32_t> q4_start;  // [T, in/32]: −8·Σq per block
+  std::vector<int32_t> q6_start;  // [T, in/32, 2]: −32·Σq of values 0-15, 16-31 (Q6_K's offset)
   // Prefill (T > 1) also packs the tokens kPanelTokens (P) at a time, the tokens the interleaved
   // kernel reads together: panel p, block b holds tokens Pp..Pp+P-1 (zeros past T) in a row.
   std::vector<int8_t> panel_q;          // [ceil(T/P), in/32, P, 32]

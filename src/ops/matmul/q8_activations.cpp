@@ -78,6 +78,7 @@ void size_activations(int64_t T, int64_t in, unsigned layouts, Q8Activations& a)
   a.scale.resize(size_t(T * blocks));
   a.q8_start.resize(size_t(T * blocks));
   a.q4_start.resize(size_t(T * blocks));
+  a.q6_start.resize(size_t(2 * T * blocks));
   const size_t tiles = a.layouts & kQ8RowTiles ? size_t(T * pairs * 16) : 0;
   a.pair_scale.resize(tiles);
   a.q4_bias.resize(tiles);
@@ -131,6 +132,8 @@ void quantize_cell(const float* x, int64_t t, int64_t b, bool simd, Q8Activation
   a.scale[k] = d;
   a.q8_start[k] = -128 * sum;
   a.q4_start[k] = -8 * sum;
+  a.q6_start[2 * k] = -32 * halves.lo;
+  a.q6_start[2 * k + 1] = -32 * halves.hi;
   if (a.layouts & kQ8RowTiles) {
     float* ps = a.pair_scale.data() + (t * pairs + b / 2) * 16 + (b % 2) * 8;
     std::fill(ps, ps + 8, d);
@@ -141,8 +144,8 @@ void quantize_cell(const float* x, int64_t t, int64_t b, bool simd, Q8Activation
     std::memcpy(a.panel_q.data() + cell * kQ8Block, qb, kQ8Block);
     a.panel_q8_start[cell] = a.q8_start[k];
     a.panel_q4_start[cell] = a.q4_start[k];
-    a.panel_q6_start[2 * cell] = -32 * halves.lo;
-    a.panel_q6_start[2 * cell + 1] = -32 * halves.hi;
+    a.panel_q6_start[2 * cell] = a.q6_start[2 * k];
+    a.panel_q6_start[2 * cell + 1] = a.q6_start[2 * k + 1];
     a.panel_scale[cell] = d;
   }
   if (a.layouts & kQ8TokenTiles) {
