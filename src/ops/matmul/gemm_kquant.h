@@ -32,6 +32,10 @@ void gemm_kquant_rows(const Q8Activations& a, const std::byte* w, DType dtype, i
 // decode (activations' q, scale, q4_start) and prefill (T > 1: the token panels, kQ8Panels).
 // `decode` chooses the streams side by side. Requires gemm_q8_available(); throws g4::Error on
 // another dtype, rows that are not whole groups or a width that is not whole super-blocks.
+// How far ahead the interleaved K-quant decode kernels prefetch each weight stream: three
+// quarters of a super-block column (one line per value vector read, spread over the reads).
+constexpr uint64_t kquant_decode_prefetch_bytes(uint64_t column_bytes) { return column_bytes / 4 * 3; }
+
 void gemm_kquant_interleaved_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin,
                                   int64_t o_end, float* y, int64_t ldy, DecodeStreaming decode);
 

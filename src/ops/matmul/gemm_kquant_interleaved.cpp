@@ -91,9 +91,9 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512 accumulate(__m512 acc, __m51
 
 // Decode: G groups side by side (G sequential weight streams) x the one token. Each chunk's 8
 // value vectors are read once for both of its sub-blocks (low and high nibbles). Every chunk
-// requests its stream's bytes one super-block column (2304 B) ahead with software prefetch: with
-// ~2x the instructions per byte of the Q4_0 kernel the out-of-order window alone kept too few
-// cache misses in flight (half and twice the distance did no better). Past a group's end the
+// requests its stream's bytes three quarters of a super-block column (1728 B) ahead with
+// software prefetch, a line per vector read: with ~2x the instructions per byte of the Q4_0
+// kernel the out-of-order window alone kept too few cache misses in flight. Past a group's end the
 // stream runs on in the group it reads next, G on: E2B's 1536-wide rows are 6 columns, and
 // prefetching into the neighbouring group (read by another stream already) left a sixth of the
 // columns unrequested (Q4_K_M decode +2.5-4 points of its read pass, docs/perf.md).
@@ -109,7 +109,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512i fifth_bits(__m512i qh, int 
 template <int G, bool kQ5>
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q4k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a,
                                                       float* y) {
-  constexpr uint64_t kColumn = q45k_column_bytes<kQ5>;
+  constexpr uint64_t kColumn = q45k_column_bytes<kQ5>, kAhead = kquant_decode_prefetch_bytes(kColumn);
   const int64_t supers = a.in / kSuperBlock;
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   __m512 acc[G];
@@ -125,17 +125,10 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q4k(const std::byte* w, uint64
       unpack_column_scales(col + uint64_t(g) * group_bytes, scales[g]);
     }
     for (int k = 0; k < 4; ++k) {
-      {
-        // A quarter of the column (9 or 11 lines) one column ahead in this stream: past its
-        // group's end, in the group it reads next (G groups on), not the neighbouring group
-        // another stream of this call is reading.
-        const uint64_t ahead =
-            stream_prefetch_offset(uint64_t(s + 1) * kColumn + kColumn / 4 * uint64_t(k), group_bytes, G);
-        #pragma GCC unroll 4
-        for (int g = 0; g < G; ++g)
-          for (uint64_t l = 0; l < kColumn / 4; l += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(w + uint64_t(g) * group_bytes + ahead + l), _MM_HINT_T0);
-      }
+      // This quarter of the column (9 or 11 lines) kAhead further on in this stream: past its
+      // group's end, in the group it reads next (G groups on), not the neighbouring group
+      // another stream of this call is reading.
+      const uint64_t ahead = stream_prefetch_offset(uint64_t(s) * kColumn + kColumn / 4 * uint64_t(k) + kAhead, group_bytes, G);
       const int64_t b0 = 8 * s + 2 * k;  // the chunk's two activation blocks: b0 (low nibbles), b0 + 1
       const int8_t* x0 = a.q.data() + b0 * kQ8Block;
       __m512i lo[G], hi[G];
@@ -143,6 +136,13 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q4k(const std::byte* w, uint64
       for (int g = 0; g < G; ++g) lo[g] = hi[g] = _mm512_setzero_si512();
       #pragma GCC unroll 8
       for (int v = 0; v < 8; ++v) {
+        // Line v of the quarter ahead (and lines 8.. with the first vectors), one request per
+        // vector read: in bursts of 9-11 per quarter 3-5 points slower (docs/perf.md). Inline:
+        // GCC 12 dropped these prefetches from a helper.
+        #pragma GCC unroll 4
+        for (int g = 0; g < G; ++g)
+          for (uint64_t m = uint64_t(v); 64 * m < kColumn / 4; m += 8)
+            _mm_prefetch(reinterpret_cast<const char*>(w + uint64_t(g) * group_bytes + ahead + 64 * m), _MM_HINT_T0);
         const __m512i xl = _mm512_set1_epi32(x86::load_i32(x0 + 4 * v)), xh = _mm512_set1_epi32(x86::load_i32(x0 + 32 + 4 * v));
         #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) {
@@ -259,7 +259,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512 q6k_d(const std::byte* col, 
 }
 
 // Q6_K decode: G groups side by side x the one token; each value triple is read once for its
-// four parts; one super-block column requested ahead, as decode_q4k.
+// four parts; requested three quarters of a column ahead, as decode_q4k.
 template <int G>
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q6k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a,
                                                       float* y) {
@@ -275,16 +275,11 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q6k(const std::byte* w, uint64
     const std::byte* values = col + q6k_values_at(s);
     for (int h = 0; h < 2; ++h)
       for (int j = 0; j < 2; ++j) {
-        {
-          // This quarter's 840 B (14 lines) one column ahead in this stream, as decode_q4k.
-          const uint64_t ahead =
-              stream_prefetch_offset(uint64_t(s + 1) * kQ6KColumnBytes + kQ6KColumnBytes / 4 * uint64_t(2 * h + j),
-                                     group_bytes, G);
-          #pragma GCC unroll 4
-          for (int g = 0; g < G; ++g)
-            for (uint64_t l = 0; l < kQ6KColumnBytes / 4; l += 64)
-              _mm_prefetch(reinterpret_cast<const char*>(w + uint64_t(g) * group_bytes + ahead + l), _MM_HINT_T0);
-        }
+        // This quarter's 840 B (14 lines) kAhead further on in this stream, spread over its 4
+        // value triples, as decode_q4k.
+        constexpr uint64_t kQuarter = kQ6KColumnBytes / 4, kAhead = kquant_decode_prefetch_bytes(kQ6KColumnBytes);
+        const uint64_t ahead = stream_prefetch_offset(uint64_t(s) * kQ6KColumnBytes + kQuarter * uint64_t(2 * h + j) + kAhead,
+                                                      group_bytes, G);
         const int8_t* xh = a.q.data() + (8 * s + 4 * h) * kQ8Block + 16 * j;  // part c at + 32c
         __m512i sum[G][4];
         #pragma GCC unroll 4
@@ -295,6 +290,10 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q6k(const std::byte* w, uint64
         }
         #pragma GCC unroll 4
         for (int v = 4 * j; v < 4 * j + 4; ++v) {
+          #pragma GCC unroll 4
+          for (int g = 0; g < G; ++g)
+            for (uint64_t m = uint64_t(v - 4 * j); 64 * m < kQuarter; m += 4)
+              _mm_prefetch(reinterpret_cast<const char*>(w + uint64_t(g) * group_bytes + ahead + 64 * m), _MM_HINT_T0);
           #pragma GCC unroll 4
           for (int g = 0; g < G; ++g) {
             const std::byte* vec = values + uint64_t(g) * group_bytes + 1536 * uint64_t(h) + 192 * uint64_t(v);
@@ -390,7 +389,7 @@ void gemm_kquant_interleaved_rows(const Q8Activations& a, const std::byte* w, DT
   const bool q6 = dtype == DType::Q6_K_R16, q5 = dtype == DType::Q5_K_R16;
   const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(interleave_base(dtype), a.in);
   // Decode: the streams side by side that ops::plan_decode_streaming chose (its software prefetch
-  // distance is not used: these kernels prefetch one column ahead on every core, see decode_q4k).
+  // distance is not used: these kernels prefetch kquant_decode_prefetch_bytes ahead on every core).
   using DecodeFn = void (*)(const std::byte*, uint64_t, const Q8Activations&, float*);
   walk_interleaved_groups(
       a.T, o_begin / kInterleaveRows, o_end / kInterleaveRows, decode_groups_for(decode, group_bytes),

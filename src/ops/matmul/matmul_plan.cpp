@@ -178,11 +178,11 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
            " super-blocks x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
            "exact int32 sums per 4 values, scaled per sub-block, f32 accumulate";
   if (dtype_is_interleaved(dtype) && dtype != DType::BF16_R16 && uses_int8_kernel(ctx)) {
-    DecodeStreaming shown = ctx.decode;  // the K-quant kernels prefetch one super-block column ahead everywhere
+    DecodeStreaming shown = ctx.decode;  // the K-quant kernels' own prefetch distance, on every core
     if (dtype == DType::Q4_K_R16 || dtype == DType::Q5_K_R16 || dtype == DType::Q6_K_R16)
-      shown.prefetch_bytes = dtype == DType::Q4_K_R16   ? kQ4KColumnBytes
-                             : dtype == DType::Q5_K_R16 ? kQ5KColumnBytes
-                                                        : kQ6KColumnBytes;
+      shown.prefetch_bytes = kquant_decode_prefetch_bytes(dtype == DType::Q4_K_R16   ? kQ4KColumnBytes
+                                                          : dtype == DType::Q5_K_R16 ? kQ5KColumnBytes
+                                                                                     : kQ6KColumnBytes);
     std::string s = std::string(dtype_name(interleave_base(dtype))) +
                     " weights, 16 rows interleaved, x int8 activations (blocks of 32, f32 scales) on VPDPBUSD "
                     "(AVX512_VNNI), 16 rows per instruction, exact int32 block sums, f32 accumulate" +
