@@ -26,14 +26,16 @@ struct Shape {
 };
 // Shape sets: 12 E2B gate-sized matrices, 12 down-sized ones (~113 MiB in Q8_0 each), 8 E2B
 // decoder layers' matrices in forward order (q, k, v, o, gate+up, down, per-layer gate and
-// projection), where the small products and the fork/join per product count as in decode, and
-// one [256, 1536] matrix that stays in L2 (the kernel's arithmetic rate without DRAM).
+// projection), where the small products and the fork/join per product count as in decode,
+// one [256, 1536] matrix that stays in L2 (the kernel's arithmetic rate without DRAM), and all 35
+// of E2B's decoder layers (~700 MiB in Q4_K: sets 0-2 fit a 260 MiB L3).
 std::vector<Shape> shape_set(int set) {
   if (set == 3) return {Shape{256, 1536}};
+  const int layers = set == 4 ? 35 : 8;
   if (set == 0) return std::vector<Shape>(12, Shape{6144, 1536});
   if (set == 1) return std::vector<Shape>(12, Shape{1536, 6144});
   std::vector<Shape> v;
-  for (int layer = 0; layer < 8; ++layer)
+  for (int layer = 0; layer < layers; ++layer)
     for (Shape s : {Shape{2048, 1536}, Shape{256, 1536}, Shape{256, 1536}, Shape{1536, 2048}, Shape{12288, 1536},
                     Shape{1536, 6144}, Shape{256, 1536}, Shape{1536, 256}})
       v.push_back(s);
@@ -47,8 +49,8 @@ struct Weights {
 };
 
 const Weights& weights(DType t, int set) {
-  static std::vector<std::unique_ptr<Weights>> cache(64);
-  auto& slot = cache[size_t(t) * 4 + size_t(set)];
+  static std::vector<std::unique_ptr<Weights>> cache(128);
+  auto& slot = cache[size_t(t) * 5 + size_t(set)];
   if (slot) return *slot;
   slot = std::make_unique<Weights>();
   const std::vector<Shape> shapes = shape_set(set);
@@ -100,7 +102,7 @@ double macs_of(const Weights& w, int64_t T) {
 
 // state.range(0): 0 f32/widened kernels, 1 the fast kernel (bf16 or int8; AMX tiles where confirmed),
 // 2 the fast kernel without AMX tiles (VDPBF16PS / VPDPBUSD: the same run compares the two);
-// range(1): threads; range(2): T (8: a few streams decoding together); range(3): shape set (0 gate-like, 1 down-like, 2 decoder layers, 3 in L2).
+// range(1): threads; range(2): T (8: a few streams decoding together); range(3): shape set (0 gate-like, 1 down-like, 2 decoder layers, 3 in L2, 4 E2B's layers).
 void run(benchmark::State& state, DType t) {
   const Weights& w = weights(t, int(state.range(3)));
   ThreadPool pool(int(state.range(1)));
@@ -190,6 +192,14 @@ BENCHMARK(BM_MatmulQ4_0_R16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ4_K_R16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ5_K_R16)->G4_MATMUL_ARGS;
 BENCHMARK(BM_MatmulQ6_K_R16)->G4_MATMUL_ARGS;
+// Decode (T = 1, 2 threads, the fast kernel) over all of E2B's decoder layers, beyond any L3 here:
+// bytes/s to hold against `g4 bench`'s read pass.
+#define G4_DECODE_E2B(fn) BENCHMARK(fn)->Name(#fn "_E2BLayers")->Args({1, 2, 1, 4})->Unit(benchmark::kMillisecond)->UseRealTime()
+G4_DECODE_E2B(BM_MatmulBF16_R16);
+G4_DECODE_E2B(BM_MatmulQ8_0_R16);
+G4_DECODE_E2B(BM_MatmulQ4_0_R16);
+G4_DECODE_E2B(BM_MatmulQ4_K_R16);
+G4_DECODE_E2B(BM_MatmulQ6_K_R16);
 // A 512-token prefill step's products on the fast kernels, with the AMX tiles where they are
 // confirmed (1) and without (2), on the decoder layers' matrices and in L2: GOP/s against
 // `g4 device --fma`'s peaks.
