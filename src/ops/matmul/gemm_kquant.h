@@ -25,17 +25,17 @@ namespace g4::ops {
 void gemm_kquant_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,
                       int64_t ldy);
 
-// The same products for Q4_K_R16 / Q5_K_R16 / Q6_K_R16 (`dtype`: Q4_K / Q5_K / Q6_K rows interleaved 16 at a time,
-// platform/row_interleave.h; o_begin and o_end multiples of 16): 16 rows per VPDPBUSD with one
-// f32 lane per row, as the Q4_0_R16 kernels. Each sub-block's exact int32 sum is scaled (and for
-// Q4_K / Q5_K its min term subtracted) in the order gemm_kquant_interleaved.cpp states, the same for
-// decode (activations' q, scale, q4_start) and prefill (T > 1: the token panels, kQ8Panels).
-// `decode` chooses the streams side by side. Requires gemm_q8_available(); throws g4::Error on
-// another dtype, rows that are not whole groups or a width that is not whole super-blocks.
 // How far ahead the interleaved K-quant decode kernels prefetch each weight stream: three
 // quarters of a super-block column (one line per value vector read, spread over the reads).
 constexpr uint64_t kquant_decode_prefetch_bytes(uint64_t column_bytes) { return column_bytes / 4 * 3; }
 
+// The same products for Q4_K_R16 / Q5_K_R16 / Q6_K_R16 (`dtype`: Q4_K / Q5_K / Q6_K rows interleaved 16 at a time,
+// platform/row_interleave.h; o_begin and o_end multiples of 16): 16 rows per VPDPBUSD with one
+// f32 lane per row, as the Q4_0_R16 kernels. Each sub-block's exact int32 sum is scaled (and for
+// Q4_K / Q5_K its min term subtracted) in the order gemm_kquant_interleaved.cpp states, the same for
+// decode (activations' q, scale, q4_start, q6_start) and prefill (T > 1: the token panels, kQ8Panels).
+// `decode` chooses the streams side by side. Requires gemm_q8_available(); throws g4::Error on
+// another dtype, rows that are not whole groups or a width that is not whole super-blocks.
 void gemm_kquant_interleaved_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin,
                                   int64_t o_end, float* y, int64_t ldy, DecodeStreaming decode);
 
