@@ -143,20 +143,24 @@ TEST(Q8Activations, TokenRangesEqualOneCall) {
   EXPECT_EQ(whole.scale, parts.scale);
   EXPECT_EQ(whole.q8_start, parts.q8_start);
   EXPECT_EQ(whole.q4_start, parts.q4_start);
+  EXPECT_EQ(whole.q6_start, parts.q6_start);
   EXPECT_EQ(whole.pair_scale, parts.pair_scale);
   EXPECT_EQ(whole.q4_bias, parts.q4_bias);
   EXPECT_EQ(whole.panel_q, parts.panel_q);
   EXPECT_EQ(whole.panel_q8_start, parts.panel_q8_start);
   EXPECT_EQ(whole.panel_q4_start, parts.panel_q4_start);
   EXPECT_EQ(whole.panel_q6_start, parts.panel_q6_start);
-  // Q6_K's starting sums, summed here from the quantized values: −32·Σq per half block; zero
-  // in the last panel's cells past T.
+  // Q6_K's starting sums, summed here from the quantized values: −32·Σq per half block, per
+  // token (decode) and per panel cell (prefill); zero in the last panel's cells past T.
   for (int64_t t = 0; t < 18; ++t)
     for (int64_t b = 0; b < in / 32; ++b)
       for (int half = 0; half < 2; ++half) {
         int32_t s = 0;
         for (int i = 0; i < 16; ++i) s += t < T ? whole.q[size_t(t * in + b * 32 + 16 * half + i)] : 0;
         EXPECT_EQ(whole.panel_q6_start[whole.panel_cell(t, b) * 2 + size_t(half)], -32 * s) << t << " " << b;
+        if (t < T) {
+          EXPECT_EQ(whole.q6_start[size_t((t * (in / 32) + b) * 2 + half)], -32 * s) << t << " " << b;
+        }
       }
   EXPECT_EQ(whole.panel_scale, parts.panel_scale);
   // Token 17 (panel 2, slot 5) is padding: zero bytes, scale and start in every block.
@@ -191,6 +195,7 @@ TEST(Q8Activations, BlockPairRangesEqualOneCall) {
     EXPECT_EQ(whole.q, parts.q) << T;
     EXPECT_EQ(whole.scale, parts.scale) << T;
     EXPECT_EQ(whole.q4_start, parts.q4_start) << T;
+    EXPECT_EQ(whole.q6_start, parts.q6_start) << T;
     EXPECT_EQ(whole.pair_scale, parts.pair_scale) << T;
     EXPECT_EQ(whole.q4_bias, parts.q4_bias) << T;
     if (T > 1) {
