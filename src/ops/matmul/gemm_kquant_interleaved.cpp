@@ -189,9 +189,13 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void prefill_q4k(const std::byte* w, uint6
   x86::zero_tile<G, C>(acc);
   for (int64_t s = 0; s < supers; ++s) {
     const std::byte* col = w + uint64_t(s) * kColumn;
+    __m512 d[G], dmin[G];
     alignas(64) uint8_t scales[G][256];
     #pragma GCC unroll 2
-    for (int g = 0; g < G; ++g) unpack_column_scales(col + uint64_t(g) * group_bytes, scales[g]);
+    for (int g = 0; g < G; ++g) {
+      column_d_dmin(col + uint64_t(g) * group_bytes, d[g], dmin[g]);
+      unpack_column_scales(col + uint64_t(g) * group_bytes, scales[g]);
+    }
     for (int j = 0; j < 8; ++j) {
       const size_t cell = first + size_t(8 * s + j) * C;
       const int8_t* xq = a.panel_q.data() + cell * kQ8Block;
@@ -224,9 +228,8 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void prefill_q4k(const std::byte* w, uint6
       }
       #pragma GCC unroll 8
       for (int g = 0; g < G; ++g) {
-        __m512 d, dmin, dsc, dmn;
-        column_d_dmin(col + uint64_t(g) * group_bytes, d, dmin);
-        sub_block_scales(scales[g], j, d, dmin, dsc, dmn);
+        __m512 dsc, dmn;
+        sub_block_scales(scales[g], j, d[g], dmin[g], dsc, dmn);
         #pragma GCC unroll 8
         for (int c = 0; c < C; ++c)
           acc[g][c] = accumulate(acc[g][c], sum[g][c], dsc, dmn, a.panel_scale[cell + size_t(c)],
