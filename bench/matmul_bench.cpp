@@ -165,7 +165,9 @@ BENCHMARK(BM_TilesBF16)
     ->UseRealTime();
 
 void BM_MatmulBF16(benchmark::State& s) { run(s, DType::BF16); }
-// BF16_R16: range(0) 0 the reference loops (reading rows out of their groups), 1 the interleaved VDPBF16PS kernel.
+// BF16_R16: range(0) 0 f32 activations: on AVX2 CPUs without AVX-512 the AVX2 FMA kernel
+// (gemm_bf16_256.h), elsewhere the reference loops (reading rows out of their groups); 1 the
+// interleaved VDPBF16PS kernel.
 void BM_MatmulBF16_R16(benchmark::State& s) { run(s, DType::BF16_R16); }
 void BM_MatmulQ8_0(benchmark::State& s) { run(s, DType::Q8_0); }
 void BM_MatmulQ4_0(benchmark::State& s) { run(s, DType::Q4_0); }

@@ -25,7 +25,8 @@ const char* kUsage =
     "usage: g4 device [--bandwidth] [--fma] [--threads N,M] [--checkpoint FMT] [--compute FMT] [--kv FMT]\n"
     "                 [--weights FMT] [--json]\n\n"
     "Probes this CPU (model, cores, caches, ISA features, OS state, AMX permission), runs the one-time\n"
-    "self-tests of optional units (AMX, AVX512_BF16, AVX512_VNNI) and, where AMX passed, the checks of\n"
+    "self-tests of optional units (AMX, AVX512_BF16, AVX512_VNNI, AVX-VNNI), names the integer dot\n"
+    "product the int8 kernels run on (AVX512_VNNI, AVX-VNNI or AVX2) and, where AMX passed, the checks of\n"
     "the AMX-BF16 and AMX-INT8 tile kernels and of the AMX-BF16 attention kernel, says how decode\n"
     "streams the weights on this CPU (row streams per thread, software prefetch, the next product read\n"
     "ahead, and why), whether attention over a bf16 cache runs on VDPBF16PS or on FMA (and why),\n"
@@ -36,7 +37,8 @@ const char* kUsage =
     "  --fma           also measure multiply-add throughput on 1 thread and on every usable core at once\n"
     "                  (under a second): whether the cores add compute or share one core's FMA units; and\n"
     "                  the peak of each dot-product instruction the CPU confirmed (VDPBF16PS, VPDPBUSD,\n"
-    "                  TDPBF16PS, TDPBSUD)\n"
+    "                  TDPBF16PS, TDPBSUD; without AVX512_VNNI the int8 tier's own step: VPDPBUSD on\n"
+    "                  AVX-VNNI or VPMADDUBSW+VPMADDWD on AVX2)\n"
     "  --threads N,M   thread counts for --bandwidth (default: 1 and every usable core)\n"
     "  --checkpoint F  show the policy for this checkpoint format only (f32, f16, bf16, fp8, q8, q4)\n"
     "  --compute F, --kv F, --weights F   resolve the policy with these forced, as a load would\n"
@@ -77,6 +79,8 @@ void measure_compute(const DeviceInfo& device, DeviceReport& r) {
   r.fma = measure_fma_scaling(cores);
   if (device.avx512_bf16_usable()) r.dot_peaks.push_back(measure_mac_peak(MacUnit::Bf16Dot, cores));
   if (device.avx512_vnni_usable()) r.dot_peaks.push_back(measure_mac_peak(MacUnit::Int8Dot, cores));
+  else if (device.avx_vnni_usable()) r.dot_peaks.push_back(measure_mac_peak(MacUnit::Int8Dot256, cores));
+  else if (device.avx2_int8_usable()) r.dot_peaks.push_back(measure_mac_peak(MacUnit::Int8Madd, cores));
   if (device.amx_bf16_usable()) r.dot_peaks.push_back(measure_mac_peak(MacUnit::Bf16Tile, cores));
   if (device.amx_int8_usable()) r.dot_peaks.push_back(measure_mac_peak(MacUnit::Int8Tile, cores));
 }

@@ -148,7 +148,9 @@ ComputeChoice set_engine_options(const Args& a, const Model& m, int threads, Eng
 // The fast kernels' interleaved layouts, then --weights' probe on the products the engine will run.
 void prepare_kernels(const ComputeChoice& compute, const EngineOptions& eo, std::optional<WeightsAtLoad>& requant,
                      Model& m, int threads) {
-  const bool fast_kernels = eo.int8_activations || eo.bf16_compute;
+  // On AVX2 CPUs the f32 products read BF16_R16 too (ops/matmul/gemm_bf16_256.h), not the reference loops.
+  const bool bf16_on_fma = eo.threads > 0 && ops::uses_bf16_256_kernel(ops::MatmulContext{});
+  const bool fast_kernels = eo.int8_activations || eo.bf16_compute || bf16_on_fma;
   if (!fast_kernels && !requant) return;
   ThreadPool pool(threads);
   if (fast_kernels) {  // they read their interleaved layouts

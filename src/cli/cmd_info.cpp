@@ -95,7 +95,7 @@ void print_executed_products(const Model& m, const ops::MatmulContext& mm, const
   // The streamed matrices' dtype (layer 0's q_proj): a K-quant mix keeps the embedding in another.
   const DType streamed = w.layers.empty() ? w.dtype : w.layers[0].q_proj->dtype;
   const bool interleaves = placement.placement == "huge" &&
-                           interleaved_for(streamed, {ops::uses_int8_kernel(mm), ops::uses_bf16_kernel(mm)});
+                           interleaved_for(streamed, {ops::uses_int8_kernel(mm), ops::reads_bf16_interleaved(mm)});
   const ops::TileKernelCheck& tiles = ops::amx_bf16_kernel_check();
   const ops::TileKernelCheck& int8_tiles = ops::amx_int8_kernel_check();
   std::printf("executed   weight products (%s, as layer 0's q_proj): %s;\n"

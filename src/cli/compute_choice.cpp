@@ -2,8 +2,7 @@
 
 #include <cstdio>
 
-#include "ops/matmul/gemm_bf16.h"
-#include "ops/matmul/gemm_q8.h"
+#include "ops/matmul/matmul.h"
 #include "platform/device.h"
 #include "platform/error.h"
 
@@ -22,7 +21,10 @@ ComputeChoice resolve_compute(const Args& a, const Model& m) {
 }
 
 InterleaveReport prepare_weights(const ComputeChoice& c, Model& m, ThreadPool* pool) {
-  const InterleaveFor kernels{c.int8 && ops::gemm_q8_available(), c.bf16 && ops::gemm_bf16_available()};
+  // What the products will read (ops::matmul with this policy): the int8 kernels; VDPBF16PS, or
+  // on AVX2 CPUs the f32 FMA kernel of gemm_bf16_256.h, for BF16.
+  const ops::MatmulContext products{.bf16_compute = c.bf16, .int8_activations = c.int8};
+  const InterleaveFor kernels{ops::uses_int8_kernel(products), ops::reads_bf16_interleaved(products)};
   if (!kernels.int8 && !kernels.bf16) return {};
   return interleave_weights(m, pool, kernels);
 }

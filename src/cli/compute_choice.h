@@ -25,8 +25,9 @@ struct ComputeChoice {
 ComputeChoice resolve_compute(const Args& a, const Model& m);
 
 // After weight placement: when the products run on the VNNI int8 kernel, the Q8_0/Q4_0/Q4_K/Q5_K/Q6_K matrices
-// in memory g4 owns are interleaved for it, and when they run on the VDPBF16PS kernel the BF16
-// ones (model/weight_interleave.h). Returns what was done
+// in memory g4 owns are interleaved for it, and when they run on the VDPBF16PS kernel (or, on AVX2
+// CPUs without it, the f32 FMA kernel of ops/matmul/gemm_bf16_256.h) the BF16 ones
+// (model/weight_interleave.h). Returns what was done
 // (all zero when the products take another kernel); describe_interleave words it.
 InterleaveReport prepare_weights(const ComputeChoice& c, Model& m, ThreadPool* pool);
 

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/matmul/gemm_bf16.h"
+#include "ops/matmul/gemm_q8.h"
 #include "platform/row_interleave.h"
 
 namespace g4 {
@@ -69,9 +71,12 @@ std::string describe_interleave(const InterleaveReport& r) {
   if (!r.tensors && !r.left_mapped) return "";
   // The instructions the interleaved matrices are read by (the request's when none was).
   const bool bf16 = r.tensors ? r.bf16_tensors > 0 : r.kernels.bf16, int8 = r.tensors ? r.bf16_tensors < r.tensors : r.kernels.int8;
-  const char* units = int8 && bf16 ? "VPDPBUSD and VDPBF16PS" : bf16 ? "VDPBF16PS" : "VPDPBUSD";
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "rows interleaved 16 at a time for %s: %d matrices, %.0f MiB in %.2f s", units, r.tensors,
+  const std::string i8 = ops::int8_kernel_instruction();
+  // BF16 matrices are interleaved for VDPBF16PS where the CPU has it, else for the AVX2 FMA kernel.
+  const std::string b16 = ops::gemm_bf16_available() ? "VDPBF16PS" : "f32 FMA (AVX2)";
+  const std::string units = int8 && bf16 ? i8 + " and " + b16 : bf16 ? b16 : i8;
+  char buf[240];
+  std::snprintf(buf, sizeof buf, "rows interleaved 16 at a time for %s: %d matrices, %.0f MiB in %.2f s", units.c_str(), r.tensors,
                 double(r.bytes) / (1 << 20), r.seconds);
   std::string s = buf;
   if (r.left_mapped) s += "; " + std::to_string(r.left_mapped) + " matrices read from the mapping stay row-major";

@@ -17,6 +17,7 @@
 #include <thread>
 #include <utility>
 
+#include "platform/isa_arm.h"
 #include "platform/isa_selftest.h"
 
 #if defined(__x86_64__)
@@ -30,7 +31,7 @@ struct CpuidRegs {
   uint32_t eax = 0, ebx = 0, ecx = 0, edx = 0;
 };
 
-bool bit(uint32_t reg, int index) { return (reg >> index) & 1u; }
+[[maybe_unused]] bool bit(uint32_t reg, int index) { return (reg >> index) & 1u; }
 
 #if defined(__x86_64__)
 // Leaves above the maximum return garbage on some CPUs: check the range first.
@@ -178,7 +179,7 @@ constexpr int kXfeatureXtileData = 18;
 
 // Linux hands out AMX tile state per process on request; until then the first tile
 // instruction raises SIGILL even where cpuid and XCR0 advertise AMX.
-bool request_amx_permission(std::string& why_not) {
+[[maybe_unused]] bool request_amx_permission(std::string& why_not) {
 #if defined(__x86_64__) && defined(SYS_arch_prctl)
   if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtileData) != 0) {
     why_not = std::string("arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA) refused: ") + std::strerror(errno);
@@ -280,8 +281,13 @@ void run_selftests(DeviceInfo& device, const ProbeOptions& options) {
   } else {
     device.avx512_vnni_selftest = options.run_selftests ? check_avx512_vnni_dot() : not_run(no_selftests);
   }
+  if (!usable.avx_vnni) {
+    device.avx_vnni_selftest = not_run("no usable AVX-VNNI (cpuid/XCR0)");
+  } else {
+    device.avx_vnni_selftest = options.run_selftests ? check_avx_vnni_dot() : not_run(no_selftests);
+  }
   for (const SelfTest* t : {&device.amx_bf16_selftest, &device.amx_int8_selftest, &device.avx512_bf16_selftest,
-                            &device.avx512_vnni_selftest})
+                            &device.avx512_vnni_selftest, &device.avx_vnni_selftest})
     if (t->outcome == SelfTestOutcome::Failed) device.probe_notes.push_back("self-test failed: " + t->detail);
 }
 #endif
@@ -301,9 +307,12 @@ void probe_isa(DeviceInfo& device, const ProbeOptions& options) {
     if (!device.os_amx_permitted) device.probe_notes.push_back("AMX unusable: " + why_not);
   }
   run_selftests(device, options);
+#elif defined(__aarch64__)
+  probe_arm_isa(device);
 #else
+  device.arch = CpuArch::Other;
   device.name = "non-x86 CPU";
-  device.probe_notes.push_back("ISA probe implemented for x86-64 only: scalar kernels");
+  device.probe_notes.push_back("ISA probe implemented for x86-64 and aarch64 only: scalar kernels");
 #endif
 }
 
@@ -324,6 +333,34 @@ DeviceInfo probe_cpu(const ProbeOptions& options) {
 const DeviceInfo& host_cpu() {
   static const DeviceInfo device = probe_cpu();
   return device;
+}
+
+std::string_view int8_dot_name(Int8Dot t) {
+  switch (t) {
+    case Int8Dot::Avx2: return "avx2";
+    case Int8Dot::AvxVnni: return "avx-vnni";
+    case Int8Dot::Avx512Vnni: return "avx512-vnni";
+    case Int8Dot::None: break;
+  }
+  return "none";
+}
+
+std::string_view int8_dot_instruction(Int8Dot t) {
+  switch (t) {
+    case Int8Dot::Avx2: return "VPMADDUBSW + VPMADDWD (AVX2)";
+    case Int8Dot::AvxVnni: return "VPDPBUSD (AVX-VNNI, 256-bit)";
+    case Int8Dot::Avx512Vnni: return "VPDPBUSD (AVX512_VNNI)";
+    case Int8Dot::None: break;
+  }
+  return "none";
+}
+
+std::optional<Int8Dot> int8_dot_from_name(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+  for (Int8Dot t : {Int8Dot::None, Int8Dot::Avx2, Int8Dot::AvxVnni, Int8Dot::Avx512Vnni})
+    if (lower == int8_dot_name(t)) return t;
+  return std::nullopt;
 }
 
 std::string_view selftest_outcome_name(SelfTestOutcome outcome) {
@@ -352,7 +389,9 @@ std::string format_bytes(uint64_t bytes) {
 }
 
 namespace {
-std::vector<std::pair<const char*, bool>> feature_list(const IsaFeatures& f) {
+std::vector<std::pair<const char*, bool>> feature_list(const DeviceInfo& d) {
+  if (d.arch == CpuArch::Aarch64) return arm_feature_list(d.isa);
+  const IsaFeatures& f = d.isa;
   return {{"avx2", f.avx2},           {"fma", f.fma},
           {"f16c", f.f16c},           {"avx512f", f.avx512f},
           {"avx512bw", f.avx512bw},   {"avx512vl", f.avx512vl},
@@ -381,12 +420,20 @@ std::string describe_device(const DeviceInfo& d) {
   out << "\n  caches: L1d " << format_bytes(d.caches.l1d_bytes) << "/core, L2 " << format_bytes(d.caches.l2_bytes)
       << "/core, L3 " << format_bytes(d.caches.l3_bytes) << " shared (from " << d.caches.source << ")\n";
   out << "  isa:";
-  for (auto [name, on] : feature_list(d.isa))
+  for (auto [name, on] : feature_list(d))
     if (on) out << " " << name;
   out << "\n  absent:";
-  for (auto [name, on] : feature_list(d.isa))
+  for (auto [name, on] : feature_list(d))
     if (!on) out << " " << name;
-  out << "\n  os state: avx " << yes_no(d.os_avx_state) << ", avx512 " << yes_no(d.os_avx512_state) << ", amx tiles "
+  out << "\n";
+  if (d.arch == CpuArch::Aarch64) {  // no OS state or self-test to report: the hwcaps are the kernel's word
+    std::string idle = arm_units_without_kernel(d.isa);
+    out << "  int8 weight products on: none (no aarch64 int8 kernel yet"
+        << (idle.empty() ? "" : "; this CPU offers " + idle) << ")\n";
+    for (const auto& note : d.probe_notes) out << "  note: " << note << "\n";
+    return out.str();
+  }
+  out << "  os state: avx " << yes_no(d.os_avx_state) << ", avx512 " << yes_no(d.os_avx512_state) << ", amx tiles "
       << yes_no(d.os_amx_state) << ", amx permission " << (d.isa.amx_tile ? yes_no(d.os_amx_permitted) : "not requested")
       << "\n";
   auto selftest_line = [&](const char* unit, const SelfTest& t, bool usable) {
@@ -398,6 +445,8 @@ std::string describe_device(const DeviceInfo& d) {
   selftest_line("amx-int8", d.amx_int8_selftest, d.amx_int8_usable());
   selftest_line("avx512-bf16", d.avx512_bf16_selftest, d.avx512_bf16_usable());
   selftest_line("avx512-vnni", d.avx512_vnni_selftest, d.avx512_vnni_usable());
+  selftest_line("avx-vnni", d.avx_vnni_selftest, d.avx_vnni_usable());
+  out << "  int8 weight products on: " << int8_dot_instruction(d.int8_dot()) << "\n";
   for (const auto& note : d.probe_notes) out << "  note: " << note << "\n";
   return out.str();
 }
@@ -414,7 +463,7 @@ nlohmann::json device_to_json(const DeviceInfo& d) {
                  {"l3_bytes", d.caches.l3_bytes},
                  {"source", d.caches.source}};
   nlohmann::json isa = nlohmann::json::object();
-  for (auto [name, on] : feature_list(d.isa)) isa[name] = on;
+  for (auto [name, on] : feature_list(d)) isa[name] = on;
   j["isa"] = isa;
   j["os_state"] = {{"avx", d.os_avx_state},
                    {"avx512", d.os_avx512_state},
@@ -426,7 +475,10 @@ nlohmann::json device_to_json(const DeviceInfo& d) {
   j["self_tests"] = {{"amx_bf16", selftest(d.amx_bf16_selftest, d.amx_bf16_usable())},
                      {"amx_int8", selftest(d.amx_int8_selftest, d.amx_int8_usable())},
                      {"avx512_bf16", selftest(d.avx512_bf16_selftest, d.avx512_bf16_usable())},
-                     {"avx512_vnni", selftest(d.avx512_vnni_selftest, d.avx512_vnni_usable())}};
+                     {"avx512_vnni", selftest(d.avx512_vnni_selftest, d.avx512_vnni_usable())},
+                     {"avx_vnni", selftest(d.avx_vnni_selftest, d.avx_vnni_usable())}};
+  j["int8_dot"] = {{"tier", std::string(int8_dot_name(d.int8_dot()))},
+                   {"instruction", std::string(int8_dot_instruction(d.int8_dot()))}};
   if (d.kind == DeviceKind::Cuda)
     j["gpu"] = {{"compute_capability", std::to_string(d.gpu.compute_major) + "." + std::to_string(d.gpu.compute_minor)},
                 {"smem_per_block_bytes", d.gpu.smem_per_block_bytes},

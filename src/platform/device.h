@@ -3,6 +3,7 @@
 // file (docs/lessons.md, lesson 1), so every field says whether it was confirmed or assumed.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,18 @@
 namespace g4 {
 
 enum class DeviceKind : uint8_t { Cpu, Cuda };
+// The CPU's instruction set family: which half of IsaFeatures the probe fills and the report lists.
+enum class CpuArch : uint8_t { X86_64, Aarch64, Other };
+
+// The integer dot product an x86 CPU multiplies int8 blocks with, best last: AVX2's
+// VPMADDUBSW + VPMADDWD (u8 x s8 pairs summed in int16, then int32), AVX-VNNI's 256-bit VEX
+// VPDPBUSD, AVX512_VNNI's 512-bit VPDPBUSD. Each sums the same exact int32 products.
+enum class Int8Dot : uint8_t { None, Avx2, AvxVnni, Avx512Vnni };
+std::string_view int8_dot_name(Int8Dot t);  // "none", "avx2", "avx-vnni", "avx512-vnni"
+// "VPMADDUBSW + VPMADDWD (AVX2)", "VPDPBUSD (AVX-VNNI, 256-bit)", "VPDPBUSD (AVX512_VNNI)", "none"
+std::string_view int8_dot_instruction(Int8Dot t);
+// Accepts the names int8_dot_name gives (any case); nullopt for anything else.
+std::optional<Int8Dot> int8_dot_from_name(std::string_view name);
 
 // Instruction-set features the CPU reports AND the OS has enabled register state for.
 // A feature whose cpuid bit is set but whose state the OS does not save stays false here (a note
@@ -31,6 +44,15 @@ struct IsaFeatures {
   bool amx_tile = false;
   bool amx_bf16 = false;
   bool amx_int8 = false;
+  // aarch64, as the kernel reports them in AT_HWCAP / AT_HWCAP2 (it lists only what it enables).
+  // g4 runs NEON through Highway's f32 kernels; no kernel uses the dot-product units yet.
+  bool neon = false;          // asimd (Advanced SIMD)
+  bool neon_dotprod = false;  // asimddp: SDOT/UDOT, int8 dot products into int32
+  bool i8mm = false;          // SMMLA/UMMLA/USDOT: int8 2x8x2 matrix multiply-accumulate
+  bool arm_bf16 = false;      // BFDOT/BFMMLA/BFCVT
+  bool sve = false;
+  bool sve2 = false;
+  bool fp16 = false;          // fphp + asimdhp: f16 arithmetic (not only conversion)
 };
 
 // Per-core L1d/L2, shared L3 (the total the CPU reports). 0 = unknown.
@@ -61,6 +83,7 @@ struct GpuInfo {
 
 struct DeviceInfo {
   DeviceKind kind = DeviceKind::Cpu;
+  CpuArch arch = CpuArch::X86_64;  // what probe_cpu was built for; presets say which they model
   std::string name;    // CPU brand string or GPU product name
   std::string vendor;  // "GenuineIntel", "AuthenticAMD", "NVIDIA"
   int logical_cores = 0;   // CPUs this process may run on
@@ -75,6 +98,7 @@ struct DeviceInfo {
   SelfTest amx_int8_selftest;
   SelfTest avx512_bf16_selftest;
   SelfTest avx512_vnni_selftest;
+  SelfTest avx_vnni_selftest;
   GpuInfo gpu;
   std::vector<std::string> probe_notes;  // anything surprising the probe saw (a unit reported but unusable)
 
@@ -93,6 +117,31 @@ struct DeviceInfo {
   bool avx512_vnni_usable() const {
     return isa.avx512_vnni && isa.avx512bw && isa.avx512vl && avx512_vnni_selftest.passed();
   }
+  // AVX-VNNI (VEX VPDPBUSD on 256 bits, Alder Lake and later clients), confirmed by its self-test.
+  bool avx_vnni_usable() const { return isa.avx_vnni && isa.avx2 && avx_vnni_selftest.passed(); }
+  // The int8 kernels' AVX2 tier also converts f16 scales (F16C) and accumulates with FMA.
+  bool avx2_int8_usable() const { return isa.avx2 && isa.fma && isa.f16c; }
+  // The best integer dot product this CPU confirmed (the int8 kernels' tier). x86 only: on aarch64
+  // SDOT/SMMLA have no g4 kernel yet, so it is None there (the policy's reasons say so).
+  Int8Dot int8_dot() const {
+    if (kind != DeviceKind::Cpu) return Int8Dot::None;
+    if (avx512_vnni_usable() && isa.f16c && isa.fma) return Int8Dot::Avx512Vnni;
+    if (avx_vnni_usable() && avx2_int8_usable()) return Int8Dot::AvxVnni;
+    if (avx2_int8_usable()) return Int8Dot::Avx2;
+    return Int8Dot::None;
+  }
+  // Whether this CPU can run the int8 kernels' `tier`. The tiers are not nested: Zen 4, Ice Lake
+  // and Sapphire Rapids have AVX512_VNNI without AVX-VNNI, so "at most int8_dot()" is wrong.
+  bool runs_int8_tier(Int8Dot tier) const {
+    if (kind != DeviceKind::Cpu) return tier == Int8Dot::None;
+    switch (tier) {
+      case Int8Dot::None: return true;
+      case Int8Dot::Avx2: return avx2_int8_usable();
+      case Int8Dot::AvxVnni: return avx_vnni_usable() && avx2_int8_usable();
+      case Int8Dot::Avx512Vnni: return avx512_vnni_usable() && isa.f16c && isa.fma;
+    }
+    return false;
+  }
 };
 
 struct ProbeOptions {
@@ -101,7 +150,8 @@ struct ProbeOptions {
 };
 
 // Reads cpuid, XCR0, sysfs and /proc on this machine. Never executes an optional instruction
-// outside a SIGILL guard. Safe on any x86-64 CPU; on other architectures only cores and caches.
+// outside a SIGILL guard. Safe on any x86-64 CPU; on aarch64 the features come from getauxval
+// (platform/isa_arm.h); on other architectures only cores and caches.
 DeviceInfo probe_cpu(const ProbeOptions& options = {});
 
 // probe_cpu() once per process (the AMX permission request and self-tests are one-time work).

@@ -58,6 +58,42 @@ DeviceInfo avx2_laptop() {
   return d;
 }
 
+DeviceInfo zen3() {
+  DeviceInfo d = cpu("AMD Zen 3 (preset)", 2, 32 * kKiB, 512 * kKiB, 32 * kMiB);
+  d.vendor = "AuthenticAMD";
+  d.os_avx_state = true;
+  d.isa.avx2 = d.isa.fma = d.isa.f16c = true;
+  return d;
+}
+
+DeviceInfo alder_lake() {
+  DeviceInfo d = cpu("Intel Alder Lake (preset)", 8, 48 * kKiB, 1280 * kKiB, 30 * kMiB);
+  d.os_avx_state = true;
+  d.isa.avx2 = d.isa.fma = d.isa.f16c = d.isa.avx_vnni = true;
+  d.avx_vnni_selftest = passed("preset");
+  return d;
+}
+
+DeviceInfo ice_lake() {
+  DeviceInfo d = cpu("Intel Ice Lake (preset)", 2, 48 * kKiB, 1280 * kKiB, 48 * kMiB);
+  d.os_avx_state = d.os_avx512_state = true;
+  IsaFeatures& f = d.isa;
+  f.avx2 = f.fma = f.f16c = f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512_vnni = true;
+  d.avx512_vnni_selftest = passed("preset");
+  return d;
+}
+
+DeviceInfo zen4() {
+  DeviceInfo d = cpu("AMD Zen 4 (preset)", 2, 32 * kKiB, 1 * kMiB, 32 * kMiB);
+  d.vendor = "AuthenticAMD";
+  d.os_avx_state = d.os_avx512_state = true;
+  IsaFeatures& f = d.isa;
+  f.avx2 = f.fma = f.f16c = f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512_vnni = f.avx512_bf16 = true;
+  d.avx512_vnni_selftest = passed("preset");
+  d.avx512_bf16_selftest = passed("preset");
+  return d;
+}
+
 DeviceInfo sapphire_rapids() {
   DeviceInfo d = cpu("Sapphire Rapids (preset)", 2, 48 * kKiB, 2 * kMiB, 105 * kMiB);
   d.os_avx_state = d.os_avx512_state = d.os_amx_state = d.os_amx_permitted = true;
@@ -69,6 +105,7 @@ DeviceInfo sapphire_rapids() {
   d.amx_int8_selftest = passed("preset");
   d.avx512_bf16_selftest = passed("preset");
   d.avx512_vnni_selftest = passed("preset");
+  d.avx_vnni_selftest = passed("preset");
   return d;
 }
 
@@ -87,6 +124,36 @@ DeviceInfo sapphire_rapids_amx_selftest_failed() {
 }
 
 DeviceInfo baseline_x86() { return cpu("baseline x86-64 (preset)", 4, 32 * kKiB, 256 * kKiB, 8 * kMiB); }
+
+namespace {
+DeviceInfo arm_cpu(std::string name, std::string vendor, uint64_t l1d, uint64_t l2, uint64_t l3) {
+  DeviceInfo d = cpu(std::move(name), 4, l1d, l2, l3);
+  d.arch = CpuArch::Aarch64;
+  d.vendor = std::move(vendor);
+  d.isa.neon = d.isa.fp16 = d.isa.neon_dotprod = true;
+  return d;
+}
+}  // namespace
+
+DeviceInfo neoverse_n1() { return arm_cpu("Arm Neoverse N1 (preset)", "ARM", 64 * kKiB, 1 * kMiB, 32 * kMiB); }
+
+DeviceInfo neoverse_v1() {
+  DeviceInfo d = arm_cpu("Arm Neoverse V1 (preset)", "ARM", 64 * kKiB, 1 * kMiB, 32 * kMiB);
+  d.isa.i8mm = d.isa.arm_bf16 = d.isa.sve = true;
+  return d;
+}
+
+DeviceInfo neoverse_v2() {
+  DeviceInfo d = arm_cpu("Arm Neoverse V2 (preset)", "ARM", 64 * kKiB, 2 * kMiB, 36 * kMiB);
+  d.isa.i8mm = d.isa.arm_bf16 = d.isa.sve = d.isa.sve2 = true;
+  return d;
+}
+
+DeviceInfo apple_m2() {
+  DeviceInfo d = arm_cpu("Apple M2 (preset)", "Apple", 128 * kKiB, 4 * kMiB, 8 * kMiB);
+  d.isa.i8mm = d.isa.arm_bf16 = true;
+  return d;
+}
 
 DeviceInfo with_caches(DeviceInfo device, uint64_t l1d_bytes, uint64_t l2_bytes) {
   device.caches.l1d_bytes = l1d_bytes;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "platform/error.h"
+#include "platform/isa_arm.h"
 
 namespace g4 {
 
@@ -65,7 +66,7 @@ bool has_native_fp8(const DeviceInfo& d) {
 
 bool has_native_int8_dot(const DeviceInfo& d) {
   if (d.kind == DeviceKind::Cuda) return d.gpu.compute_capability() >= 61;
-  return d.avx512_vnni_usable();
+  return d.int8_dot() != Int8Dot::None;
 }
 
 namespace {
@@ -81,6 +82,21 @@ std::string device_label(const DeviceInfo& d) {
   if (d.kind == DeviceKind::Cuda)
     return "sm_" + std::to_string(d.gpu.compute_capability()) + " (" + d.name + ")";
   return "this CPU";
+}
+
+bool is_arm(const DeviceInfo& d) { return d.kind == DeviceKind::Cpu && d.arch == CpuArch::Aarch64; }
+
+// The unit g4's kernels convert f16<->f32 with in one instruction: F16C on x86, NEON's FCVTL/FCVTN
+// on aarch64 (Highway's PromoteTo/DemoteTo); f16_in_hardware says whether this CPU has it.
+std::string f16_unit(const DeviceInfo& d) { return is_arm(d) ? "NEON's FCVTL/FCVTN" : "F16C"; }
+bool f16_in_hardware(const DeviceInfo& d) { return is_arm(d) ? d.isa.neon : d.isa.f16c; }
+
+// Why a CPU without native bf16 compute lacks it: the x86 units missing, or on aarch64 the kernel
+// g4 does not have yet (whether or not the CPU offers BF16), as "this CPU <phrase>".
+std::string cpu_no_bf16(const DeviceInfo& d) {
+  if (!is_arm(d)) return "has no AVX512_BF16 or usable AMX-BF16";
+  return d.isa.arm_bf16 ? "offers BFDOT/BFMMLA (bf16), but g4 has no bf16 kernel for aarch64 yet"
+                        : "has no BF16 extension (BFDOT/BFMMLA), and g4 no bf16 kernel for aarch64";
 }
 
 // Which unit gives a CPU its native bf16, for reasons.
@@ -114,13 +130,19 @@ void resolve_compute(const DeviceInfo& d, NumFormat checkpoint, const UserReques
   if (r.compute) {
     p.compute = *r.compute;
     if (p.compute == NumFormat::BF16 && !bf16_native) {
-      p.compute_reason = "compute bf16: forced by request; " + device_label(d) + " has no bf16 datapath";
+      p.compute_reason = "compute bf16: forced by request; " + device_label(d) +
+                         (is_arm(d) ? " " + cpu_no_bf16(d) : std::string(" has no bf16 datapath"));
       p.warnings.push_back(std::string("bf16 is emulated through f32 conversion on ") + device_label(d) +
-                           (gpu ? "" : " (no AVX512_BF16 or usable AMX-BF16)") + ": " + kEmulationCost);
+                           (gpu ? "" : is_arm(d) ? " (it " + cpu_no_bf16(d) + ")" : " (no AVX512_BF16 or usable AMX-BF16)") +
+                           ": " + kEmulationCost);
     } else if (p.compute == NumFormat::F16 && !f16_native) {
-      p.compute_reason = "compute f16: forced by request; " + device_label(d) + " has no f16 arithmetic";
+      p.compute_reason = "compute f16: forced by request; " + device_label(d) +
+                         (is_arm(d) && d.isa.fp16 ? " offers FP16 arithmetic, but g4 has no f16 kernel for it"
+                                                  : " has no f16 arithmetic");
       p.warnings.push_back("f16 arithmetic is emulated through f32 on " + device_label(d) +
-                           (gpu ? "" : " (no AVX512_FP16)") +
+                           (gpu ? "" : !is_arm(d) ? " (no AVX512_FP16)"
+                                       : d.isa.fp16 ? " (it offers FP16 arithmetic, but g4 has no f16 kernel for aarch64 yet)"
+                                                    : " (no FP16 arithmetic)") +
                            ": every operation widens and rounds back, so it is slower than f32 compute and "
                            "less accurate; f16 storage with f32 compute gives the same bytes at full speed");
     } else {
@@ -156,7 +178,7 @@ void resolve_compute(const DeviceInfo& d, NumFormat checkpoint, const UserReques
   } else {
     p.compute = NumFormat::F32;
     p.compute_reason = "compute f32: " + device_label(d) +
-                       (gpu ? " has no bf16 or f16 datapath" : " has no AVX512_BF16 or usable AMX-BF16") +
+                       (gpu ? " has no bf16 or f16 datapath" : " " + cpu_no_bf16(d)) +
                        "; bf16 math would be emulated through f32";
   }
 }
@@ -201,12 +223,14 @@ void resolve_weights(const DeviceInfo& d, NumFormat checkpoint, const UserReques
       }
       break;
     case NumFormat::F16:
-      if (!gpu && !d.isa.f16c) {
+      if (!gpu && !f16_in_hardware(d)) {
         p.weights = NumFormat::F32;
-        p.weights_reason = "weights f32: converted from f16 at load; without F16C every read would widen in software";
+        p.weights_reason = "weights f32: converted from f16 at load; without " + f16_unit(d) +
+                           " every read would widen in software";
       } else {
         p.weights_reason = gpu ? "weights f16: kept as in the checkpoint"
-                               : "weights f16: kept as in the checkpoint; F16C widens to f32 in one instruction";
+                               : "weights f16: kept as in the checkpoint; " + f16_unit(d) +
+                                     " widens to f32 in one instruction";
       }
       break;
     case NumFormat::F8E4M3:
@@ -233,9 +257,10 @@ void resolve_kv(const DeviceInfo& d, const UserRequest& r, DevicePolicy& p) {
       p.warnings.push_back("fp8 KV cache is emulated on " + device_label(d) +
                            " (no fp8 datapath; needs compute capability 8.9): every key and value is decoded in "
                            "software; expect attention slower than with an f16 cache, and lower precision");
-    else if (p.kv == NumFormat::F16 && !gpu && !d.isa.f16c)
-      p.warnings.push_back("f16 KV cache without F16C: every key and value is converted in software; expect "
-                           "attention slower than with an f32 cache");
+    else if (p.kv == NumFormat::F16 && !gpu && !f16_in_hardware(d))
+      p.warnings.push_back("f16 KV cache without " + f16_unit(d) +
+                           ": every key and value is converted in software; expect attention slower than with an "
+                           "f32 cache");
     else if (p.kv == NumFormat::BF16 && !has_native_bf16(d))
       p.kv_reason += "; no bf16 datapath, so attention widens it to f32 (a 16-bit shift; same bytes as f16)";
     return;
@@ -243,14 +268,28 @@ void resolve_kv(const DeviceInfo& d, const UserRequest& r, DevicePolicy& p) {
   if (has_native_bf16(d) && p.compute == NumFormat::BF16) {
     p.kv = NumFormat::BF16;
     p.kv_reason = "kv bf16: half the bytes of f32 and read natively by the bf16 kernels";
-  } else if (gpu || d.isa.f16c) {
+  } else if (gpu || f16_in_hardware(d)) {
     p.kv = NumFormat::F16;
     p.kv_reason = gpu ? "kv f16: half the bytes of f32; native on " + device_label(d)
-                      : "kv f16: half the bytes of f32; F16C converts f16<->f32 in one instruction";
+                      : "kv f16: half the bytes of f32; " + f16_unit(d) + " converts f16<->f32 in one instruction";
   } else {
     p.kv = NumFormat::F32;
-    p.kv_reason = "kv f32: no F16C, so a half-size cache would be converted in software";
+    p.kv_reason = "kv f32: no " + f16_unit(d) + ", so a half-size cache would be converted in software";
   }
+}
+
+// aarch64: Highway's NEON target with f32 math. The optional units g4 has no kernel for are named,
+// never claimed.
+void resolve_arm_kernel(const DeviceInfo& d, DevicePolicy& p) {
+  p.kernel_family = d.isa.neon ? "neon" : "scalar";
+  p.kernel_reason = d.isa.neon ? "kernels neon: Highway's NEON target with f32 math (FMLA)"
+                               : "kernels scalar: no Advanced SIMD (asimd) reported";
+  const std::string idle = arm_units_without_kernel(d.isa);
+  if (!idle.empty()) p.kernel_reason += "; this CPU also offers " + idle + ", but g4 has no aarch64 kernel for them yet";
+  if (d.isa.sve)
+    p.kernel_reason += " (Highway's SVE targets are not compiled: the kernels keep arrays of vectors, which SVE's "
+                       "sizeless types cannot form)";
+  if (p.compute == NumFormat::BF16) p.kernel_reason += " (bf16 operands widened to f32)";
 }
 
 void resolve_kernel(const DeviceInfo& d, DevicePolicy& p) {
@@ -263,6 +302,7 @@ void resolve_kernel(const DeviceInfo& d, DevicePolicy& p) {
       p.kernel_reason += " (" + name(p.compute) + " operands widened to f32)";
     return;
   }
+  if (is_arm(d)) return resolve_arm_kernel(d, p);
   std::string fallback = amx_fallback_note(d);
   if (p.compute == NumFormat::BF16 && d.amx_bf16_usable()) {
     p.kernel_family = "amx-bf16";
@@ -302,6 +342,16 @@ void resolve_activations(const DeviceInfo& d, const UserRequest& r, DevicePolicy
                            name(p.compute) + " per tile";
     return;
   }
+  if (is_arm(d)) {
+    const std::string units = arm_int8_units(d.isa), w = name(p.weights);
+    p.activations = NumFormat::F32;
+    p.activations_reason = "activations f32: " +
+                           (units.empty() ? "this CPU has no SDOT or SMMLA, and " : "this CPU offers " + units + ", but ") +
+                           "g4 has no int8 kernel for aarch64 yet, so " + w +
+                           " blocks are widened to f32 in registers (f32 block dots): expect " + w +
+                           " decode several times below the memory roofline";
+    return;
+  }
   if (r.compute && *r.compute == NumFormat::F32) {
     p.activations = NumFormat::F32;
     p.activations_reason = "activations f32: --compute f32 keeps activations unquantized (" + name(p.weights) +
@@ -309,10 +359,14 @@ void resolve_activations(const DeviceInfo& d, const UserRequest& r, DevicePolicy
     return;
   }
   if (has_native_int8_dot(d)) {
+    const Int8Dot tier = d.int8_dot();
     p.activations = NumFormat::Q8;
     p.activations_reason = "activations q8: " + name(p.weights) +
-                           " weights multiply activations quantized to int8 per 32 values on AVX512_VNNI "
-                           "(self-test passed): exact int32 block sums, plus at most half a step (absmax/254) "
+                           " weights multiply activations quantized to int8 per 32 values on " +
+                           std::string(int8_dot_instruction(tier)) +
+                           (tier == Int8Dot::Avx2 ? " (this CPU's best integer dot product: no VNNI)"
+                                                  : " (self-test passed)") +
+                           ": exact int32 block sums, plus at most half a step (absmax/254) "
                            "of rounding per activation; --compute f32 keeps them f32";
     if (d.amx_int8_usable())
       p.activations_reason += "; prefill on AMX-INT8 tiles (self-test passed; used once the tile kernel's own "
@@ -320,8 +374,8 @@ void resolve_activations(const DeviceInfo& d, const UserRequest& r, DevicePolicy
     return;
   }
   p.activations = NumFormat::F32;
-  p.activations_reason = "activations f32: no usable AVX512_VNNI for int8 products, so " + name(p.weights) +
-                         " blocks are widened to f32 in registers";
+  p.activations_reason = "activations f32: no integer dot product (AVX2, AVX-VNNI or AVX512_VNNI) for int8 "
+                         "products, so " + name(p.weights) + " blocks are widened to f32 in registers";
 }
 
 }  // namespace

@@ -34,11 +34,12 @@ struct DevicePolicy {
   NumFormat compute = NumFormat::F32;
   NumFormat weights = NumFormat::F32;
   NumFormat kv = NumFormat::F32;
-  // What the activations are multiplied in: q8 (int8 blocks of 32 on VNNI) for q8/q4 weights where
-  // the CPU has AVX512_VNNI, otherwise the compute format.
+  // What the activations are multiplied in: q8 (int8 blocks of 32) for q8/q4 weights where the
+  // CPU has an integer dot product (AVX2 and up), otherwise the compute format.
   NumFormat activations = NumFormat::F32;
   // Matmul kernel family, best first: "amx-bf16", "avx512-bf16", "avx512", "avx2-fma", "scalar";
-  // on CUDA "cuda-tc-bf16", "cuda-tc-f16", "cuda-f32".
+  // on aarch64 "neon" (Highway's NEON target, f32 math) or "scalar"; on CUDA "cuda-tc-bf16",
+  // "cuda-tc-f16", "cuda-f32".
   std::string kernel_family;
   std::string compute_reason;
   std::string weights_reason;
@@ -59,9 +60,11 @@ NumFormat checkpoint_format(DType d);
 
 // What the device executes natively (used by the policy and by tests).
 bool has_native_bf16(const DeviceInfo& device);  // CPU: confirmed AMX-BF16 or AVX512_BF16; GPU: sm_80+
-bool has_native_f16_math(const DeviceInfo& device);  // CPU: AVX512_FP16; GPU: sm_70+
+bool has_native_f16_math(const DeviceInfo& device);  // CPU: AVX512_FP16 (aarch64 FP16: no kernel); GPU: sm_70+
 bool has_native_fp8(const DeviceInfo& device);   // GPU sm_89+; no CPU
-bool has_native_int8_dot(const DeviceInfo& device);  // CPU: confirmed AVX512_VNNI (+BW, VL); GPU: sm_61+ (dp4a)
+// CPU: an integer dot product of u8 x s8 (DeviceInfo::int8_dot: AVX2, AVX-VNNI or AVX512_VNNI; never on
+// aarch64, whose SDOT/SMMLA have no g4 kernel yet); GPU: sm_61+ (dp4a)
+bool has_native_int8_dot(const DeviceInfo& device);
 
 // Pure: same inputs, same policy. Throws g4::Error for requests that make no sense
 // (a quantized format as compute dtype, fp8 weights on a CPU, ...), naming the flag and value.

@@ -34,9 +34,12 @@ std::string describe_fma_scaling(const FmaScaling& s);
 // 32 bf16 products: 16384) or AMX's TDPBSUD as the Q8_0/Q4_0 tile kernel issues it (16 x 16 sums
 // of one block's 32 s8·u8 products: 16384). An operation is a multiply or an add, so a
 // multiply-add counts 2, as GFLOP/s counts an FMA.
-enum class MacUnit { F32Fma, Bf16Dot, Int8Dot, Bf16Tile, Int8Tile };
-const char* mac_unit_name(MacUnit u);  // "f32 FMA", "VDPBF16PS", "VPDPBUSD", "TDPBF16PS", "TDPBSUD"
-int mac_unit_operations(MacUnit u);   // per instruction: 32 (AVX-512 FMA: 16 lanes x 2), 64, 128, 16384, 16384
+// The 256-bit int8 tiers (gemm_q8_avx2.h): AVX2's VPMADDUBSW + VPMADDWD + VPADDD step (32
+// u8·s8 products and their sums into 8 int32 lanes: 64) and AVX-VNNI's VPDPBUSD (8 lanes x 4: 64).
+enum class MacUnit { F32Fma, Bf16Dot, Int8Dot, Bf16Tile, Int8Tile, Int8Madd, Int8Dot256 };
+// "f32 FMA", "VDPBF16PS", "VPDPBUSD", "TDPBF16PS", "TDPBSUD", "VPMADDUBSW+VPMADDWD", "VPDPBUSD (AVX-VNNI)"
+const char* mac_unit_name(MacUnit u);
+int mac_unit_operations(MacUnit u);  // per instruction (step): 32 (AVX-512 FMA: 16 lanes x 2), 64, 128, 16384, 16384, 64, 64
 
 struct MacPeak {
   MacUnit unit = MacUnit::F32Fma;
@@ -48,7 +51,7 @@ struct MacPeak {
 // sixteen for VDPBF16PS and VPDPBUSD, twelve for FMA, four chains of tile products for TDPBF16PS
 // and TDPBSUD. Throws g4::Error when threads < 1,
 // pass_seconds is not in (0, 10], or the CPU has not confirmed the instruction (probe and
-// self-test: AVX512_BF16, AVX512_VNNI, AMX-BF16, AMX-INT8); F32Fma runs the
+// self-test: AVX512_BF16, AVX512_VNNI, AMX-BF16, AMX-INT8, AVX2, AVX-VNNI); F32Fma runs the
 // widest FMA loop the CPU has.
 MacPeak measure_mac_peak(MacUnit unit, int threads, double pass_seconds = 0.05);
 

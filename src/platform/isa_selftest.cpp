@@ -26,7 +26,7 @@ constexpr int kInt8Depth = 64;  // K: one 64-byte tile row of int8
 int a_value(int m, int k) { return (m * 7 + k * 3) % 9 - 4; }
 int b_value(int k, int n) { return (k * 5 + n * 11) % 7 - 3; }
 
-std::string mismatch(int m, int n, double got, double want) {
+[[maybe_unused]] std::string mismatch(int m, int n, double got, double want) {
   return "C[" + std::to_string(m) + "][" + std::to_string(n) + "] = " + std::to_string(got) +
          ", scalar path gives " + std::to_string(want);
 }
@@ -77,6 +77,13 @@ G4_TARGET_AVX512F_VNNI void avx512_vnni_dot(const uint8_t* a, const int8_t* b, i
   __m512i acc = _mm512_loadu_si512(c);
   acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(a), _mm512_loadu_si512(b));
   _mm512_storeu_si512(c, acc);
+}
+
+G4_TARGET_AVX2_AVXVNNI void avx_vnni_dot(const uint8_t* a, const int8_t* b, int32_t* c) {
+  __m256i acc = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c));
+  acc = _mm256_dpbusd_avx_epi32(acc, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)),
+                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(c), acc);
 }
 #endif
 
@@ -154,13 +161,15 @@ SelfTest check_avx512_bf16_dot() {
 #endif
 }
 
-SelfTest check_avx512_vnni_dot() {
-#if defined(__x86_64__)
-  constexpr int kLanes = 16;
+namespace {
+
+// The quad dot product check for `kLanes` lanes run by `dot`: unsigned bytes up to 255 and
+// signed bytes down to -128, the extremes VPDPBUSD must not saturate.
+template <int kLanes, class Dot>
+SelfTest check_quad_dot(const char* unit, Dot dot) {
   alignas(64) uint8_t a[4 * kLanes];
   alignas(64) int8_t b[4 * kLanes];
   alignas(64) int32_t c[kLanes];
-  // Unsigned bytes up to 255 and signed bytes down to -128: the extremes VPDPBUSD must not saturate.
   for (int i = 0; i < 4 * kLanes; ++i) {
     a[i] = uint8_t(i % 5 == 0 ? 255 : a_value(i / 4, i) + 4);
     b[i] = int8_t(i % 7 == 0 ? -128 : b_value(i, i / 4));
@@ -171,10 +180,25 @@ SelfTest check_avx512_vnni_dot() {
     want[lane] = c[lane];
     for (int j = 0; j < 4; ++j) want[lane] += int32_t(a[4 * lane + j]) * int32_t(b[4 * lane + j]);
   }
-  if (!run_catching_sigill([&] { avx512_vnni_dot(a, b, c); })) return refused("AVX512_VNNI VPDPBUSD");
+  if (!run_catching_sigill([&] { dot(a, b, c); })) return refused(unit);
   for (int lane = 0; lane < kLanes; ++lane)
     if (c[lane] != want[lane]) return {SelfTestOutcome::Failed, "VPDPBUSD: " + mismatch(0, lane, c[lane], want[lane])};
-  return {SelfTestOutcome::Passed, "16-lane u8 x s8 quad dot product matches the scalar path"};
+  return {SelfTestOutcome::Passed, std::to_string(kLanes) + "-lane u8 x s8 quad dot product matches the scalar path"};
+}
+
+}  // namespace
+
+SelfTest check_avx512_vnni_dot() {
+#if defined(__x86_64__)
+  return check_quad_dot<16>("AVX512_VNNI VPDPBUSD", avx512_vnni_dot);
+#else
+  return {SelfTestOutcome::NotRun, "not an x86-64 build"};
+#endif
+}
+
+SelfTest check_avx_vnni_dot() {
+#if defined(__x86_64__)
+  return check_quad_dot<8>("AVX-VNNI VPDPBUSD", avx_vnni_dot);
 #else
   return {SelfTestOutcome::NotRun, "not an x86-64 build"};
 #endif

@@ -17,5 +17,7 @@ SelfTest check_amx_int8_tile_product();
 SelfTest check_avx512_bf16_dot();
 // 16 i32 lanes += u8 x s8 quad dot products with VPDPBUSD (no saturation).
 SelfTest check_avx512_vnni_dot();
+// 8 i32 lanes += u8 x s8 quad dot products with the VEX-encoded (AVX-VNNI) VPDPBUSD.
+SelfTest check_avx_vnni_dot();
 
 }  // namespace g4

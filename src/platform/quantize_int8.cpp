@@ -51,7 +51,7 @@ G4_TARGET_AVX512F_BW_VL float quantize_avx512(const float* x, int64_t n, int8_t*
 }
 #endif
 
-bool use_avx512() {
+[[maybe_unused]] bool use_avx512() {
 #if defined(__x86_64__)
   static const bool ok = host_cpu().avx512_usable();
   return ok;

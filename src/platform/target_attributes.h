@@ -8,6 +8,9 @@
 
 #define G4_TARGET_AVX2 __attribute__((target("avx2")))
 #define G4_TARGET_AVX2_FMA __attribute__((target("avx2,fma")))
+#define G4_TARGET_AVX2_FMA_F16C __attribute__((target("avx2,fma,f16c")))
+#define G4_TARGET_AVX2_AVXVNNI __attribute__((target("avx2,avxvnni")))
+#define G4_TARGET_AVX2_FMA_F16C_AVXVNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
 
 #define G4_TARGET_AVX512F __attribute__((target("avx512f")))
 #define G4_TARGET_AVX512F_BF16 __attribute__((target("avx512f,avx512bf16")))

@@ -21,6 +21,7 @@
 #include "ops/amx/gemm_bf16_tiles.h"
 #include "ops/matmul/gemm_bf16.h"
 #include "platform/device.h"
+#include "platform/dtype_policy.h"
 #include "test_util.h"
 
 namespace g4 {
@@ -92,13 +93,17 @@ TEST(BenchReport, RangesAndRunByRunRatiosAreThoseOfTheListedRuns) {
   EXPECT_GE(pass_bytes, 0.9 * bytes) << "the pass misses matrices decode streams";
   EXPECT_NE(out.find("read pass just before it; runs " + range_of(pass_pct, 1) + "%"), std::string::npos) << out;
   // At depth 40 the pass also reads the cache a token attends over: on each layer that owns K/V
-  // (tiny-e: 5 of 10), the window's other positions (sliding) or all 40 (full), K and V in bf16.
+  // (tiny-e: 5 of 10), the window's other positions (sliding) or all 40 (full), K and V in the
+  // cache dtype the policy picks for a bf16 checkpoint on the CPU this runs on (bf16 where it has
+  // a bf16 datapath, f16 with F16C, else f32): asserted from the probe, never from one machine.
   const ModelConfig c = preset_config("tiny-e");
+  const DevicePolicy policy = resolve_policy(host_cpu(), NumFormat::BF16);
+  const uint64_t kv_elem = policy.kv == NumFormat::F32 ? 4 : 2;
   uint64_t kv_bytes = 0;
   for (const LayerPlan& p : c.layers)
     if (!p.kv_shared)
-      kv_bytes += uint64_t(p.type == LayerType::Sliding ? c.sliding_window - 1 : 40) * uint64_t(p.kv_heads * p.head_dim) * 2 * 2;
-  EXPECT_EQ(j.at("kv_dtype").get<std::string>(), "bf16");
+      kv_bytes += uint64_t(p.type == LayerType::Sliding ? c.sliding_window - 1 : 40) * uint64_t(p.kv_heads * p.head_dim) * 2 * kv_elem;
+  EXPECT_EQ(j.at("kv_dtype").get<std::string>(), std::string(num_format_name(policy.kv)));
   EXPECT_EQ(j.at("depth_read_pass_bytes").get<uint64_t>(), j.at("read_pass_bytes").get<uint64_t>() + kv_bytes);
   const auto depth_pass_s = j.at("depth_read_pass_seconds_runs").get<std::vector<double>>();
   const auto depth_pct = j.at("decode_depth_read_pass_percent_run_by_run").get<std::vector<double>>();

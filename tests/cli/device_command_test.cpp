@@ -21,6 +21,8 @@ TEST(DeviceCommand, FmaReportsThePeakOfEachConfirmedDotProductInstruction) {
   std::vector<std::string> want;
   if (d.avx512_bf16_usable()) want.push_back("VDPBF16PS");
   if (d.avx512_vnni_usable()) want.push_back("VPDPBUSD");
+  else if (d.avx_vnni_usable()) want.push_back("VPDPBUSD (AVX-VNNI)");
+  else if (d.avx2_int8_usable()) want.push_back("VPMADDUBSW+VPMADDWD");
   if (d.amx_bf16_usable()) want.push_back("TDPBF16PS");
   if (d.amx_int8_usable()) want.push_back("TDPBSUD");
   const nlohmann::json& peaks = j.at("dot_product_peaks");

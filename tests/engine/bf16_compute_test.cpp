@@ -23,6 +23,7 @@
 #include "ops/attention/attention_bf16.h"
 #include "ops/attention/attention_int8.h"
 #include "ops/matmul/gemm_bf16.h"
+#include "ops/matmul/gemm_bf16_256.h"
 #include "ops/matmul/gemm_q8.h"
 #include "ops/matmul/matmul.h"
 #include "platform/row_interleave.h"
@@ -142,6 +143,31 @@ TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheBf16Kernel) {
 TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheInterleavedBf16Kernel) {
   if (!ops::gemm_bf16_available()) GTEST_SKIP() << "no confirmed AVX512_BF16 on this CPU";
   for (const char* p : {"tiny-e", "tiny-moe"}) expect_batching_is_exact(*interleaved(p), {.bf16_compute = true});
+}
+
+// Compute f32 on interleaved BF16 weights: on AVX2 CPUs the products take BF16_R16 with f32
+// activations on FMA (ops/matmul/gemm_bf16_256.h), the layout bench, generate and serve give them
+// there; forced where the CPU also has AVX-512 (ops::matmul leaves it to the AVX-512 kernels).
+// Batching and chunking change no bit, and the logits stay at f32 rounding from the reference.
+TEST_F(Bf16Compute, BatchingAndChunkingAreBitExactOnTheInterleavedF32FmaKernel) {
+  if (!ops::gemm_bf16_256_supported()) GTEST_SKIP() << "no AVX2 + FMA + F16C on this CPU";
+  ops::force_gemm_bf16_256(true);
+  struct Unforce {
+    ~Unforce() { ops::force_gemm_bf16_256(std::nullopt); }
+  } unforce;
+  for (const char* p : {"tiny-e", "tiny-moe"}) {
+    const auto m = interleaved(p);
+    expect_batching_is_exact(*m, {});
+    ThreadPool pool(2);
+    const ops::MatmulContext mm{.pool = &pool, .panel_rows = 4};
+    EXPECT_TRUE(ops::uses_bf16_256_kernel(mm));
+    const auto tokens = random_tokens(24, m->config.vocab_size, 7);
+    const auto got = alone(*m, tokens, blocks::Exec{&mm});
+    const auto ref = forward_reference(*m, tokens);
+    const float worst = test::max_abs_diff(got.data(), ref.data(), got.size());
+    std::printf("[ f32 fma ] %s interleaved: max |delta logit| %.2e against the reference loops\n", p, double(worst));
+    EXPECT_LT(worst, 1e-3f) << p;
+  }
 }
 
 // On AMX-BF16 tiles (here the software model of them, where the CPU has none): the matrices in
@@ -322,7 +348,7 @@ TEST_F(Bf16Compute, Bf16AttentionErrsAboutAsMuchAsItsParts) {
 class Int8Activations : public Bf16Compute {
  protected:
   void SetUp() override {
-    if (!ops::gemm_q8_available()) GTEST_SKIP() << "no confirmed AVX512_VNNI on this CPU";
+    if (!ops::gemm_q8_available()) GTEST_SKIP() << "no integer dot product (AVX2, AVX-VNNI, AVX512_VNNI) on this CPU";
   }
   // `interleave`: then also re-ordered into Q8_0_R16 / Q4_0_R16 as generate/bench/serve do.
   static std::unique_ptr<Model> quantized(const std::string& p, DType t, bool interleave = false) {

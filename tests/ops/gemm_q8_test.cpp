@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -118,15 +119,21 @@ TEST(Q8Activations, QuantizerRoundTripsWithinHalfAStep) {
     }
 }
 
-// The AVX-512 quantizer is the scalar one, bit for bit: ties, signs, zero and tiny blocks,
-// outliers, values exactly at ±amax.
+// Each tier's SIMD quantizer (AVX-512, AVX2) is the scalar one, bit for bit: ties, signs, zero
+// and tiny blocks, outliers, values exactly at ±amax.
 TEST(Q8Activations, SimdQuantizerEqualsScalar) {
   std::vector<float> x = test::random_activations(32 * 200, 9);
   for (int i = 0; i < 32; ++i) x[size_t(i)] = float(i - 16) * 0.5f;        // many exact halves after scaling
   for (int i = 32; i < 64; ++i) x[size_t(i)] = 0.0f;                       // all zero
   for (int i = 64; i < 96; ++i) x[size_t(i)] = (i % 2 ? -1.0f : 1.0f) * 1e-38f;  // subnormal-adjacent
   x[100] = -1e4f;                                                           // an outlier
-  for (size_t b = 0; b < x.size() / 32; ++b) EXPECT_TRUE(ops::quantize_block_matches_scalar(&x[b * 32])) << "block " << b;
+  for (Int8Dot tier : {Int8Dot::Avx2, Int8Dot::Avx512Vnni}) {
+    if (!host_cpu().runs_int8_tier(tier)) continue;  // the tier's quantizer needs its instructions
+    ops::force_int8_kernel_tier(tier);
+    for (size_t b = 0; b < x.size() / 32; ++b)
+      EXPECT_TRUE(ops::quantize_block_matches_scalar(&x[b * 32])) << int8_dot_name(tier) << " block " << b;
+  }
+  ops::force_int8_kernel_tier(std::nullopt);
 }
 
 // Token ranges quantized separately (as the pool's threads do, in any order) fill every layout
@@ -232,16 +239,50 @@ TEST(Q8Activations, BlockPairRangesEqualOneCall) {
   }
 }
 
-class GemmQ8 : public ::testing::TestWithParam<DType> {
+// The int8 kernels' tiers, each forced in turn (ops::force_int8_kernel_tier): a tier runs where
+// the probe confirmed it and is skipped by name elsewhere, never silently.
+const auto kTiers = ::testing::Values(Int8Dot::Avx2, Int8Dot::AvxVnni, Int8Dot::Avx512Vnni);
+
+// Runs the int8 kernels on `tier` until destroyed; skip() says why not when the CPU lacks it.
+class ForcedTier {
+ public:
+  explicit ForcedTier(Int8Dot tier) : tier_(tier), ok_(host_cpu().runs_int8_tier(tier)) {
+    if (ok_) ops::force_int8_kernel_tier(tier);
+  }
+  ~ForcedTier() { ops::force_int8_kernel_tier(std::nullopt); }
+  bool ok() const { return ok_; }
+  std::string skip() const {
+    return "int8 tier " + std::string(int8_dot_name(tier_)) + " not run: this CPU did not confirm it (its best: " +
+           std::string(int8_dot_name(host_cpu().int8_dot())) + ")";
+  }
+
+ private:
+  Int8Dot tier_;
+  bool ok_;
+};
+
+class GemmQ8 : public ::testing::TestWithParam<std::tuple<DType, Int8Dot>> {
  protected:
   void SetUp() override {
-    if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
+    tier_.emplace(std::get<1>(GetParam()));
+    if (!tier_->ok()) GTEST_SKIP() << tier_->skip();
+    if (!ops::int8_kernel_reads(std::get<0>(GetParam())))
+      GTEST_SKIP() << "the " << int8_dot_name(std::get<1>(GetParam())) << " kernels do not read "
+                   << dtype_name(std::get<0>(GetParam())) << " (int8_kernel_reads; describe_matmul says so)";
   }
+  void TearDown() override { tier_.reset(); }
+  std::optional<ForcedTier> tier_;
 };
+
+std::string format_and_tier(DType t, Int8Dot tier) {
+  std::string s = std::string(dtype_name(t)) + "_" + std::string(int8_dot_name(tier));
+  std::replace(s.begin(), s.end(), '-', '_');
+  return s;
+}
 
 // The kernel's arithmetic, done by the reference loop (expect_near_dequantized).
 TEST_P(GemmQ8, MatchesReferenceOnTheQuantizedActivations) {
-  const DType t = GetParam();
+  const DType t = std::get<0>(GetParam());
   for (int64_t in : {32, 96, 256, 1536}) {
     if (in % dtype_block_size(interleave_base(t))) continue;  // K-quants: whole super-blocks of 256
     for (int64_t T : {1, 3, 5, 7, 8, 70}) {  // 3-8: a few streams' one-pass kernel
@@ -266,7 +307,7 @@ TEST_P(GemmQ8, MatchesReferenceOnTheQuantizedActivations) {
 // Against the unquantized activations the error is the activation rounding: each value moves by
 // at most half its block's step (absmax/127), so |y − y_f32| <= Σ_i |w_i| · step_i / 2.
 TEST_P(GemmQ8, ErrorAgainstF32ActivationsWithinTheRoundingBound) {
-  const DType t = GetParam();
+  const DType t = std::get<0>(GetParam());
   const int64_t T = 4, in = 512, out = rows_for(t, 37);
   BlockWeights w = make_weights(t, out, in, 11);
   std::vector<float> x = test::random_activations(T * in, 12);
@@ -296,11 +337,13 @@ TEST_P(GemmQ8, ErrorAgainstF32ActivationsWithinTheRoundingBound) {
 // A token's outputs are identical bit for bit whatever the batch, its position in it and the row
 // range (thread split) that computes them. T 2-8: a few streams decoding together (one pass
 // over the weights for all of them); 70: prefill, its conversion split over the pool.
-class GemmQ8Batch : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {};
+class GemmQ8Batch : public ::testing::TestWithParam<std::tuple<DType, int64_t, Int8Dot>> {};
 
 TEST_P(GemmQ8Batch, BatchRowRangeAndThreadsDoNotChangeABit) {
-  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
-  const auto [t, T] = GetParam();
+  const auto [t, T, tier] = GetParam();
+  const ForcedTier forced(tier);
+  if (!forced.ok()) GTEST_SKIP() << forced.skip();
+  if (!ops::int8_kernel_reads(t)) GTEST_SKIP() << "the " << int8_dot_name(tier) << " kernels do not read " << dtype_name(t);
   const int64_t in = 256, out = rows_for(t, 67);
   BlockWeights w = make_weights(t, out, in, 21);
   std::vector<float> x = test::random_activations(T * in, 22);
@@ -341,16 +384,18 @@ TEST_P(GemmQ8Batch, BatchRowRangeAndThreadsDoNotChangeABit) {
   std::vector<float> pooled(size_t(T * out));
   ops::matmul(x.data(), T, w.view, pooled.data(), ctx);
   EXPECT_EQ(0, std::memcmp(batched.data(), pooled.data(), batched.size() * 4));
-  EXPECT_NE(ops::describe_matmul(ctx, t).find("VPDPBUSD"), std::string::npos) << ops::describe_matmul(ctx, t);
+  const std::string desc = ops::describe_matmul(ctx, t);
+  EXPECT_NE(desc.find(int8_dot_instruction(tier)), std::string::npos) << desc;
 }
 
 INSTANTIATE_TEST_SUITE_P(FormatsAndBatches, GemmQ8Batch,
                          ::testing::Combine(::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q8_0_R16, DType::Q4_0_R16,
                                                               DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_K_R16,
                                                               DType::Q5_K_R16, DType::Q6_K_R16),
-                                            ::testing::Values(int64_t{2}, int64_t{4}, int64_t{7}, int64_t{8}, int64_t{70})),
-                         [](const ::testing::TestParamInfo<std::tuple<DType, int64_t>>& p) {
-                           return std::string(dtype_name(std::get<0>(p.param))) + "_T" +
+                                            ::testing::Values(int64_t{2}, int64_t{4}, int64_t{7}, int64_t{8}, int64_t{70}),
+                                            kTiers),
+                         [](const ::testing::TestParamInfo<std::tuple<DType, int64_t, Int8Dot>>& p) {
+                           return format_and_tier(std::get<0>(p.param), std::get<2>(p.param)) + "_T" +
                                   std::to_string(std::get<1>(p.param));
                          });
 
@@ -361,7 +406,7 @@ INSTANTIATE_TEST_SUITE_P(FormatsAndBatches, GemmQ8Batch,
 class GemmQ8PooledFew : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {};
 
 TEST_P(GemmQ8PooledFew, EachTokenEqualsItselfAlone) {
-  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
+  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no integer dot product (probe + self-test)";
   const auto [t, T] = GetParam();
   const DType base = interleave_base(t);
   const bool kquant = base == DType::Q4_K || base == DType::Q5_K || base == DType::Q6_K;
@@ -391,7 +436,7 @@ INSTANTIATE_TEST_SUITE_P(FormatsAndBatches, GemmQ8PooledFew,
 // The interleaved kernel works on whole 16-row groups; a range that cuts one is refused, not
 // computed from the wrong rows.
 TEST(GemmQ8Interleaved, RefusesARowRangeThatSplitsAGroup) {
-  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
+  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no integer dot product (probe + self-test)";
   BlockWeights w = make_weights(DType::Q8_0_R16, 32, 64, 51);
   std::vector<float> x = test::random_activations(64, 52), y(32);
   ops::Q8Activations a;
@@ -404,7 +449,7 @@ TEST(GemmQ8Interleaved, RefusesARowRangeThatSplitsAGroup) {
 // Activations quantized without the layout a kernel reads are refused by name, never read past
 // the end of an empty buffer: panels for interleaved prefill, row-tile scales for row-major rows.
 TEST(GemmQ8Interleaved, RefusesActivationsWithoutTheLayoutItsKernelReads) {
-  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
+  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no integer dot product (probe + self-test)";
   BlockWeights inter = make_weights(DType::Q4_0_R16, 32, 64, 53), rows = make_weights(DType::Q4_0, 32, 64, 54);
   std::vector<float> x = test::random_activations(3 * 64, 55), y(3 * 32);
   ops::Q8Activations a;
@@ -428,7 +473,7 @@ TEST(GemmQ8Interleaved, RefusesActivationsWithoutTheLayoutItsKernelReads) {
 // every streaming gives the same bits as one group at a time without prefetch, including group
 // counts that leave a remainder and a prefetch that runs past the end of the matrix.
 TEST(GemmQ8Interleaved, DecodeStreamingChangesNoBits) {
-  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
+  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no integer dot product (probe + self-test)";
   for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::Q6_K_R16}) {
     const int64_t in = 256, out = 16 * 7;  // 7 groups: 4 + 2 + 1
     BlockWeights w = make_weights(t, out, in, 61);
@@ -458,7 +503,7 @@ TEST(GemmQ8Interleaved, DecodeStreamingChangesNoBits) {
 // Through matmul on two threads, the pieces the pool deals out follow the wide streaming's
 // groups (its granule) and the bits stay those of one group at a time.
 TEST(GemmQ8Interleaved, WideStreamingOnThePoolChangesNoBits) {
-  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
+  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no integer dot product (probe + self-test)";
   ThreadPool pool(2);
   for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::Q6_K_R16}) {
     const int64_t in = 512, out = 16 * 37;
@@ -507,12 +552,17 @@ TEST(GemmQ8Dispatch, ReadPassReadsWithAndWithoutThePlansPrefetch) {
   };
   EXPECT_TRUE(has(intel, 4, 4096));
   EXPECT_TRUE(has(intel, 4, 0));
-  d.vendor = "AuthenticAMD";
-  d.caches.l1d_bytes = 32u << 10;  // 1 stream, 4 past the L1d, no prefetch
-  const std::vector<ops::ReadPassWay> amd = ops::read_pass_ways(ops::plan_decode_streaming(d).streaming);
+  // Zen 4/5 (AVX-512): 1 stream, 4 past the L1d, no prefetch.
+  const DeviceInfo zen4 = presets::with_caches(presets::zen4(), 32u << 10, 1u << 20);
+  const std::vector<ops::ReadPassWay> amd = ops::read_pass_ways(ops::plan_decode_streaming(zen4).streaming);
   EXPECT_TRUE(has(amd, 1, 0));
   EXPECT_TRUE(has(amd, 4, 0));
   for (const ops::ReadPassWay& w : amd) EXPECT_EQ(w.prefetch_bytes, 0u);  // nothing the plan never does
+  // Zen 2/3 (AVX2 only): 2 streams with prefetch 4 KiB ahead, and each without the prefetch.
+  const std::vector<ops::ReadPassWay> zen3 = ops::read_pass_ways(ops::plan_decode_streaming(presets::zen3()).streaming);
+  EXPECT_TRUE(has(zen3, 1, 0));
+  EXPECT_TRUE(has(zen3, 2, 4096));
+  EXPECT_TRUE(has(zen3, 2, 0));
   // A plan that streams 4 groups everywhere is still held against one plain stream.
   const std::vector<ops::ReadPassWay> four = ops::read_pass_ways(ops::DecodeStreaming{4, 0});
   EXPECT_TRUE(has(four, 1, 0));
@@ -533,8 +583,16 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   EXPECT_NE(ops::plan_attention(d).reason.find("Intel"), std::string::npos);
   EXPECT_FALSE(test::context_for(d, {.bf16_compute = true}).attention_bf16_dots);
   d.vendor = "AuthenticAMD";
-  EXPECT_TRUE(ops::plan_attention(d).bf16_dots);
-  EXPECT_TRUE(test::context_for(d, {.bf16_compute = true}).attention_bf16_dots);
+  // An AMD core takes VDPBF16PS only where it has it (Zen 4/5), never on an AVX2-only Zen 3.
+  EXPECT_FALSE(ops::plan_attention(d).bf16_dots);
+  EXPECT_NE(ops::plan_attention(d).reason.find("no confirmed AVX512_BF16"), std::string::npos);
+  EXPECT_TRUE(ops::plan_attention(presets::zen4()).bf16_dots);
+  EXPECT_TRUE(test::context_for(presets::zen4(), {.bf16_compute = true}).attention_bf16_dots);
+  // Without AVX-512 (Zen 2/3) the 256-bit int8 kernels read 2 streams per thread, 4 KiB ahead.
+  EXPECT_EQ(ops::plan_decode_streaming(d).streaming.groups, 2);
+  EXPECT_EQ(ops::plan_decode_streaming(d).streaming.prefetch_bytes, 4096u);
+  EXPECT_NE(ops::plan_decode_streaming(d).reason.find("Zen 2/3"), std::string::npos);
+  d = presets::zen4();  // the AVX-512 AMD cores' plan
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.prefetch_bytes, 0u);
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.groups, 1);
   EXPECT_EQ(ops::plan_decode_streaming(d).streaming.few_prefetch_bytes, 8192u);
@@ -566,7 +624,7 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
   EXPECT_EQ(j.at("few_streams_prefetch_bytes"), 2048);
   EXPECT_EQ(j.at("few_streams_groups_per_thread"), 2);
   EXPECT_NE(j.at("reason").get<std::string>().find("Intel"), std::string::npos);
-  if (ops::gemm_q8_available()) {  // the description names the kernel that runs, so only where it can
+  if (ops::gemm_q8_avx512()) {  // the description names the kernel that runs (AVX-512's own few-stream pairs)
     const std::string desc = ops::describe_matmul(test::context_for(d, {.int8_activations = true}), DType::Q4_0_R16);
     EXPECT_NE(desc.find("4 streams per thread, prefetch 4 KiB ahead"), std::string::npos) << desc;
     EXPECT_NE(desc.find("2-8 streams decoding together: one pass, 2 row groups side by side per thread, prefetch 2 "
@@ -582,10 +640,61 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, GemmQ8,
-                         ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q8_0_R16, DType::Q4_0_R16, DType::Q4_K,
-                                           DType::Q5_K, DType::Q6_K, DType::Q4_K_R16, DType::Q5_K_R16,
-                                           DType::Q6_K_R16),
-                         [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
+                         ::testing::Combine(::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q8_0_R16, DType::Q4_0_R16,
+                                                              DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_K_R16,
+                                                              DType::Q5_K_R16, DType::Q6_K_R16),
+                                            kTiers),
+                         [](const ::testing::TestParamInfo<std::tuple<DType, Int8Dot>>& p) {
+                           return format_and_tier(std::get<0>(p.param), std::get<1>(p.param));
+                         });
+
+// The 256-bit tiers are written to compute, per output, the AVX512_VNNI kernels' exact int32 sums
+// and f32 steps in the same order (gemm_q8_avx2.h): on the interleaved layouts every tier the CPU
+// has gives the same bits for decode, a few streams and prefill. Needs two tiers on this CPU.
+TEST(GemmQ8Tiers, InterleavedLayoutsGiveTheSameBitsOnEveryTier) {
+  std::vector<Int8Dot> tiers;
+  for (Int8Dot t : {Int8Dot::Avx2, Int8Dot::AvxVnni, Int8Dot::Avx512Vnni})
+    if (host_cpu().runs_int8_tier(t)) tiers.push_back(t);
+  if (tiers.size() < 2)
+    GTEST_SKIP() << "one int8 tier on this CPU (" << int8_dot_name(host_cpu().int8_dot()) << "): nothing to compare";
+  for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::Q6_K_R16})
+    for (int64_t T : {1, 5, 13}) {
+      const int64_t in = 512, out = 48;
+      BlockWeights w = make_weights(t, out, in, unsigned(T));
+      std::vector<float> x = test::random_activations(T * in, unsigned(T + 1));
+      ops::Q8Activations a;
+      ops::quantize_activations(x.data(), T, in, a);
+      std::vector<std::vector<float>> got;
+      for (Int8Dot tier : tiers) {
+        const ForcedTier forced(tier);
+        got.emplace_back(size_t(T * out), NAN);
+        ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, got.back().data(), out);
+      }
+      for (size_t i = 1; i < got.size(); ++i)
+        EXPECT_EQ(0, std::memcmp(got[0].data(), got[i].data(), got[0].size() * 4))
+            << dtype_name(t) << " T " << T << ": " << int8_dot_name(tiers[0]) << " vs " << int8_dot_name(tiers[i]);
+    }
+}
+
+// The tier switch: only tiers the CPU confirmed (they are not nested: AVX512_VNNI without
+// AVX-VNNI on Zen 4 and Ice Lake), each refused by name otherwise.
+TEST(GemmQ8Tiers, ForcingATierTheCpuLacksIsRefusedByName) {
+  const Int8Dot host = host_cpu().int8_dot();
+  int refused = 0;
+  for (Int8Dot t : {Int8Dot::Avx2, Int8Dot::AvxVnni, Int8Dot::Avx512Vnni}) {
+    if (host_cpu().runs_int8_tier(t)) continue;
+    ++refused;
+    try {
+      ops::force_int8_kernel_tier(t);
+      ADD_FAILURE() << "forced " << int8_dot_name(t) << ", which the CPU lacks";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(int8_dot_name(t))), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::string(int8_dot_name(host))), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(ops::int8_kernel_tier(), host);
+  }
+  if (refused == 0) GTEST_SKIP() << "this CPU runs every x86 int8 tier";
+}
 
 TEST(GemmQ8Dispatch, WithoutTheRequestQuantizedWeightsKeepF32Activations) {
   const int64_t T = 2, in = 64, out = 70;
@@ -622,8 +731,14 @@ TEST(GemmQ8Dispatch, InterleavedWeightsWithoutTheKernelUseTheReferenceLoops) {
 // The CPU's tiles where the probe, self-test and kernel check confirmed them; else the model.
 ops::Int8Tiles int8_tile_unit() { return ops::amx_int8_kernel_usable() ? ops::Int8Tiles::Amx : ops::Int8Tiles::Emulated; }
 
-// The tiles' epilogue needs what the VPDPBUSD kernel needs (GemmQ8's skip).
-class Int8Tiles : public GemmQ8 {};
+// The tiles' epilogue is AVX-512 (the AVX512_VNNI kernel's), on the model as on the CPU's tiles.
+class Int8Tiles : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    if (!ops::gemm_q8_avx512()) GTEST_SKIP() << "the tiles' epilogue needs the avx512-vnni tier, this CPU's is "
+                                             << int8_dot_name(ops::int8_kernel_tier());
+  }
+};
 
 // Every output bit-identical to the VPDPBUSD kernel (the decode kernel, and an implementation
 // of the same formula that shares no code with the tiles) for full and partial token tiles, odd
@@ -711,7 +826,7 @@ INSTANTIATE_TEST_SUITE_P(Formats, Int8Tiles, ::testing::Values(DType::Q8_0_R16, 
                          [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
 
 TEST(Int8TilesDispatch, RefuseWhatTheTilesDoNotTake) {
-  if (!ops::gemm_q8_available()) GTEST_SKIP() << "no confirmed AVX512_VNNI";
+  if (!ops::gemm_q8_avx512()) GTEST_SKIP() << "the tiles' epilogue needs the avx512-vnni tier";
   BlockWeights w = make_weights(DType::Q8_0_R16, 32, 64, 81), rows = make_weights(DType::Q8_0, 32, 64, 82);
   std::vector<float> x = test::random_activations(3 * 64, 83), y(3 * 32);
   ops::Q8Activations a;
@@ -734,7 +849,7 @@ TEST(Int8TilesDispatch, RefuseWhatTheTilesDoNotTake) {
 }
 
 TEST(Int8TilesDispatch, KernelCheckPassesOnTheModelAndSaysWhyTheCpuTilesAreNotUsed) {
-  if (!ops::gemm_q8_available()) GTEST_SKIP() << "no confirmed AVX512_VNNI";
+  if (!ops::gemm_q8_avx512()) GTEST_SKIP() << "the tiles' epilogue needs the avx512-vnni tier";
   const ops::TileKernelCheck model = ops::check_q8_tiles(ops::Int8Tiles::Emulated);
   EXPECT_TRUE(model.run);
   EXPECT_TRUE(model.passed) << model.detail;

@@ -101,7 +101,8 @@ TEST(KQuantDot, DeclinesWhatItDoesNotReadAndWritesNothing) {
 }
 
 TEST(GemmKQuant, Int8TilesMatchDequantizedRowsOnRandomBlocks) {
-  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
+  if (!ops::gemm_q8_avx512()) GTEST_SKIP() << "row-major K-quant int8 kernels: avx512-vnni tier only, this CPU's is "
+                                           << int8_dot_name(ops::int8_kernel_tier());
   std::mt19937 rng(17);
   for (DType t : kKQuants) {
     for (int64_t in : {256, 768}) {
@@ -128,7 +129,8 @@ TEST(GemmKQuant, Int8TilesMatchDequantizedRowsOnRandomBlocks) {
 }
 
 TEST(GemmKQuant, RefusesWeightsActivationsOrWidthsItDoesNotRead) {
-  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no confirmed AVX512_VNNI (probe + self-test)";
+  if (!ops::gemm_q8_avx512()) GTEST_SKIP() << "row-major K-quant int8 kernels: avx512-vnni tier only, this CPU's is "
+                                           << int8_dot_name(ops::int8_kernel_tier());
   std::mt19937 rng(3);
   const std::vector<std::byte> w = test::random_blocks(DType::Q4_K, 256 * 4, rng);
   const std::vector<float> x = test::random_activations(256, 4, 1.0f);

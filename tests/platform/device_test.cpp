@@ -31,6 +31,25 @@ TEST(DeviceProbe, FeatureImplicationsHold) {
   if (f.avx2) { EXPECT_TRUE(host_cpu().os_avx_state); }
   if (f.amx_bf16 || f.amx_int8) { EXPECT_TRUE(f.amx_tile); }
   if (f.amx_tile) { EXPECT_TRUE(host_cpu().os_amx_state); }
+  if (f.neon_dotprod || f.i8mm || f.arm_bf16 || f.fp16 || f.sve) { EXPECT_TRUE(f.neon); }
+  if (f.sve2) { EXPECT_TRUE(f.sve); }
+}
+
+// The probe fills the half of IsaFeatures of the architecture it was built for, and only that.
+TEST(DeviceProbe, ArchitectureMatchesTheBuild) {
+  const DeviceInfo& d = host_cpu();
+  const IsaFeatures& f = d.isa;
+#if defined(__x86_64__)
+  EXPECT_EQ(d.arch, CpuArch::X86_64);
+  EXPECT_FALSE(f.neon || f.neon_dotprod || f.i8mm || f.arm_bf16 || f.sve || f.sve2 || f.fp16);
+#elif defined(__aarch64__)
+  EXPECT_EQ(d.arch, CpuArch::Aarch64);
+  EXPECT_TRUE(f.neon) << "every aarch64 Linux CPU g4 runs on has Advanced SIMD";
+  EXPECT_FALSE(f.avx2 || f.fma || f.f16c || f.avx512f || f.avx_vnni || f.avx512_vnni || f.amx_tile);
+  EXPECT_EQ(d.int8_dot(), Int8Dot::None);  // no aarch64 int8 kernel yet
+#else
+  GTEST_SKIP() << "no ISA probe for this architecture";
+#endif
 }
 
 TEST(DeviceProbe, OptionalUnitsUsedOnlyWhenConfirmed) {
@@ -61,11 +80,17 @@ TEST(DeviceProbe, DescribeAndJsonNameTheDevice) {
   std::string text = describe_device(d);
   EXPECT_NE(text.find(d.name), std::string::npos) << text;
   EXPECT_NE(text.find("L1d"), std::string::npos) << text;
-  EXPECT_NE(text.find("self-test amx-bf16"), std::string::npos) << text;
   nlohmann::json j = device_to_json(d);
+  if (d.arch == CpuArch::Aarch64) {  // the ARM features, and no x86 self-test lines
+    EXPECT_NE(text.find("int8 weight products on: none (no aarch64 int8 kernel yet"), std::string::npos) << text;
+    EXPECT_EQ(text.find("self-test amx-bf16"), std::string::npos) << text;
+    EXPECT_EQ(j["isa"]["neon"], d.isa.neon);
+  } else {
+    EXPECT_NE(text.find("self-test amx-bf16"), std::string::npos) << text;
+    EXPECT_EQ(j["isa"]["avx2"], d.isa.avx2);
+  }
   EXPECT_EQ(j["kind"], "cpu");
   EXPECT_EQ(j["caches"]["l1d_bytes"], d.caches.l1d_bytes);
-  EXPECT_EQ(j["isa"]["avx2"], d.isa.avx2);
   EXPECT_TRUE(j["self_tests"]["amx_bf16"].contains("outcome"));
 }
 
@@ -75,6 +100,23 @@ TEST(DeviceProbe, GpuPresetDescribesItsLimits) {
   EXPECT_NE(text.find("compute capability 7.5"), std::string::npos) << text;
   EXPECT_NE(text.find("64 KiB shared memory per block"), std::string::npos) << text;
   EXPECT_EQ(device_to_json(t4)["gpu"]["smem_per_block_bytes"], 65536u);
+}
+
+TEST(DevicePresets, ArmPresetsReportArmFeatures) {
+  const DeviceInfo v1 = presets::neoverse_v1();
+  const std::string text = describe_device(v1);
+  EXPECT_NE(text.find("isa: neon neon_dotprod i8mm arm_bf16 sve fp16"), std::string::npos) << text;
+  EXPECT_NE(text.find("absent: sve2"), std::string::npos) << text;
+  EXPECT_NE(text.find("this CPU offers SDOT/UDOT (dotprod), SMMLA (i8mm), BFDOT/BFMMLA (bf16), SVE"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("avx"), std::string::npos) << text;
+  const nlohmann::json j = device_to_json(presets::apple_m2());
+  EXPECT_EQ(j["isa"]["i8mm"], true);
+  EXPECT_EQ(j["isa"]["sve"], false);
+  EXPECT_FALSE(j["isa"].contains("avx2"));
+  EXPECT_EQ(j["int8_dot"]["tier"], "none");
+  // The x86 report keeps its x86 list: no ARM name in it.
+  EXPECT_EQ(describe_device(presets::zen4()).find("neon"), std::string::npos);
 }
 
 TEST(DevicePresets, SharedMemoryOptInFigures) {

@@ -166,8 +166,11 @@ TEST(DtypePolicy, ActivationsForQuantizedWeights) {
       {"spr bf16 quantized at load", presets::sapphire_rapids(), F::BF16, {{}, {}, F::Q4}, F::Q8, "q4 weights"},
       {"spr q8 forced f32", presets::sapphire_rapids(), F::Q8, {F::F32, {}, {}}, F::F32, "--compute f32"},
       {"spr bf16 weights", presets::sapphire_rapids(), F::BF16, {}, F::BF16, "not block-quantized"},
-      {"spr vnni self-test failed", vnni_failed, F::Q8, {}, F::F32, "no usable AVX512_VNNI"},
-      {"avx2 laptop q8 (AVX-VNNI only)", presets::avx2_laptop(), F::Q8, {}, F::F32, "no usable AVX512_VNNI"},
+      // A failed AVX512_VNNI check leaves the CPU's next integer dot product, never f32.
+      {"spr vnni self-test failed", vnni_failed, F::Q8, {}, F::Q8, "VPDPBUSD (AVX-VNNI, 256-bit)"},
+      {"avx2 laptop q8 (AVX-VNNI reported, not confirmed)", presets::avx2_laptop(), F::Q8, {}, F::Q8,
+       "VPMADDUBSW + VPMADDWD (AVX2)"},
+      {"baseline x86 q8", presets::baseline_x86(), F::Q8, {}, F::F32, "no integer dot product"},
       {"t4 q4", presets::t4_sm75(), F::Q4, {}, F::F16, "widened to f16"},
   };
   for (const Row& row : rows) {
@@ -181,6 +184,128 @@ TEST(DtypePolicy, ActivationsForQuantizedWeights) {
   // Only where AMX-INT8 is confirmed: not where the OS refused the tile state.
   const DevicePolicy refused = resolve_policy(presets::sapphire_rapids_amx_refused(), F::Q8);
   EXPECT_EQ(refused.activations_reason.find("AMX-INT8"), std::string::npos) << refused.activations_reason;
+}
+
+// Every x86 profile with an integer dot instruction multiplies block-quantized weights by int8
+// activations on its best one (named in the reason), never on f32 products; bf16 compute only
+// where bf16 is native. The profiles: Zen 2/3 (AVX2), Alder Lake (AVX-VNNI), Ice Lake and Zen 4/5
+// (AVX512_VNNI, Zen 4 with BF16), Sapphire Rapids (+ AMX).
+TEST(DtypePolicy, EveryCpuProfileWithAnIntegerDotMultipliesBlocksInInt8) {
+  struct Profile {
+    const char* name;
+    DeviceInfo device;
+    Int8Dot tier;
+    bool bf16;
+  };
+  const std::vector<Profile> profiles = {
+      {"zen3", presets::zen3(), Int8Dot::Avx2, false},
+      {"alder lake", presets::alder_lake(), Int8Dot::AvxVnni, false},
+      {"ice lake", presets::ice_lake(), Int8Dot::Avx512Vnni, false},
+      {"zen4", presets::zen4(), Int8Dot::Avx512Vnni, true},
+      {"sapphire rapids", presets::sapphire_rapids(), Int8Dot::Avx512Vnni, true},
+  };
+  for (const Profile& pr : profiles) {
+    SCOPED_TRACE(pr.name);
+    EXPECT_EQ(pr.device.int8_dot(), pr.tier);
+    EXPECT_TRUE(has_native_int8_dot(pr.device));
+    for (NumFormat ckpt : {F::Q8, F::Q4}) {
+      const DevicePolicy p = resolve_policy(pr.device, ckpt);
+      EXPECT_EQ(p.activations, F::Q8) << describe_policy(p);
+      EXPECT_NE(p.activations_reason.find(int8_dot_instruction(pr.tier)), std::string::npos) << p.activations_reason;
+    }
+    const DevicePolicy bf16 = resolve_policy(pr.device, F::BF16);
+    EXPECT_EQ(bf16.compute == F::BF16, pr.bf16) << describe_policy(bf16);
+  }
+  EXPECT_EQ(presets::baseline_x86().int8_dot(), Int8Dot::None);
+}
+
+// The int8 tiers are not nested: AVX512_VNNI parts (Ice Lake, Zen 4) lack AVX-VNNI, and Alder
+// Lake has AVX-VNNI without AVX-512. A test or G4_INT8_KERNELS may force only a tier the CPU runs.
+TEST(DtypePolicy, Int8TiersAreCheckedOneByOneNotByOrder) {
+  using T = Int8Dot;
+  struct Row {
+    const char* name;
+    DeviceInfo device;
+    bool avx2, avx_vnni, avx512_vnni;
+  };
+  const std::vector<Row> rows = {
+      {"zen3", presets::zen3(), true, false, false},
+      {"alder lake", presets::alder_lake(), true, true, false},
+      {"ice lake", presets::ice_lake(), true, false, true},
+      {"zen4", presets::zen4(), true, false, true},
+      {"baseline", presets::baseline_x86(), false, false, false},
+      {"neoverse v2", presets::neoverse_v2(), false, false, false},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    EXPECT_TRUE(r.device.runs_int8_tier(T::None));
+    EXPECT_EQ(r.device.runs_int8_tier(T::Avx2), r.avx2);
+    EXPECT_EQ(r.device.runs_int8_tier(T::AvxVnni), r.avx_vnni);
+    EXPECT_EQ(r.device.runs_int8_tier(T::Avx512Vnni), r.avx512_vnni);
+    EXPECT_TRUE(r.device.runs_int8_tier(r.device.int8_dot()));
+  }
+}
+
+// aarch64 profiles: g4 has Highway's NEON f32 kernels and nothing else there yet. Whatever SDOT,
+// SMMLA, BF16, FP16 or SVE a CPU offers, the policy keeps f32 compute and f32 activations, names
+// each unit the probe found in its reasons, and claims no kernel g4 lacks (nor any x86 unit).
+TEST(DtypePolicy, ArmProfilesNameTheirUnitsAndClaimNoKernel) {
+  struct Profile {
+    const char* name;
+    DeviceInfo device;
+    std::vector<std::string> present, absent;  // units the kernel reason must and must not name
+  };
+  const std::vector<Profile> profiles = {
+      {"neoverse n1", presets::neoverse_n1(), {"SDOT", "FP16"}, {"SMMLA", "BFDOT", "SVE"}},
+      {"neoverse v1", presets::neoverse_v1(), {"SDOT", "SMMLA", "BFDOT", "SVE"}, {"SVE2"}},
+      {"neoverse v2", presets::neoverse_v2(), {"SDOT", "SMMLA", "BFDOT", "SVE", "SVE2"}, {}},
+      {"apple m2", presets::apple_m2(), {"SDOT", "SMMLA", "BFDOT"}, {"SVE"}},
+  };
+  for (const Profile& pr : profiles) {
+    SCOPED_TRACE(pr.name);
+    const DeviceInfo& d = pr.device;
+    EXPECT_EQ(d.int8_dot(), Int8Dot::None);
+    EXPECT_FALSE(has_native_int8_dot(d));
+    EXPECT_FALSE(has_native_bf16(d));
+    EXPECT_FALSE(has_native_f16_math(d));
+    for (NumFormat ckpt : {F::Q8, F::Q4, F::BF16, F::F16}) {
+      const DevicePolicy p = resolve_policy(d, ckpt);
+      const std::string text = describe_policy(p);
+      EXPECT_EQ(p.compute, F::F32) << text;
+      EXPECT_EQ(p.activations, F::F32) << text;
+      EXPECT_EQ(p.kv, F::F16) << text;  // NEON converts f16 in one instruction
+      EXPECT_EQ(p.kernel_family, "neon");
+      EXPECT_TRUE(p.warnings.empty()) << text;
+      for (const std::string& unit : pr.present) EXPECT_NE(p.kernel_reason.find(unit), std::string::npos) << unit;
+      for (const std::string& unit : pr.absent) EXPECT_EQ(p.kernel_reason.find(unit), std::string::npos) << unit;
+      EXPECT_NE(p.kernel_reason.find("no aarch64 kernel for them yet"), std::string::npos) << p.kernel_reason;
+      for (const char* x86 : {"AVX", "F16C", "VPDPBUSD", "VDPBF16PS", "AMX"})
+        EXPECT_EQ(text.find(x86), std::string::npos) << x86 << " in\n" << text;
+      if (ckpt == F::Q8 || ckpt == F::Q4) {
+        EXPECT_NE(p.activations_reason.find("SDOT/UDOT (dotprod)"), std::string::npos) << p.activations_reason;
+        EXPECT_EQ(p.activations_reason.find("SMMLA") != std::string::npos, d.isa.i8mm) << p.activations_reason;
+        EXPECT_NE(p.activations_reason.find("no int8 kernel for aarch64 yet"), std::string::npos);
+        EXPECT_NE(p.activations_reason.find("below the memory roofline"), std::string::npos);
+      }
+      if (ckpt == F::BF16 && d.isa.arm_bf16) {
+        EXPECT_NE(p.compute_reason.find("offers BFDOT/BFMMLA (bf16), but g4 has no bf16 kernel for aarch64 yet"),
+                  std::string::npos) << p.compute_reason;
+      }
+    }
+  }
+  // Neoverse N1 has no BF16: said so, not "offers"; forcing bf16 is emulation, with its cost.
+  const DevicePolicy n1 = resolve_policy(presets::neoverse_n1(), F::BF16, {F::BF16, {}, {}});
+  EXPECT_NE(n1.compute_reason.find("no BF16 extension"), std::string::npos) << n1.compute_reason;
+  ASSERT_EQ(n1.warnings.size(), 1u);
+  EXPECT_NE(n1.warnings[0].find("bf16 is emulated through f32"), std::string::npos) << n1.warnings[0];
+  EXPECT_NE(n1.kernel_reason.find("bf16 operands widened to f32"), std::string::npos) << n1.kernel_reason;
+  // A CPU without Advanced SIMD (none ships, but the probe may say so): scalar kernels, f32 KV.
+  DeviceInfo bare = presets::neoverse_n1();
+  bare.isa = {};
+  const DevicePolicy scalar = resolve_policy(bare, F::BF16);
+  EXPECT_EQ(scalar.kernel_family, "scalar");
+  EXPECT_EQ(scalar.kv, F::F32);
+  EXPECT_NE(scalar.kv_reason.find("no NEON"), std::string::npos) << scalar.kv_reason;
 }
 
 TEST(DtypePolicy, ResolvesOnThisMachine) {

@@ -79,6 +79,12 @@ TEST(MacPeak, RefusesBadArgumentsAndUnconfirmedInstructions) {
   if (!host_cpu().avx512_vnni_usable()) {
     EXPECT_THROW(measure_mac_peak(MacUnit::Int8Dot, 1, 0.01), Error);
   }
+  if (!host_cpu().avx_vnni_usable()) {
+    EXPECT_THROW(measure_mac_peak(MacUnit::Int8Dot256, 1, 0.01), Error);
+  }
+  if (!host_cpu().avx2_int8_usable()) {
+    EXPECT_THROW(measure_mac_peak(MacUnit::Int8Madd, 1, 0.01), Error);
+  }
   for (MacUnit tile : {MacUnit::Bf16Tile, MacUnit::Int8Tile}) {
     const bool confirmed = tile == MacUnit::Bf16Tile ? host_cpu().amx_bf16_usable() : host_cpu().amx_int8_usable();
     if (!confirmed) {
@@ -106,6 +112,14 @@ TEST(MacPeak, CountsEachInstructionsOperations) {
   }
   if (host_cpu().avx512_vnni_usable()) {
     EXPECT_GT(measure_mac_peak(MacUnit::Int8Dot, 1, 0.02).gops, 1.0 * fma);
+  }
+  // The 256-bit int8 steps: 32 products in two instructions (AVX2) or one (AVX-VNNI), each at
+  // least at half an AVX2 FMA's rate (16 operations): above half the f32 peak.
+  if (host_cpu().avx2_int8_usable()) {
+    EXPECT_GT(measure_mac_peak(MacUnit::Int8Madd, 1, 0.02).gops, 0.5 * fma);
+  }
+  if (host_cpu().avx_vnni_usable()) {
+    EXPECT_GT(measure_mac_peak(MacUnit::Int8Dot256, 1, 0.02).gops, 0.5 * fma);
   }
   // A tile product is 16 x 16 x 32 multiply-adds: far above the FMA peak wherever AMX runs.
   if (host_cpu().amx_bf16_usable()) {

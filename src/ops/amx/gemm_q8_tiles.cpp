@@ -262,11 +262,11 @@ void gemm_q8_tiles(Int8Tiles unit, const Q8Activations& a, const std::byte* w, D
   if (!(a.layouts & kQ8TokenTiles))
     throw Error("gemm_q8_tiles: the activations (" + std::to_string(a.T) + " tokens) were quantized without the "
                 "token-tile layout (kQ8TokenTiles, T > 1)");
-  if (!gemm_q8_available())
+  if (!gemm_q8_avx512())
     throw Error(std::string("gemm_q8_tiles: the ") + int8_tiles_name(unit) +
                 " kernel's epilogue needs AVX512_VNNI, BW and VL, which this CPU has not confirmed");
-  const bool q4 = dtype == DType::Q4_0_R16;
-  const int64_t g0 = o_begin / kInterleaveRows, g1 = o_end / kInterleaveRows;
+  [[maybe_unused]] const bool q4 = dtype == DType::Q4_0_R16;
+  [[maybe_unused]] const int64_t g0 = o_begin / kInterleaveRows, g1 = o_end / kInterleaveRows;
   switch (unit) {
 #if defined(__x86_64__)
     case Int8Tiles::Emulated: run_tiles<EmulatedInt8Tiles>(a, w, q4, g0, g1, y, ldy, blocking); return;
@@ -280,7 +280,7 @@ void gemm_q8_tiles(Int8Tiles unit, const Q8Activations& a, const std::byte* w, D
 TileKernelCheck check_q8_tiles(Int8Tiles unit) {
   TileKernelCheck c;
 #if defined(__x86_64__)
-  if (!gemm_q8_available()) {
+  if (!gemm_q8_avx512()) {
     c.detail = "the epilogue's AVX512_VNNI/BW/VL is not confirmed on this CPU";
     return c;
   }

@@ -265,7 +265,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI void attend_int8(const float* q, int64_t G, const K
 
 }  // namespace
 
-bool attention_int8_available() { return gemm_q8_available(); }
+bool attention_int8_available() { return gemm_q8_avx512(); }
 
 void attend_partial_int8(const float* q, int64_t group, const KvSpans& kv, int64_t kv_head, int64_t begin, int64_t end,
                          float* o, float* m, float* l) {

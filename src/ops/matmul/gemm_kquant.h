@@ -38,5 +38,9 @@ constexpr uint64_t kquant_decode_prefetch_bytes(uint64_t column_bytes) { return 
 // another dtype, rows that are not whole groups or a width that is not whole super-blocks.
 void gemm_kquant_interleaved_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin,
                                   int64_t o_end, float* y, int64_t ldy, DecodeStreaming decode);
+// The checks both tiers' interleaved K-quant kernels run first: throws g4::Error naming the dtype,
+// the input width or the row range when it is not Q4_K_R16 / Q5_K_R16 / Q6_K_R16, whole
+// super-blocks of 256 and whole groups of 16 rows.
+void check_kquant_interleaved_args(const Q8Activations& a, DType dtype, int64_t o_begin, int64_t o_end);
 
 }  // namespace g4::ops

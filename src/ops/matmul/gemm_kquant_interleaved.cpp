@@ -32,6 +32,16 @@
 
 namespace g4::ops {
 
+void check_kquant_interleaved_args(const Q8Activations& a, DType dtype, int64_t o_begin, int64_t o_end) {
+  if (dtype != DType::Q4_K_R16 && dtype != DType::Q5_K_R16 && dtype != DType::Q6_K_R16)
+    throw Error("gemm_kquant_interleaved_rows: " + std::string(dtype_name(dtype)) + " is not an interleaved K-quant");
+  if (a.in % q4_k::kBlockValues)
+    throw Error("gemm_kquant_interleaved_rows: " + std::to_string(a.in) + " inputs are not whole super-blocks of 256");
+  if (o_begin % kInterleaveRows || o_end % kInterleaveRows)
+    throw Error("gemm_kquant_interleaved_rows: rows [" + std::to_string(o_begin) + ", " + std::to_string(o_end) +
+                ") must be whole groups of 16");
+}
+
 #if defined(__x86_64__)
 namespace {
 
@@ -382,13 +392,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void prefill_q6k(const std::byte* w, uint6
 
 void gemm_kquant_interleaved_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin,
                                   int64_t o_end, float* y, int64_t ldy, DecodeStreaming decode) {
-  if (dtype != DType::Q4_K_R16 && dtype != DType::Q5_K_R16 && dtype != DType::Q6_K_R16)
-    throw Error("gemm_kquant_interleaved_rows: " + std::string(dtype_name(dtype)) + " is not an interleaved K-quant");
-  if (a.in % kSuperBlock)
-    throw Error("gemm_kquant_interleaved_rows: " + std::to_string(a.in) + " inputs are not whole super-blocks of 256");
-  if (o_begin % kInterleaveRows || o_end % kInterleaveRows)
-    throw Error("gemm_kquant_interleaved_rows: rows [" + std::to_string(o_begin) + ", " + std::to_string(o_end) +
-                ") must be whole groups of 16");
+  check_kquant_interleaved_args(a, dtype, o_begin, o_end);
   const bool q6 = dtype == DType::Q6_K_R16, q5 = dtype == DType::Q5_K_R16;
   const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(interleave_base(dtype), a.in);
   // Decode: the streams side by side that ops::plan_decode_streaming chose (its software prefetch

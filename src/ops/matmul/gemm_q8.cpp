@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ops/matmul/gemm_kquant.h"
+#include "ops/matmul/gemm_q8_avx2.h"
 #include "platform/device.h"
 #include "platform/error.h"
 #include "platform/row_interleave.h"
@@ -416,15 +417,15 @@ TileFn pick(int r, int c) {
 
 }  // namespace
 
-bool gemm_q8_available() {
-  static const bool ok = host_cpu().avx512_vnni_usable();
-  return ok;
-}
-
 void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,
                   int64_t ldy, DecodeStreaming decode) {
+  const Int8Dot tier = int8_kernel_tier();
+  if (!int8_kernel_reads(dtype))
+    throw Error("gemm_q8_rows: the " + std::string(int8_dot_name(tier)) + " int8 kernels do not read " +
+                std::string(dtype_name(dtype)) + " weights");
   if (dtype_is_kquant(dtype)) {
-    gemm_kquant_rows(a, w, dtype, o_begin, o_end, y, ldy);
+    if (tier == Int8Dot::Avx512Vnni) gemm_kquant_rows(a, w, dtype, o_begin, o_end, y, ldy);
+    else gemm_kquant_rows_256(a, w, dtype, o_begin, o_end, y, ldy, tier);
     return;
   }
   const unsigned needs = dtype_is_interleaved(dtype) ? (a.T > 1 ? kQ8Panels : 0u) : kQ8RowTiles;
@@ -432,14 +433,20 @@ void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64
     throw Error("gemm_q8_rows: " + std::string(dtype_name(dtype)) + " weights x " + std::to_string(a.T) +
                 " tokens read the activations' " + (needs == kQ8Panels ? "token panels" : "row-tile scales") +
                 ", which quantize_activations was not asked for");
+  const bool wide = tier == Int8Dot::Avx512Vnni;
   if (dtype == DType::Q4_K_R16 || dtype == DType::Q5_K_R16 || dtype == DType::Q6_K_R16) {
-    gemm_kquant_interleaved_rows(a, w, dtype, o_begin, o_end, y, ldy, decode);
+    if (wide) gemm_kquant_interleaved_rows(a, w, dtype, o_begin, o_end, y, ldy, decode);
+    else gemm_kquant_interleaved_rows_256(a, w, dtype, o_begin, o_end, y, ldy, decode, tier);
+    return;
+  }
+  if (dtype_is_interleaved(dtype) && (o_begin % kInterleaveRows || o_end % kInterleaveRows))
+    throw Error("gemm_q8_rows: rows [" + std::to_string(o_begin) + ", " + std::to_string(o_end) + ") of " +
+                std::string(dtype_name(dtype)) + " weights must be whole groups of 16");
+  if (!wide) {
+    gemm_q8_rows_256(a, w, dtype, o_begin, o_end, y, ldy, decode, tier);
     return;
   }
   if (dtype_is_interleaved(dtype)) {
-    if (o_begin % kInterleaveRows || o_end % kInterleaveRows)
-      throw Error("gemm_q8_rows: rows [" + std::to_string(o_begin) + ", " + std::to_string(o_end) + ") of " +
-                  std::string(dtype_name(dtype)) + " weights must be whole groups of 16");
     gemm_interleaved_rows(a, w, dtype == DType::Q4_0_R16, o_begin, o_end, y, ldy, decode);
     return;
   }
@@ -452,7 +459,6 @@ void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64
 
 #else  // not x86-64: never available; callers check first
 
-bool gemm_q8_available() { return false; }
 void gemm_q8_rows(const Q8Activations&, const std::byte*, DType, int64_t, int64_t, float*, int64_t, DecodeStreaming) {}
 
 #endif

@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "platform/device.h"
 #include "platform/dtype.h"
 
 namespace g4::ops {
@@ -101,8 +103,25 @@ void for_each_row_tile(int64_t T, int64_t o_begin, int64_t o_end, Fn fn) {
   }
 }
 
-// True when this build has the kernel and the CPU confirmed AVX512_VNNI, BW and VL (probe + self-test).
+// The integer dot product the int8 kernels run on (platform/device.h, Int8Dot): the host CPU's
+// best confirmed one, unless lowered by G4_INT8_KERNELS=avx2|avx-vnni|none in the environment
+// (read once; so an AVX-512 machine measures the AVX2 tier) or by force_int8_kernel_tier.
+Int8Dot int8_kernel_tier();
+// Tests and benchmarks: run the int8 kernels on `tier` from now on (nullopt: the default again).
+// Throws g4::Error naming both tiers when the host did not confirm `tier`. Not while products run.
+void force_int8_kernel_tier(std::optional<Int8Dot> tier);
+// Whether the int8 kernels on the current tier read weights of `dtype`: Q8_0, Q4_0, Q4_K, Q5_K,
+// Q6_K and their R16 layouts on every tier (so a format without an int8 kernel on some tier has
+// to say so here, and describe_matmul then names the slower path and its cost).
+bool int8_kernel_reads(DType dtype);
+// The instruction the int8 kernels multiply with, short, as logs name it: "VPDPBUSD" (AVX512_VNNI),
+// "VPDPBUSD (AVX-VNNI)", "VPMADDUBSW+VPMADDWD" (AVX2), "none".
+const char* int8_kernel_instruction();
+// True when the int8 kernels run on this CPU (int8_kernel_tier() is not None).
 bool gemm_q8_available();
+// True when they run on AVX512_VNNI: what the AVX-512 quantizer, the int8 attention kernel and
+// the AMX-INT8 tiles' epilogue need.
+bool gemm_q8_avx512();
 
 // Quantizes x[T, in] (in % 32 == 0) into a: AVX-512 where the kernel is available, scalar C++
 // otherwise, the two bit-identical. q, scale and the starts always; `layouts` adds what the
@@ -119,8 +138,9 @@ void quantize_tokens(const float* x, int64_t t0, int64_t t1, Q8Activations& a);
 // same panel cells' lines (throws g4::Error outside the sized tokens or pairs).
 void quantize_token_blocks(const float* x, int64_t t0, int64_t t1, int64_t p0, int64_t p1, Q8Activations& a);
 
-// For tests: whether the AVX-512 and scalar quantizers agree bit for bit on one block of 32
-// (true where there is no AVX-512 path).
+// For tests: whether the SIMD quantizer of the current int8 tier (AVX-512 on avx512-vnni, AVX2
+// on the 256-bit tiers) and the scalar one agree bit for bit on one block of 32 (true where the
+// CPU has no int8 tier).
 bool quantize_block_matches_scalar(const float* xb);
 
 // Decode (one token) on interleaved rows streams `groups` 16-row groups side by side (1, 2 or 4:

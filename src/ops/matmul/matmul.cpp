@@ -13,6 +13,7 @@
 #include "ops/amx/attention_bf16_tiles.h"
 #include "ops/matmul/dot_kernels.h"
 #include "ops/matmul/gemm_bf16.h"
+#include "ops/matmul/gemm_bf16_256.h"
 #include "ops/matmul/gemm_kquant.h"
 #include "ops/matmul/gemm_q8.h"
 #include "ops/matmul/kquant_dot_kernels.h"
@@ -100,6 +101,8 @@ void matmul_rows(const float* x, int64_t T, const TensorView& w, float* y, int64
 }  // namespace
 
 bool uses_bf16_kernel(const MatmulContext& ctx) { return ctx.bf16_compute && gemm_bf16_available(); }
+bool uses_bf16_256_kernel(const MatmulContext& ctx) { return !uses_bf16_kernel(ctx) && gemm_bf16_256_available(); }
+bool reads_bf16_interleaved(const MatmulContext& ctx) { return uses_bf16_kernel(ctx) || uses_bf16_256_kernel(ctx); }
 bool uses_int8_kernel(const MatmulContext& ctx) { return ctx.int8_activations && gemm_q8_available(); }
 bool uses_bf16_tiles(const MatmulContext& ctx, int64_t in) {
   return uses_bf16_kernel(ctx) && ctx.bf16_tiles != Bf16Tiles::None && bf16_tiles_fit(in);
@@ -158,18 +161,21 @@ void split_rows(const MatmulContext& ctx, int64_t out, int group, Fn fn) {
   for_each_chunk(*ctx.pool, units, [&](int64_t ub, int64_t ue) { fn(ub * group, std::min(out, ue * group)); });
 }
 
-// Which fast kernel a product takes (None: anything else).
-enum class FastKernel { None, Bf16, Int8 };
+// Which fast kernel a product takes (None: anything else). Bf16F32: BF16_R16 weights x f32
+// activations on AVX2 FMA (gemm_bf16_256.h).
+enum class FastKernel { None, Bf16, Int8, Bf16F32 };
 
 FastKernel fast_kernel_of(const TensorView& w, const MatmulContext& ctx) {
   if (w.shape.size() != 2) return FastKernel::None;
   if (dtype_is_interleaved(w.dtype)) {
     if (w.shape[0] % kInterleaveRows) return FastKernel::None;
-    if (interleave_base(w.dtype) == DType::BF16) return uses_bf16_kernel(ctx) ? FastKernel::Bf16 : FastKernel::None;
-    return uses_int8_kernel(ctx) ? FastKernel::Int8 : FastKernel::None;
+    if (interleave_base(w.dtype) == DType::BF16)
+      return uses_bf16_kernel(ctx) ? FastKernel::Bf16 : uses_bf16_256_kernel(ctx) ? FastKernel::Bf16F32 : FastKernel::None;
+    return uses_int8_kernel(ctx) && int8_kernel_reads(w.dtype) ? FastKernel::Int8 : FastKernel::None;
   }
   if (w.dtype == DType::BF16) return uses_bf16_kernel(ctx) ? FastKernel::Bf16 : FastKernel::None;
-  if (int8_blocks(w.dtype) && w.shape[1] % dtype_block_size(w.dtype) == 0 && uses_int8_kernel(ctx))
+  if (int8_blocks(w.dtype) && w.shape[1] % dtype_block_size(w.dtype) == 0 && uses_int8_kernel(ctx) &&
+      int8_kernel_reads(w.dtype))
     return FastKernel::Int8;
   return FastKernel::None;
 }
@@ -202,7 +208,26 @@ UnitLayout layout_units(std::span<const Product> products, int64_t T, FastKernel
   if (kernel == FastKernel::Int8 && interleaved) l.align = T == 1 ? std::max(1, decode_groups_for(ctx.decode, group_bytes)) : 2;
   if (kernel == FastKernel::Bf16 && interleaved)
     l.align = T == 1 && !uses_bf16_tiles(ctx, products[0].w->shape[1]) ? kBf16DecodeGroups : 2;
+  if (kernel == FastKernel::Bf16F32) l.align = T == 1 ? bf16_256_decode_groups(ctx, group_bytes) : 2;
   return l;
+}
+
+// x [T, in] rounded to bf16 into xb, laid out as the tiles read it (`tiles`) or row-major; over
+// the pool by tokens when `split`.
+void round_for(const float* x, int64_t T, int64_t in, bool tiles, bool split, const MatmulContext& ctx,
+               std::vector<uint16_t>& xb) {
+  xb.resize(size_t(tiles ? bf16_tile_panel_elements(T, in) : T * in));
+  uint16_t* const rounded = xb.data();
+  auto convert = [&](int64_t t0, int64_t t1) {
+    if (tiles)
+      round_to_bf16_tile_panels(x, t0, t1, in, rounded);
+    else
+      round_rows_to_bf16(x + t0 * in, (t1 - t0) * in, rounded + t0 * in);
+  };
+  if (split)
+    ctx.pool->parallel_for(T, [&](int64_t b, int64_t e, int) { convert(b, e); });
+  else
+    convert(0, T);
 }
 
 // x [T, in] into xq in the layouts the products' kernels read; over the pool when `split`.
@@ -237,8 +262,8 @@ FastKernel shared_kernel_of(std::span<const Product> products, const MatmulConte
 
 // Products of one input x [T, in] on one fast kernel (BF16 weights on VDPBF16PS: activations
 // rounded to bf16; Q8_0/Q4_0, row-major or interleaved, on VPDPBUSD: activations quantized to
-// int8). The activations are converted once; the units (layout_units) of all the matrices are
-// split over the pool in one hand-off.
+// int8; BF16_R16 on AVX2 FMA: the f32 activations as they are). The activations are converted
+// once; the units (layout_units) of all the matrices are split over the pool in one hand-off.
 void run_fast(const float* x, int64_t T, std::span<const Product> products, FastKernel kernel, const MatmulContext& ctx) {
   const int64_t in = products[0].w->shape[1];
   const UnitLayout layout = layout_units(products, T, kernel, ctx);
@@ -263,22 +288,11 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
   // every product of this call must be one, as the rounded activations take one layout.
   const bool tiles = kernel == FastKernel::Bf16 && uses_bf16_tiles(ctx, in) &&
                      std::all_of(group.begin(), group.end(), [](int g) { return g == int(kInterleaveRows); });
-  if (kernel == FastKernel::Bf16) {
-    xb.resize(size_t(tiles ? bf16_tile_panel_elements(T, in) : T * in));
-    uint16_t* const rounded = xb.data();
-    auto convert = [&](int64_t t0, int64_t t1) {
-      if (tiles)
-        round_to_bf16_tile_panels(x, t0, t1, in, rounded);
-      else
-        round_rows_to_bf16(x + t0 * in, (t1 - t0) * in, rounded + t0 * in);
-    };
-    if (split)
-      ctx.pool->parallel_for(T, [&](int64_t b, int64_t e, int) { convert(b, e); });
-    else
-      convert(0, T);
-  } else {
+  if (kernel == FastKernel::Bf16)
+    round_for(x, T, in, tiles, split, ctx, xb);
+  else if (kernel == FastKernel::Int8)
     quantize_for(x, T, products, split, ctx, xq);
-  }
+  const int side_by_side = kernel == FastKernel::Bf16F32 ? bf16_256_decode_groups(ctx, uint64_t(32 * in)) : 1;
   // Named outside the lambda: inside it, a thread_local would be the worker thread's own copy.
   const uint16_t* const xbp = xb.data();
   const Q8Activations& xa = xq;
@@ -288,7 +302,9 @@ void run_fast(const float* x, int64_t T, std::span<const Product> products, Fast
       if (b >= e) continue;
       const TensorView& w = *products[i].w;
       const int64_t out = w.shape[0], r0 = (b - first[i]) * group[i], r1 = std::min(out, (e - first[i]) * group[i]);
-      if (tiles)
+      if (kernel == FastKernel::Bf16F32)
+        gemm_bf16_256_rows(x, T, in, w.data, r0, r1, products[i].y, out, side_by_side, ctx.decode.prefetch_bytes);
+      else if (tiles)
         gemm_bf16_tiles(ctx.bf16_tiles, xbp, T, in, w.data, r0, r1, products[i].y, out,
                         ctx.tile_block_budget ? bf16_tiles_blocking(in, ctx.tile_block_budget) : Bf16TileBlocking{});
       else if (kernel == FastKernel::Bf16 && group[i] == int(kInterleaveRows))
@@ -318,7 +334,12 @@ MacUnit mac_unit_of(const MatmulContext& ctx, DType dtype) {
   v.shape = {kInterleaveRows, 256};
   switch (fast_kernel_of(v, ctx)) {
     case FastKernel::Bf16: return dtype == DType::BF16_R16 && uses_bf16_tiles(ctx, 256) ? MacUnit::Bf16Tile : MacUnit::Bf16Dot;
-    case FastKernel::Int8: return uses_int8_tiles(ctx, dtype, kFewTokens + 1) ? MacUnit::Int8Tile : MacUnit::Int8Dot;
+    case FastKernel::Int8:
+      if (uses_int8_tiles(ctx, dtype, kFewTokens + 1)) return MacUnit::Int8Tile;
+      return int8_kernel_tier() == Int8Dot::Avx2      ? MacUnit::Int8Madd
+             : int8_kernel_tier() == Int8Dot::AvxVnni ? MacUnit::Int8Dot256
+                                                      : MacUnit::Int8Dot;
+    case FastKernel::Bf16F32:
     case FastKernel::None: break;
   }
   return MacUnit::F32Fma;
@@ -372,8 +393,9 @@ void matmul(const float* x, int64_t T, const TensorView& w, float* y, const Matm
     run_fast(x, T, std::span<const Product>(&one, 1), kernel, ctx);
     return;
   }
-  // Interleaved rows exist only for the VNNI and VDPBF16PS kernels (model/weight_interleave.h);
-  // without them the reference loops read them a row at a time (correct, slow).
+  // Interleaved rows exist only for the int8, VDPBF16PS and AVX2 BF16_R16 kernels
+  // (model/weight_interleave.h); without them the reference loops read them a row at a time
+  // (correct, slow).
   if (dtype_is_interleaved(w.dtype)) {
     ref::matmul(x, T, w, y);
     return;

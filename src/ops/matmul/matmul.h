@@ -26,7 +26,8 @@ struct MatmulContext {
   ThreadPool* pool = nullptr;  // null: run on the calling thread
   int panel_rows = 4;          // from plan_matmul; decode groups min(panel_rows, 4) rows
   // Policy compute = bf16: BF16 weights multiply bf16-rounded activations with VDPBF16PS
-  // (gemm_bf16.h) when the CPU has it; otherwise, and for other weight dtypes, f32 FMA.
+  // (gemm_bf16.h) when the CPU has it; otherwise, and for other weight dtypes, f32 FMA (BF16_R16
+  // on AVX2 CPUs: gemm_bf16_256.h).
   bool bf16_compute = false;
   // Policy activations = q8: Q8_0/Q4_0 weights multiply int8-quantized activations with VPDPBUSD
   // (gemm_q8.h) when the CPU has AVX512_VNNI; otherwise f32 activations on the block kernels.
@@ -95,6 +96,12 @@ MatmulContext make_matmul_context(ThreadPool* pool, const DeviceInfo& device, in
 
 // True when matmul with this context runs BF16 weights on the bf16 dot-product kernel.
 bool uses_bf16_kernel(const MatmulContext& ctx);
+// True when matmul with this context runs BF16_R16 weights on f32 activations with AVX2 FMA
+// (gemm_bf16_256.h): no bf16 kernel, and gemm_bf16_256_available() (AVX2 without AVX-512).
+bool uses_bf16_256_kernel(const MatmulContext& ctx);
+// True when matmul with this context reads BF16_R16 weights on a kernel of their own (VDPBF16PS,
+// its tiles, or the AVX2 FMA kernel): where BF16 matrices are worth interleaving at load.
+bool reads_bf16_interleaved(const MatmulContext& ctx);
 // True when matmul with this context runs BF16_R16 weights `in` columns wide on tiles.
 bool uses_bf16_tiles(const MatmulContext& ctx, int64_t in);
 // True when matmul with this context runs Q8_0/Q4_0 weights on the int8 (VNNI) kernel.

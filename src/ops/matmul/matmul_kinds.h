@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "ops/matmul/dot_kernels.h"  // kMaxDotRows
+#include "ops/matmul/gemm_bf16_256.h"
 #include "ops/matmul/matmul.h"
 #include "platform/dtype.h"
 #include "platform/row_interleave.h"
@@ -17,6 +18,12 @@ constexpr int64_t kMaxPanelRows = 64;
 // Decode on BF16_R16: 16-row groups side by side per thread (one accumulator chain per group;
 // side by side they share each activation load and hide VDPBF16PS's latency; 4 measured best).
 constexpr int kBf16DecodeGroups = 4;
+
+// Decode on BF16_R16 with f32 activations (gemm_bf16_256.h): the decode plan's groups side by
+// side for a group of `group_bytes`, at most kBf16Decode256Groups (4 accumulators a group).
+inline int bf16_256_decode_groups(const MatmulContext& ctx, uint64_t group_bytes) {
+  return std::clamp(decode_groups_for(ctx.decode, group_bytes), 1, kBf16Decode256Groups);
+}
 
 // Per-element types the float kernels widen in registers.
 inline bool simd_dtype(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }

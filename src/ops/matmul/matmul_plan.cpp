@@ -8,6 +8,7 @@
 #include "ops/amx/attention_bf16_tiles.h"
 #include "ops/matmul/dot_kernels.h"
 #include "ops/matmul/gemm_bf16.h"
+#include "ops/matmul/gemm_bf16_256.h"
 #include "ops/matmul/gemm_kquant.h"
 #include "ops/matmul/gemm_q8.h"
 #include "ops/matmul/matmul.h"
@@ -45,6 +46,16 @@ DecodePlan plan_decode_streaming(const DeviceInfo& device) {
         "groups side by side per thread instead of 1: 8 streams' products 63.6 against 72.1 ms a step, 8 streams "
         "5.29x one stream's tok/s against 4.64x; E2B BF16 decode on VDPBF16PS with prefetch 4 KiB ahead: 97.9% and "
         "96.8% of its read pass against 86.0% and 84.8% without, alternated)";
+  } else if (device.vendor == "AuthenticAMD" && !device.avx512_usable()) {
+    // Zen 2/3: the 256-bit int8 kernels issue twice the instructions per weight byte of the
+    // AVX-512 ones, and one stream per thread no longer keeps the memory busy.
+    p.streaming = {2, 4u << 10};
+    p.reason =
+        "AMD core without AVX-512 (Zen 2/3): 2 streams per thread with prefetch 4 KiB ahead (on a 2-vCPU Zen 3 "
+        "VM, E2B Q4_0 decode on the AVX2 int8 kernels against its paired read pass, g4 bench alternated 3 "
+        "rounds: 72.8-75.4% against 69.7-70.2% for one stream without prefetch; one Q4_0 matrix of 113 MiB "
+        "read 36 GB/s against 22 with prefetch 4 KiB ahead, build/g4_microbench "
+        "--benchmark_filter='BM_MatmulQ4_0_R16/1/2/1/0/')";
   } else if (device.vendor == "AuthenticAMD") {
     // Past the L1d, 4 groups side by side: one activation load serves 4 groups' columns.
     const uint64_t l1d = device.caches.l1d_bytes ? device.caches.l1d_bytes : (48u << 10);
@@ -73,8 +84,11 @@ AttentionPlan plan_attention(const DeviceInfo& device) {
         "335 GFLOP/s on 2 threads, one E2B full layer at depth 4096 in 557 us with the K/V widened to f32 against "
         "787 us on VDPBF16PS, build/g4_microbench --benchmark_filter='AttendLayerFromCache/[03]/2/0'; an AMX Xeon: "
         "a quarter), so attention widens bf16 K/V to f32 unless AMX-BF16 tiles take it";
+  } else if (!device.avx512_bf16_usable()) {
+    p.bf16_dots = false;
+    p.reason = "no confirmed AVX512_BF16: attention widens bf16 K/V to f32 for FMA";
   } else {
-    p.reason = "VDPBF16PS where the CPU has it (Zen 5: one E2B full layer at depth 4096 in 350-390 us on 2 threads)";
+    p.reason = "VDPBF16PS (Zen 5: one E2B full layer at depth 4096 in 350-390 us on 2 threads)";
   }
   return p;
 }
@@ -144,6 +158,52 @@ MatmulContext make_matmul_context(ThreadPool* pool, const DeviceInfo& device, in
   return c;
 }
 
+namespace {
+
+// The interleaved int8 layouts' product: the tier's instruction, decode streaming, a few streams,
+// and the AMX-INT8 tiles where prefill takes them.
+std::string describe_interleaved_int8(const MatmulContext& ctx, DType dtype) {
+  const std::string int8_dot(int8_dot_instruction(int8_kernel_tier()));
+  const bool wide_int8 = int8_kernel_tier() == Int8Dot::Avx512Vnni;
+  DecodeStreaming shown = ctx.decode;  // the K-quant kernels' own prefetch distance, on every core
+  if (dtype == DType::Q4_K_R16 || dtype == DType::Q5_K_R16 || dtype == DType::Q6_K_R16)
+    shown.prefetch_bytes = kquant_decode_prefetch_bytes(dtype == DType::Q4_K_R16   ? kQ4KColumnBytes
+                                                        : dtype == DType::Q5_K_R16 ? kQ5KColumnBytes
+                                                                                   : kQ6KColumnBytes);
+  const int few_groups = wide_int8 ? ctx.decode.few_groups : 1;
+  std::string s = std::string(dtype_name(interleave_base(dtype))) +
+                  " weights, 16 rows interleaved, x int8 activations (blocks of 32, f32 scales) on " + int8_dot +
+                  (wide_int8 ? ", 16 rows per instruction" : ", 8 rows per instruction (two per 16-row group)") +
+                  ", exact int32 block sums, f32 accumulate; decode: " + describe_decode_streaming(shown);
+  if (dtype == DType::Q8_0_R16 || dtype == DType::Q4_0_R16)
+    s += "; 2-" + std::to_string(kFewTokens) + " streams decoding together: one pass, " +
+         std::to_string(few_groups) + (few_groups > 1 ? " row groups" : " row group") +
+         " side by side per thread, " + prefetch_phrase(ctx.decode.few_prefetch_bytes);
+  if (uses_int8_tiles(ctx, dtype, kFewTokens + 1))
+    s += std::string("; prefill of more than ") + std::to_string(kFewTokens) + " tokens on " +
+         (ctx.int8_tiles == Int8Tiles::Amx ? "AMX-INT8 tiles (TDPBSUD; probe, tile self-test and kernel check passed)"
+                                           : "a software model of AMX-INT8 tiles (tests only)") +
+         ", 16 tokens x 16 rows x one block per product, then the same f32 steps: bit-identical to VPDPBUSD";
+  else if (int8_tiles_take(dtype) && host_cpu().amx_int8_usable() && !amx_int8_kernel_usable())
+    s += "; AMX-INT8 tiles not used: their kernel check failed: " + amx_int8_kernel_check().detail;
+  return s;
+}
+
+// BF16_R16 x f32 activations on AVX2 FMA (gemm_bf16_256.h): the decode plan's streams, at most
+// kBf16Decode256Groups of them.
+std::string describe_bf16_256(const MatmulContext& ctx) {
+  DecodeStreaming shown = ctx.decode;
+  shown.groups = std::clamp(shown.groups, 1, kBf16Decode256Groups);
+  shown.wide_groups = std::clamp(shown.wide_groups, 1, kBf16Decode256Groups);
+  return "BF16 weights, 16 rows interleaved, widened to f32 in registers, f32 FMA (AVX2) with f32 activations, "
+         "8 rows per register pair, each row an even and an odd f32 chain over the value pairs in order, then "
+         "even + odd; decode: 16-row groups as " +
+         describe_decode_streaming(shown) + "; prefill: tiles of 8 rows x " + std::to_string(kBf16Tile256Tokens) +
+         " tokens, each step widening 8 rows' value pairs once for the tile's tokens";
+}
+
+}  // namespace
+
 std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
   const std::string target = dot_kernel_target();
   const std::string name(dtype_name(dtype));
@@ -169,37 +229,16 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
       s += " (AMX-BF16 tiles not used: their kernel check failed: " + amx_bf16_kernel_check().detail + ")";
     return s;
   }
+  if (dtype == DType::BF16_R16 && uses_bf16_256_kernel(ctx)) return describe_bf16_256(ctx);
+  const std::string int8_dot(int8_dot_instruction(int8_kernel_tier()));
   if (simd_blocks(dtype) && uses_int8_kernel(ctx))
-    return name +
-           " weights x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
-           "exact int32 block sums, f32 accumulate";
-  if (dtype_is_kquant(dtype) && uses_int8_kernel(ctx))
-    return name +
-           " super-blocks x int8 activations (blocks of 32, f32 scales) on VPDPBUSD (AVX512_VNNI), "
-           "exact int32 sums per 4 values, scaled per sub-block, f32 accumulate";
-  if (dtype_is_interleaved(dtype) && dtype != DType::BF16_R16 && uses_int8_kernel(ctx)) {
-    DecodeStreaming shown = ctx.decode;  // the K-quant kernels' own prefetch distance, on every core
-    if (dtype == DType::Q4_K_R16 || dtype == DType::Q5_K_R16 || dtype == DType::Q6_K_R16)
-      shown.prefetch_bytes = kquant_decode_prefetch_bytes(dtype == DType::Q4_K_R16   ? kQ4KColumnBytes
-                                                          : dtype == DType::Q5_K_R16 ? kQ5KColumnBytes
-                                                                                     : kQ6KColumnBytes);
-    std::string s = std::string(dtype_name(interleave_base(dtype))) +
-                    " weights, 16 rows interleaved, x int8 activations (blocks of 32, f32 scales) on VPDPBUSD "
-                    "(AVX512_VNNI), 16 rows per instruction, exact int32 block sums, f32 accumulate" +
-                    "; decode: " + describe_decode_streaming(shown);
-    if (dtype == DType::Q8_0_R16 || dtype == DType::Q4_0_R16)
-      s += "; 2-" + std::to_string(kFewTokens) + " streams decoding together: one pass, " +
-           std::to_string(ctx.decode.few_groups) + (ctx.decode.few_groups > 1 ? " row groups" : " row group") +
-           " side by side per thread, " + prefetch_phrase(ctx.decode.few_prefetch_bytes);
-    if (uses_int8_tiles(ctx, dtype, kFewTokens + 1))
-      s += std::string("; prefill of more than ") + std::to_string(kFewTokens) + " tokens on " +
-           (ctx.int8_tiles == Int8Tiles::Amx ? "AMX-INT8 tiles (TDPBSUD; probe, tile self-test and kernel check passed)"
-                                             : "a software model of AMX-INT8 tiles (tests only)") +
-           ", 16 tokens x 16 rows x one block per product, then the same f32 steps: bit-identical to VPDPBUSD";
-    else if (int8_tiles_take(dtype) && host_cpu().amx_int8_usable() && !amx_int8_kernel_usable())
-      s += "; AMX-INT8 tiles not used: their kernel check failed: " + amx_int8_kernel_check().detail;
-    return s;
-  }
+    return name + " weights x int8 activations (blocks of 32, f32 scales) on " + int8_dot +
+           ", exact int32 block sums, f32 accumulate";
+  if (dtype_is_kquant(dtype) && uses_int8_kernel(ctx) && int8_kernel_reads(dtype))
+    return name + " super-blocks x int8 activations (blocks of 32, f32 scales) on " + int8_dot +
+           ", exact int32 sums per 4 values, scaled per sub-block, f32 accumulate";
+  if (dtype_is_interleaved(dtype) && dtype != DType::BF16_R16 && uses_int8_kernel(ctx))
+    return describe_interleaved_int8(ctx, dtype);
   if (dtype_is_interleaved(dtype)) return name + " weights on the reference loops (one row at a time out of its group)";
   std::string s;
   if (simd_dtype(dtype))
@@ -220,8 +259,11 @@ std::string describe_matmul(const MatmulContext& ctx, DType dtype) {
     s = name + " weights on the reference loops (dequantized per row), f32 accumulate";
   if (ctx.bf16_compute && dtype == DType::BF16)
     s += " (the policy asked for bf16 compute, but this CPU has no confirmed AVX512_BF16)";
-  if (ctx.int8_activations && int8_blocks(dtype))
-    s += " (the policy asked for int8 activations, but this CPU has no confirmed AVX512_VNNI)";
+  if (ctx.int8_activations && dtype == DType::Q4_1 && gemm_q8_available())
+    s += " (below what this CPU offers: no int8 kernel reads Q4_1, so its decode runs scalar block dots, several "
+         "times slower than Q4_0 or Q4_K on " + int8_dot + "; --weights q4 re-encodes it for the int8 kernel)";
+  if (ctx.int8_activations && int8_blocks(dtype) && !gemm_q8_available())
+    s += " (the policy asked for int8 activations, but this CPU has no integer dot product)";
   return s;
 }
 
