@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "ops/matmul/dot_kernels.h"
@@ -77,7 +78,8 @@ TEST(Matmul, BlockQuantizedMatchesReference) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   ThreadPool pool(2);
   // Q8_0/Q4_0 on the SIMD block dots, the K-quants on the SIMD super-block dots and Q4_1 on the
-  // scalar block dots (decode, T = 1, 2); dequantize-once SIMD f32 dots (prefill, T = 5).
+  // scalar block dots, decode (T = 1, 2) and prefill (T = 5) alike: a prefilled token's outputs
+  // are the token's alone, bit for bit (the f32 path without int8 activations).
   for (DType dt : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     const bool k = dtype_block_size(dt) == 256;
     const std::vector<std::pair<int64_t, int64_t>> shapes =
@@ -107,6 +109,12 @@ TEST(Matmul, BlockQuantizedMatchesReference) {
         ops::matmul(x.data(), T, w, got.data(), ctx);
         for (size_t i = 0; i < got.size(); ++i)
           ASSERT_NEAR(got[i], want[i], 2e-6f * float(in) + 1e-5f) << dtype_name(dt) << " " << out << "x" << in << " T " << T;
+        for (int64_t t = 0; t < T && T > 1; ++t) {
+          std::vector<float> alone(static_cast<size_t>(out));
+          ops::matmul(&x[size_t(t * in)], 1, w, alone.data(), ctx);
+          ASSERT_EQ(0, std::memcmp(alone.data(), &got[size_t(t * out)], size_t(out) * sizeof(float)))
+              << dtype_name(dt) << " " << out << "x" << in << " T " << T << ": token " << t << " batched differs from alone";
+        }
         if (!k && dt != DType::Q4_1) continue;
         EXPECT_EQ(ops::describe_matmul(ctx, dt).find("reference loops"), std::string::npos) << ops::describe_matmul(ctx, dt);
       }
@@ -198,7 +206,7 @@ TEST(Matmul, SharedInputEqualsSeparateProductsBitForBit) {
 // of that product. Worked by hand for E2B-like Q4_0_R16 matrices of 1536 inputs (a 16-row group
 // is 16 x 48 blocks x 18 B = 13824 B): q 2048 rows = 128 units, k 256 rows = 16 units.
 TEST(Matmul, WarmRangesStartWhereEachWorkersShareStarts) {
-  if (!ops::gemm_q8_available()) GTEST_SKIP() << "no VNNI kernel on this CPU";
+  if (!ops::int8_kernel_reads(DType::Q4_0_R16)) GTEST_SKIP() << "no int8 kernel for interleaved rows on this CPU";
   const int64_t in = 1536;
   const uint64_t group = 13824;
   std::vector<std::byte> qb(2048 * group / 16), kb(256 * group / 16);

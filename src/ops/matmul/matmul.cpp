@@ -37,36 +37,31 @@ size_t panel_scratch(std::vector<float>& v, int64_t rows, int64_t in, float** da
   return ld;
 }
 
-// Block-quantized rows in groups of `group`: decode (T <= 2) reads the packed blocks directly
-// (SIMD for Q8_0/Q4_0 and the K-quants, scalar quant_dot for Q4_1), up to 4 rows sharing each
-// load of x; prefill dequantizes a panel of `group` rows once and runs every token against it (dot_panel).
+// Block-quantized rows in groups of `group` (at most 4): every token reads the packed blocks
+// directly (SIMD for Q8_0/Q4_0 and the K-quants, scalar quant_dot for Q4_1), the rows sharing each
+// load of x. Prefill too, token by token over the group's rows (in L1 after the first token): a
+// dequantized panel (dot_panel) sums in another order than the block dots, so a token's logits
+// would depend on whether it was decoded alone or prefilled with others.
 void matmul_rows_blocks(const float* x, int64_t T, const TensorView& w, float* y, int64_t o_begin, int64_t o_end,
-                        int group, std::vector<float>& scratch, size_t /*prefetch: the block dots take none*/) {
+                        int group, std::vector<float>& /*scratch: unused*/, size_t /*prefetch: the block dots take none*/) {
   const int64_t out = w.shape[0], in = w.shape[1];
   const uint64_t rb = row_bytes(w.dtype, in);
+  const bool simd = simd_blocks(w.dtype);
   float tmp[4];
   for (int64_t o = o_begin; o < o_end; o += group) {
     const int rows = int(std::min<int64_t>(group, o_end - o));
-    if (T <= 2) {
-      const bool simd = simd_blocks(w.dtype);
-      for (int64_t t = 0; t < T; ++t) {
-        if ((simd && dot_rows_blocks(x + t * in, w.data + uint64_t(o) * rb, rb, w.dtype, size_t(in), rows, tmp)) ||
-            dot_rows_kquant(x + t * in, w.data + uint64_t(o) * rb, rb, w.dtype, size_t(in), rows, tmp)) {
-          for (int r = 0; r < rows; ++r) y[t * out + o + r] = tmp[r];
-          continue;
-        }
-        for (int r = 0; r < rows; ++r) {
-          const std::byte* row = w.data + uint64_t(o + r) * rb;
-          float& dst = y[t * out + o + r];
-          if (!(simd && dot_row_blocks(x + t * in, row, w.dtype, size_t(in), &dst))) dst = quant_dot(w.dtype, row, x + t * in, in);
-        }
+    for (int64_t t = 0; t < T; ++t) {
+      if ((simd && dot_rows_blocks(x + t * in, w.data + uint64_t(o) * rb, rb, w.dtype, size_t(in), rows, tmp)) ||
+          dot_rows_kquant(x + t * in, w.data + uint64_t(o) * rb, rb, w.dtype, size_t(in), rows, tmp)) {
+        for (int r = 0; r < rows; ++r) y[t * out + o + r] = tmp[r];
+        continue;
       }
-      continue;
+      for (int r = 0; r < rows; ++r) {
+        const std::byte* row = w.data + uint64_t(o + r) * rb;
+        float& dst = y[t * out + o + r];
+        if (!(simd && dot_row_blocks(x + t * in, row, w.dtype, size_t(in), &dst))) dst = quant_dot(w.dtype, row, x + t * in, in);
+      }
     }
-    float* panel;
-    const size_t ld = panel_scratch(scratch, rows, in, &panel);
-    for (int r = 0; r < rows; ++r) dequantize_row(w.dtype, w.data + uint64_t(o + r) * rb, panel + r * ld, in);
-    dot_panel(x, size_t(T), size_t(in), panel, ld, size_t(rows), y + o, size_t(out));
   }
 }
 
@@ -407,10 +402,10 @@ void matmul(const float* x, int64_t T, const TensorView& w, float* y, const Matm
     return;
   }
   auto rows_fn = blocks ? matmul_rows_blocks : matmul_rows;
-  // Decode: up to 4 rows per call (the block kernels' limit), or on the float kernels as many
-  // concurrent row streams as ctx.decode plans, up to 8. Prefill: a panel.
+  // Blocks: up to 4 rows per call (the block kernels' limit), decode and prefill alike. Float
+  // kernels: for decode as many concurrent row streams as ctx.decode plans, up to 8; prefill a panel.
   const int decode_rows = blocks ? std::clamp(ctx.panel_rows, 1, 4) : float_decode_rows(ctx);
-  const int group = T <= 2 ? decode_rows : panel_rows_for(ctx, w.shape[1]);
+  const int group = T <= 2 || blocks ? decode_rows : panel_rows_for(ctx, w.shape[1]);
   const size_t prefetch = size_t(ctx.decode.prefetch_bytes);
   split_rows(ctx, w.shape[0], group, [&](int64_t b, int64_t e) {
     thread_local std::vector<float> scratch;
