@@ -81,6 +81,7 @@ void measure_compute(const DeviceInfo& device, DeviceReport& r) {
   if (device.avx512_vnni_usable()) r.dot_peaks.push_back(measure_mac_peak(MacUnit::Int8Dot, cores));
   else if (device.avx_vnni_usable()) r.dot_peaks.push_back(measure_mac_peak(MacUnit::Int8Dot256, cores));
   else if (device.avx2_int8_usable()) r.dot_peaks.push_back(measure_mac_peak(MacUnit::Int8Madd, cores));
+  if (device.neon_dotprod_usable()) r.dot_peaks.push_back(measure_mac_peak(MacUnit::Int8Sdot, cores));
   if (device.amx_bf16_usable()) r.dot_peaks.push_back(measure_mac_peak(MacUnit::Bf16Tile, cores));
   if (device.amx_int8_usable()) r.dot_peaks.push_back(measure_mac_peak(MacUnit::Int8Tile, cores));
 }

@@ -27,7 +27,9 @@ bool interleavable(const TensorView& t) {
 
 bool interleaved_for(DType t, InterleaveFor k) {
   if (t == DType::BF16) return k.bf16;
-  return k.int8 && (t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K);
+  // Only where this CPU's int8 tier reads the interleaved layout (NEON reads row-major blocks only).
+  return k.int8 && (t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K) &&
+         ops::int8_kernel_reads(interleaved_dtype(t));
 }
 
 InterleaveReport interleave_weights(Model& m, ThreadPool* pool, InterleaveFor kernels) {

@@ -286,6 +286,7 @@ void run_selftests(DeviceInfo& device, const ProbeOptions& options) {
   } else {
     device.avx_vnni_selftest = options.run_selftests ? check_avx_vnni_dot() : not_run(no_selftests);
   }
+  device.neon_dotprod_selftest = not_run("aarch64 unit: not on x86-64");
   for (const SelfTest* t : {&device.amx_bf16_selftest, &device.amx_int8_selftest, &device.avx512_bf16_selftest,
                             &device.avx512_vnni_selftest, &device.avx_vnni_selftest})
     if (t->outcome == SelfTestOutcome::Failed) device.probe_notes.push_back("self-test failed: " + t->detail);
@@ -308,7 +309,7 @@ void probe_isa(DeviceInfo& device, const ProbeOptions& options) {
   }
   run_selftests(device, options);
 #elif defined(__aarch64__)
-  probe_arm_isa(device);
+  probe_arm_isa(device, options);
 #else
   device.arch = CpuArch::Other;
   device.name = "non-x86 CPU";
@@ -340,6 +341,7 @@ std::string_view int8_dot_name(Int8Dot t) {
     case Int8Dot::Avx2: return "avx2";
     case Int8Dot::AvxVnni: return "avx-vnni";
     case Int8Dot::Avx512Vnni: return "avx512-vnni";
+    case Int8Dot::NeonDot: return "neon-dotprod";
     case Int8Dot::None: break;
   }
   return "none";
@@ -350,6 +352,7 @@ std::string_view int8_dot_instruction(Int8Dot t) {
     case Int8Dot::Avx2: return "VPMADDUBSW + VPMADDWD (AVX2)";
     case Int8Dot::AvxVnni: return "VPDPBUSD (AVX-VNNI, 256-bit)";
     case Int8Dot::Avx512Vnni: return "VPDPBUSD (AVX512_VNNI)";
+    case Int8Dot::NeonDot: return "SDOT (NEON dotprod)";
     case Int8Dot::None: break;
   }
   return "none";
@@ -358,7 +361,7 @@ std::string_view int8_dot_instruction(Int8Dot t) {
 std::optional<Int8Dot> int8_dot_from_name(std::string_view name) {
   std::string lower(name);
   for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
-  for (Int8Dot t : {Int8Dot::None, Int8Dot::Avx2, Int8Dot::AvxVnni, Int8Dot::Avx512Vnni})
+  for (Int8Dot t : {Int8Dot::None, Int8Dot::Avx2, Int8Dot::AvxVnni, Int8Dot::Avx512Vnni, Int8Dot::NeonDot})
     if (lower == int8_dot_name(t)) return t;
   return std::nullopt;
 }
@@ -426,10 +429,13 @@ std::string describe_device(const DeviceInfo& d) {
   for (auto [name, on] : feature_list(d))
     if (!on) out << " " << name;
   out << "\n";
-  if (d.arch == CpuArch::Aarch64) {  // no OS state or self-test to report: the hwcaps are the kernel's word
-    std::string idle = arm_units_without_kernel(d.isa);
-    out << "  int8 weight products on: none (no aarch64 int8 kernel yet"
-        << (idle.empty() ? "" : "; this CPU offers " + idle) << ")\n";
+  if (d.arch == CpuArch::Aarch64) {  // no OS state to report: the hwcaps are the kernel's word
+    const SelfTest& t = d.neon_dotprod_selftest;
+    out << "  self-test neon-dotprod: " << selftest_outcome_name(t.outcome) << (t.detail.empty() ? "" : " (" + t.detail + ")")
+        << " -> " << (d.neon_dotprod_usable() ? "used" : "not used") << "\n";
+    const std::string idle = arm_units_without_kernel(d.isa);
+    out << "  int8 weight products on: " << int8_dot_instruction(d.int8_dot())
+        << (idle.empty() ? "" : " (this CPU also offers " + idle + ": no aarch64 kernel for them yet)") << "\n";
     for (const auto& note : d.probe_notes) out << "  note: " << note << "\n";
     return out.str();
   }
@@ -476,7 +482,8 @@ nlohmann::json device_to_json(const DeviceInfo& d) {
                      {"amx_int8", selftest(d.amx_int8_selftest, d.amx_int8_usable())},
                      {"avx512_bf16", selftest(d.avx512_bf16_selftest, d.avx512_bf16_usable())},
                      {"avx512_vnni", selftest(d.avx512_vnni_selftest, d.avx512_vnni_usable())},
-                     {"avx_vnni", selftest(d.avx_vnni_selftest, d.avx_vnni_usable())}};
+                     {"avx_vnni", selftest(d.avx_vnni_selftest, d.avx_vnni_usable())},
+                     {"neon_dotprod", selftest(d.neon_dotprod_selftest, d.neon_dotprod_usable())}};
   j["int8_dot"] = {{"tier", std::string(int8_dot_name(d.int8_dot()))},
                    {"instruction", std::string(int8_dot_instruction(d.int8_dot()))}};
   if (d.kind == DeviceKind::Cuda)

@@ -16,12 +16,14 @@ enum class DeviceKind : uint8_t { Cpu, Cuda };
 // The CPU's instruction set family: which half of IsaFeatures the probe fills and the report lists.
 enum class CpuArch : uint8_t { X86_64, Aarch64, Other };
 
-// The integer dot product an x86 CPU multiplies int8 blocks with, best last: AVX2's
+// The integer dot product a CPU multiplies int8 blocks with. x86, best last: AVX2's
 // VPMADDUBSW + VPMADDWD (u8 x s8 pairs summed in int16, then int32), AVX-VNNI's 256-bit VEX
-// VPDPBUSD, AVX512_VNNI's 512-bit VPDPBUSD. Each sums the same exact int32 products.
-enum class Int8Dot : uint8_t { None, Avx2, AvxVnni, Avx512Vnni };
-std::string_view int8_dot_name(Int8Dot t);  // "none", "avx2", "avx-vnni", "avx512-vnni"
-// "VPMADDUBSW + VPMADDWD (AVX2)", "VPDPBUSD (AVX-VNNI, 256-bit)", "VPDPBUSD (AVX512_VNNI)", "none"
+// VPDPBUSD, AVX512_VNNI's 512-bit VPDPBUSD; aarch64: NEON's SDOT (dotprod, s8 x s8 quads into
+// int32). Each sums the same exact int32 products. Not an order: see runs_int8_tier.
+enum class Int8Dot : uint8_t { None, Avx2, AvxVnni, Avx512Vnni, NeonDot };
+std::string_view int8_dot_name(Int8Dot t);  // "none", "avx2", "avx-vnni", "avx512-vnni", "neon-dotprod"
+// "VPMADDUBSW + VPMADDWD (AVX2)", "VPDPBUSD (AVX-VNNI, 256-bit)", "VPDPBUSD (AVX512_VNNI)",
+// "SDOT (NEON dotprod)", "none"
 std::string_view int8_dot_instruction(Int8Dot t);
 // Accepts the names int8_dot_name gives (any case); nullopt for anything else.
 std::optional<Int8Dot> int8_dot_from_name(std::string_view name);
@@ -99,6 +101,7 @@ struct DeviceInfo {
   SelfTest avx512_bf16_selftest;
   SelfTest avx512_vnni_selftest;
   SelfTest avx_vnni_selftest;
+  SelfTest neon_dotprod_selftest;  // aarch64: SDOT against the scalar path
   GpuInfo gpu;
   std::vector<std::string> probe_notes;  // anything surprising the probe saw (a unit reported but unusable)
 
@@ -121,10 +124,15 @@ struct DeviceInfo {
   bool avx_vnni_usable() const { return isa.avx_vnni && isa.avx2 && avx_vnni_selftest.passed(); }
   // The int8 kernels' AVX2 tier also converts f16 scales (F16C) and accumulates with FMA.
   bool avx2_int8_usable() const { return isa.avx2 && isa.fma && isa.f16c; }
-  // The best integer dot product this CPU confirmed (the int8 kernels' tier). x86 only: on aarch64
-  // SDOT/SMMLA have no g4 kernel yet, so it is None there (the policy's reasons say so).
+  // aarch64 SDOT: the hwcap and g4's self-test (the int8 kernels' NEON tier).
+  bool neon_dotprod_usable() const {
+    return arch == CpuArch::Aarch64 && isa.neon && isa.neon_dotprod && neon_dotprod_selftest.passed();
+  }
+  // The best integer dot product this CPU confirmed (the int8 kernels' tier). On aarch64 SDOT
+  // (SMMLA has no g4 kernel yet: the policy's reasons say so).
   Int8Dot int8_dot() const {
     if (kind != DeviceKind::Cpu) return Int8Dot::None;
+    if (arch == CpuArch::Aarch64) return neon_dotprod_usable() ? Int8Dot::NeonDot : Int8Dot::None;
     if (avx512_vnni_usable() && isa.f16c && isa.fma) return Int8Dot::Avx512Vnni;
     if (avx_vnni_usable() && avx2_int8_usable()) return Int8Dot::AvxVnni;
     if (avx2_int8_usable()) return Int8Dot::Avx2;
@@ -139,6 +147,7 @@ struct DeviceInfo {
       case Int8Dot::Avx2: return avx2_int8_usable();
       case Int8Dot::AvxVnni: return avx_vnni_usable() && avx2_int8_usable();
       case Int8Dot::Avx512Vnni: return avx512_vnni_usable() && isa.f16c && isa.fma;
+      case Int8Dot::NeonDot: return neon_dotprod_usable();
     }
     return false;
   }

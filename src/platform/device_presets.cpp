@@ -131,6 +131,7 @@ DeviceInfo arm_cpu(std::string name, std::string vendor, uint64_t l1d, uint64_t 
   d.arch = CpuArch::Aarch64;
   d.vendor = std::move(vendor);
   d.isa.neon = d.isa.fp16 = d.isa.neon_dotprod = true;
+  d.neon_dotprod_selftest = passed("preset");
   return d;
 }
 }  // namespace

@@ -327,6 +327,31 @@ void resolve_kernel(const DeviceInfo& d, DevicePolicy& p) {
     p.kernel_reason += "; " + fallback + ", so g4 falls back to " + p.kernel_family;
 }
 
+// aarch64: SDOT takes Q8_0 and Q4_0 blocks (ops/matmul/gemm_q8_neon.h); the K-quants and SMMLA
+// have no aarch64 int8 kernel yet, and the reason says so rather than claim one.
+void resolve_arm_activations(const DeviceInfo& d, const UserRequest& r, DevicePolicy& p) {
+  const std::string units = arm_int8_units(d.isa), w = name(p.weights);
+  if (d.int8_dot() == Int8Dot::NeonDot && !(r.compute && *r.compute == NumFormat::F32)) {
+    p.activations = NumFormat::Q8;
+    p.activations_reason = "activations q8: Q8_0 and Q4_0 weights multiply activations quantized to int8 per 32 "
+                           "values on " + std::string(int8_dot_instruction(Int8Dot::NeonDot)) +
+                           " (self-test passed): exact int32 block sums, plus at most half a step (absmax/254) of "
+                           "rounding per activation; K-quant blocks (Q4_K, Q5_K, Q6_K) have no aarch64 int8 kernel "
+                           "yet and are widened to f32 in registers (f32 block dots)" +
+                           (d.isa.i8mm ? std::string("; SMMLA (i8mm) is present but has no g4 kernel yet") : "") +
+                           "; --compute f32 keeps them f32";
+    return;
+  }
+  p.activations = NumFormat::F32;
+  p.activations_reason =
+      "activations f32: " +
+      (d.int8_dot() == Int8Dot::NeonDot ? std::string("--compute f32 keeps activations unquantized, so ")
+       : units.empty()                  ? std::string("this CPU has no SDOT or SMMLA, and ")
+                                        : "this CPU offers " + units + ", but its SDOT self-test did not pass, and ") +
+      "g4's aarch64 int8 kernels need SDOT, so " + w + " blocks are widened to f32 in registers (f32 block dots): expect " +
+      w + " decode several times below the memory roofline";
+}
+
 // Quantized weights on a CPU with int8 dot products multiply int8-quantized activations (the
 // llama.cpp scheme for q8_0/q4_0): the block sums are exact integers, and decode stays
 // memory-bound instead of spending its time widening bytes to f32.
@@ -342,16 +367,7 @@ void resolve_activations(const DeviceInfo& d, const UserRequest& r, DevicePolicy
                            name(p.compute) + " per tile";
     return;
   }
-  if (is_arm(d)) {
-    const std::string units = arm_int8_units(d.isa), w = name(p.weights);
-    p.activations = NumFormat::F32;
-    p.activations_reason = "activations f32: " +
-                           (units.empty() ? "this CPU has no SDOT or SMMLA, and " : "this CPU offers " + units + ", but ") +
-                           "g4 has no int8 kernel for aarch64 yet, so " + w +
-                           " blocks are widened to f32 in registers (f32 block dots): expect " + w +
-                           " decode several times below the memory roofline";
-    return;
-  }
+  if (is_arm(d)) return resolve_arm_activations(d, r, p);
   if (r.compute && *r.compute == NumFormat::F32) {
     p.activations = NumFormat::F32;
     p.activations_reason = "activations f32: --compute f32 keeps activations unquantized (" + name(p.weights) +

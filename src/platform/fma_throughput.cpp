@@ -15,6 +15,10 @@
 #include <immintrin.h>
 
 #include "platform/target_attributes.h"
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+
+#include "platform/target_attributes.h"
 #endif
 
 namespace g4 {
@@ -169,6 +173,41 @@ double fma_loop_scalar(long iters) {
   return double(iters) * 12 * 2;
 }
 
+#if defined(__aarch64__)
+// NEON FMLA on 4 lanes, twelve chains as on x86.
+double fma_loop_neon(long iters) {
+  float32x4_t acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = vdupq_n_f32(1.0f + float(i) * 1e-7f);
+  const float32x4_t b = vdupq_n_f32(0.9999999f), c = vdupq_n_f32(1e-7f);
+  for (long n = 0; n < iters; ++n) {
+    #pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) acc[i] = vfmaq_f32(c, acc[i], b);
+  }
+  float32x4_t s = acc[0];
+  for (int i = 1; i < 12; ++i) s = vaddq_f32(s, acc[i]);
+  g_fma_sink.fetch_add(uint64_t(vgetq_lane_f32(s, 0) > 0), std::memory_order_relaxed);
+  return double(iters) * 12 * 4 * 2;
+}
+
+// SDOT on 16 bytes: 16 multiply-adds (32 operations) per instruction, kDotChains-style chains
+// whose bytes feed their own next step (constant operands would be hoisted). Runs only where the
+// SDOT self-test passed.
+G4_TARGET_NEON_DOTPROD double sdot_loop(long iters) {
+  constexpr int kChains = 16;
+  int32x4_t acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = vdupq_n_s32(0x01020304 + i);
+  const int8x16_t b = vdupq_n_s8(3);
+  for (long n = 0; n < iters; ++n) {
+    #pragma GCC unroll 16
+    for (int i = 0; i < kChains; ++i) acc[i] = vdotq_s32(acc[i], vreinterpretq_s8_s32(acc[i]), b);
+  }
+  int32x4_t s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = vaddq_s32(s, acc[i]);
+  g_fma_sink.fetch_add(uint64_t(vgetq_lane_s32(s, 0) != 0), std::memory_order_relaxed);
+  return double(iters) * kChains * 32;
+}
+#endif
+
 // A loop: runs `iters` iterations, returns the operations done.
 using LoopFn = double (*)(long);
 
@@ -183,6 +222,11 @@ LoopFn pick_fma_loop(const char** isa) {
   if (d.isa.avx2 && d.isa.fma) {
     *isa = "AVX2+FMA";
     return fma_loop_avx2;
+  }
+#elif defined(__aarch64__)
+  if (host_cpu().isa.neon) {
+    *isa = "NEON";
+    return fma_loop_neon;
   }
 #endif
   *isa = "scalar";
@@ -244,6 +288,7 @@ const char* mac_unit_name(MacUnit u) {
     case MacUnit::Int8Tile: return "TDPBSUD";
     case MacUnit::Int8Madd: return "VPMADDUBSW+VPMADDWD";
     case MacUnit::Int8Dot256: return "VPDPBUSD (AVX-VNNI)";
+    case MacUnit::Int8Sdot: return "SDOT";
   }
   return "?";
 }
@@ -257,6 +302,7 @@ int mac_unit_operations(MacUnit u) {
     case MacUnit::Int8Tile: return kTileRows * kTileRows * 32 * 2;
     case MacUnit::Int8Madd: return 64;
     case MacUnit::Int8Dot256: return 64;
+    case MacUnit::Int8Sdot: return 32;
   }
   return 0;
 }
@@ -272,6 +318,7 @@ MacPeak measure_mac_peak(MacUnit unit, int threads, double pass_seconds) {
                            : unit == MacUnit::Int8Tile ? d.amx_int8_usable()
                            : unit == MacUnit::Int8Madd ? d.avx2_int8_usable()
                            : unit == MacUnit::Int8Dot256 ? d.avx_vnni_usable()
+                           : unit == MacUnit::Int8Sdot   ? d.neon_dotprod_usable()
                                                        : d.avx512_vnni_usable();
     if (!confirmed)
       throw Error(std::string("multiply-add peak: this CPU has no confirmed ") + mac_unit_name(unit) +
@@ -283,6 +330,8 @@ MacPeak measure_mac_peak(MacUnit unit, int threads, double pass_seconds) {
            : unit == MacUnit::Int8Madd ? madd256_loop
            : unit == MacUnit::Int8Dot256 ? vnni256_loop
                                        : dot_loop<false>;
+#elif defined(__aarch64__)
+    if (unit == MacUnit::Int8Sdot) loop = sdot_loop;
 #endif
   }
   MacPeak r;

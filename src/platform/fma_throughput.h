@@ -36,10 +36,12 @@ std::string describe_fma_scaling(const FmaScaling& s);
 // multiply-add counts 2, as GFLOP/s counts an FMA.
 // The 256-bit int8 tiers (gemm_q8_avx2.h): AVX2's VPMADDUBSW + VPMADDWD + VPADDD step (32
 // u8·s8 products and their sums into 8 int32 lanes: 64) and AVX-VNNI's VPDPBUSD (8 lanes x 4: 64).
-enum class MacUnit { F32Fma, Bf16Dot, Int8Dot, Bf16Tile, Int8Tile, Int8Madd, Int8Dot256 };
-// "f32 FMA", "VDPBF16PS", "VPDPBUSD", "TDPBF16PS", "TDPBSUD", "VPMADDUBSW+VPMADDWD", "VPDPBUSD (AVX-VNNI)"
+enum class MacUnit { F32Fma, Bf16Dot, Int8Dot, Bf16Tile, Int8Tile, Int8Madd, Int8Dot256, Int8Sdot };
+// "f32 FMA", "VDPBF16PS", "VPDPBUSD", "TDPBF16PS", "TDPBSUD", "VPMADDUBSW+VPMADDWD", "VPDPBUSD (AVX-VNNI)",
+// "SDOT" (aarch64)
 const char* mac_unit_name(MacUnit u);
-int mac_unit_operations(MacUnit u);  // per instruction (step): 32 (AVX-512 FMA: 16 lanes x 2), 64, 128, 16384, 16384, 64, 64
+// per instruction (step): 32 (AVX-512 FMA: 16 lanes x 2), 64, 128, 16384, 16384, 64, 64, 32
+int mac_unit_operations(MacUnit u);
 
 struct MacPeak {
   MacUnit unit = MacUnit::F32Fma;

@@ -5,8 +5,13 @@
 #include <map>
 
 #if defined(__aarch64__) && defined(__linux__)
+#include <arm_neon.h>
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
+
+#include <cstdint>
+
+#include "platform/target_attributes.h"
 #endif
 
 namespace g4 {
@@ -35,9 +40,37 @@ std::string implementer_name(const std::string& code) {
   return it == names.end() ? code : it->second;
 }
 
+#if defined(__aarch64__) && defined(__linux__)
+// Four int32 lanes += four s8 quads each, on the instruction (compiled for dotprod only here).
+G4_TARGET_NEON_DOTPROD void sdot16(const int8_t* a, const int8_t* b, int32_t* c) {
+  vst1q_s32(c, vdotq_s32(vld1q_s32(c), vld1q_s8(a), vld1q_s8(b)));
+}
+#endif
+
 }  // namespace
 
-void probe_arm_isa(DeviceInfo& device) {
+SelfTest check_neon_dotprod() {
+#if defined(__aarch64__) && defined(__linux__)
+  // Extremes (-128 x -128, 127 x -128) and mixed signs, so that a wrong signedness or lane order shows.
+  int8_t a[16], b[16];
+  int32_t got[4] = {1000, -1000, 7, 0}, want[4] = {1000, -1000, 7, 0};
+  for (int i = 0; i < 16; ++i) {
+    a[i] = int8_t(i % 3 == 0 ? -128 : i * 13 - 100);
+    b[i] = int8_t(i % 4 == 1 ? -128 : 127 - i * 17);
+    want[i / 4] += int32_t(a[i]) * int32_t(b[i]);
+  }
+  sdot16(a, b, got);
+  for (int l = 0; l < 4; ++l)
+    if (got[l] != want[l])
+      return {SelfTestOutcome::Failed, "SDOT lane " + std::to_string(l) + ": " + std::to_string(got[l]) +
+                                           ", the scalar path " + std::to_string(want[l])};
+  return {SelfTestOutcome::Passed, "4-lane s8 x s8 quad dot product matches the scalar path"};
+#else
+  return {SelfTestOutcome::NotRun, "aarch64 unit: not on this architecture"};
+#endif
+}
+
+void probe_arm_isa(DeviceInfo& device, const ProbeOptions& options) {
   device.arch = CpuArch::Aarch64;
 #if defined(__aarch64__) && defined(__linux__)
   const unsigned long hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2);
@@ -52,6 +85,14 @@ void probe_arm_isa(DeviceInfo& device) {
   if (f.neon && !(hwcap & HWCAP_AES))  // Highway's NEON target on aarch64 requires the AES instructions
     device.probe_notes.push_back("no AES instructions: Highway dispatches its portable EMU128 target, not NEON");
 #endif
+  if (!device.isa.neon_dotprod)
+    device.neon_dotprod_selftest = {SelfTestOutcome::NotRun, "no dotprod (asimddp) in the hwcaps"};
+  else if (!options.run_selftests)
+    device.neon_dotprod_selftest = {SelfTestOutcome::NotRun, "self-tests disabled (ProbeOptions)"};
+  else
+    device.neon_dotprod_selftest = check_neon_dotprod();
+  if (device.neon_dotprod_selftest.outcome == SelfTestOutcome::Failed)
+    device.probe_notes.push_back("self-test failed: " + device.neon_dotprod_selftest.detail);
   const SelfTest x86_only{SelfTestOutcome::NotRun, "x86 unit: not on aarch64"};
   for (SelfTest* t : {&device.amx_bf16_selftest, &device.amx_int8_selftest, &device.avx512_bf16_selftest,
                       &device.avx512_vnni_selftest, &device.avx_vnni_selftest})
@@ -83,7 +124,6 @@ std::string arm_units_without_kernel(const IsaFeatures& f) {
     if (!units.empty()) units += ", ";
     units += unit;
   };
-  add(f.neon_dotprod, "SDOT/UDOT (dotprod)");
   add(f.i8mm, "SMMLA (i8mm)");
   add(f.arm_bf16, "BFDOT/BFMMLA (bf16)");
   add(f.sve, "SVE");

@@ -10,10 +10,13 @@
 namespace g4 {
 
 // On aarch64: sets device.arch, the name ("aarch64 CPU", with the implementer and part from
-// /proc/cpuinfo where it has them), the vendor and the ARM fields of device.isa from getauxval.
-// No self-test: the kernel lists a unit only where it enables it, and no g4 kernel executes the
-// optional ones (dotprod, i8mm, bf16, sve) yet. Elsewhere it does nothing.
-void probe_arm_isa(DeviceInfo& device);
+// /proc/cpuinfo where it has them), the vendor and the ARM fields of device.isa from getauxval,
+// and runs the SDOT self-test where dotprod is listed (the int8 kernels' NEON tier executes it;
+// no g4 kernel executes i8mm, bf16 or sve yet, so they get none). Elsewhere it does nothing.
+void probe_arm_isa(DeviceInfo& device, const ProbeOptions& options);
+
+// SDOT on fixed operands against the scalar path (aarch64 builds; NotRun elsewhere).
+SelfTest check_neon_dotprod();
 
 // The ARM features in report order: neon, neon_dotprod, i8mm, arm_bf16, sve, sve2, fp16.
 std::vector<std::pair<const char*, bool>> arm_feature_list(const IsaFeatures& f);
@@ -22,8 +25,8 @@ std::vector<std::pair<const char*, bool>> arm_feature_list(const IsaFeatures& f)
 // SMMLA (i8mm)", "SDOT/UDOT (dotprod)"; "" when neither.
 std::string arm_int8_units(const IsaFeatures& f);
 
-// Every optional unit present that g4 has no kernel for: the int8 units, "BFDOT/BFMMLA (bf16)",
-// "SVE", "SVE2", "FP16 arithmetic (fphp)", joined by ", "; "" when none.
+// Every optional unit present that g4 has no kernel for: "SMMLA (i8mm)", "BFDOT/BFMMLA (bf16)",
+// "SVE", "SVE2", "FP16 arithmetic (fphp)", joined by ", "; "" when none (SDOT has the int8 kernels).
 std::string arm_units_without_kernel(const IsaFeatures& f);
 
 }  // namespace g4

@@ -1,8 +1,8 @@
 // The instruction sets a function is compiled for, one macro per set in use. The rest of the
 // build targets plain x86-64; a function carrying one of these may use those instructions and
 // runs only after the probe (platform/device.h) has confirmed them. The name spells the set, so
-// two functions share a macro exactly when they share a feature list. x86-64 only: every use sits
-// under `#if defined(__x86_64__)`.
+// two functions share a macro exactly when they share a feature list. Each architecture's macros
+// exist only in its builds: every use sits under `#if defined(__x86_64__)` or `__aarch64__`.
 #pragma once
 #if defined(__x86_64__)
 
@@ -30,5 +30,11 @@
 // The AMX-INT8 kernel's epilogue scales its int32 sums with AVX-512 in the same function.
 #define G4_TARGET_AMX_INT8_AVX512F_BW_VL_F16C \
   __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,f16c")))
+
+#elif defined(__aarch64__)
+
+// SDOT/UDOT. The form GCC's arm_neon.h declares the intrinsics under: "+dotprod" alone is
+// refused at inlining as a target mismatch (GCC 12).
+#define G4_TARGET_NEON_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
 
 #endif

@@ -241,7 +241,7 @@ TEST(Q8Activations, BlockPairRangesEqualOneCall) {
 
 // The int8 kernels' tiers, each forced in turn (ops::force_int8_kernel_tier): a tier runs where
 // the probe confirmed it and is skipped by name elsewhere, never silently.
-const auto kTiers = ::testing::Values(Int8Dot::Avx2, Int8Dot::AvxVnni, Int8Dot::Avx512Vnni);
+const auto kTiers = ::testing::Values(Int8Dot::Avx2, Int8Dot::AvxVnni, Int8Dot::Avx512Vnni, Int8Dot::NeonDot);
 
 // Runs the int8 kernels on `tier` until destroyed; skip() says why not when the CPU lacks it.
 class ForcedTier {
@@ -408,6 +408,8 @@ class GemmQ8PooledFew : public ::testing::TestWithParam<std::tuple<DType, int64_
 TEST_P(GemmQ8PooledFew, EachTokenEqualsItselfAlone) {
   if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no integer dot product (probe + self-test)";
   const auto [t, T] = GetParam();
+  if (!ops::int8_kernel_reads(t))
+    GTEST_SKIP() << "the " << int8_dot_name(ops::int8_kernel_tier()) << " kernels do not read " << dtype_name(t);
   const DType base = interleave_base(t);
   const bool kquant = base == DType::Q4_K || base == DType::Q5_K || base == DType::Q6_K;
   const int64_t in = kquant ? 2304 : 2080, out = rows_for(t, 40);
@@ -436,7 +438,7 @@ INSTANTIATE_TEST_SUITE_P(FormatsAndBatches, GemmQ8PooledFew,
 // The interleaved kernel works on whole 16-row groups; a range that cuts one is refused, not
 // computed from the wrong rows.
 TEST(GemmQ8Interleaved, RefusesARowRangeThatSplitsAGroup) {
-  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no integer dot product (probe + self-test)";
+  if (!ops::int8_kernel_reads(DType::Q8_0_R16)) GTEST_SKIP() << "no int8 kernel for interleaved rows on this CPU";
   BlockWeights w = make_weights(DType::Q8_0_R16, 32, 64, 51);
   std::vector<float> x = test::random_activations(64, 52), y(32);
   ops::Q8Activations a;
@@ -449,7 +451,7 @@ TEST(GemmQ8Interleaved, RefusesARowRangeThatSplitsAGroup) {
 // Activations quantized without the layout a kernel reads are refused by name, never read past
 // the end of an empty buffer: panels for interleaved prefill, row-tile scales for row-major rows.
 TEST(GemmQ8Interleaved, RefusesActivationsWithoutTheLayoutItsKernelReads) {
-  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no integer dot product (probe + self-test)";
+  if (!ops::int8_kernel_reads(DType::Q8_0_R16)) GTEST_SKIP() << "no int8 kernel for interleaved rows on this CPU";
   BlockWeights inter = make_weights(DType::Q4_0_R16, 32, 64, 53), rows = make_weights(DType::Q4_0, 32, 64, 54);
   std::vector<float> x = test::random_activations(3 * 64, 55), y(3 * 32);
   ops::Q8Activations a;
@@ -473,7 +475,7 @@ TEST(GemmQ8Interleaved, RefusesActivationsWithoutTheLayoutItsKernelReads) {
 // every streaming gives the same bits as one group at a time without prefetch, including group
 // counts that leave a remainder and a prefetch that runs past the end of the matrix.
 TEST(GemmQ8Interleaved, DecodeStreamingChangesNoBits) {
-  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no integer dot product (probe + self-test)";
+  if (!ops::int8_kernel_reads(DType::Q8_0_R16)) GTEST_SKIP() << "no int8 kernel for interleaved rows on this CPU";
   for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::Q6_K_R16}) {
     const int64_t in = 256, out = 16 * 7;  // 7 groups: 4 + 2 + 1
     BlockWeights w = make_weights(t, out, in, 61);
@@ -503,7 +505,7 @@ TEST(GemmQ8Interleaved, DecodeStreamingChangesNoBits) {
 // Through matmul on two threads, the pieces the pool deals out follow the wide streaming's
 // groups (its granule) and the bits stay those of one group at a time.
 TEST(GemmQ8Interleaved, WideStreamingOnThePoolChangesNoBits) {
-  if (!ops::gemm_q8_available()) GTEST_SKIP() << "this CPU has no integer dot product (probe + self-test)";
+  if (!ops::int8_kernel_reads(DType::Q8_0_R16)) GTEST_SKIP() << "no int8 kernel for interleaved rows on this CPU";
   ThreadPool pool(2);
   for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::Q6_K_R16}) {
     const int64_t in = 512, out = 16 * 37;
@@ -681,7 +683,7 @@ TEST(GemmQ8Tiers, InterleavedLayoutsGiveTheSameBitsOnEveryTier) {
 TEST(GemmQ8Tiers, ForcingATierTheCpuLacksIsRefusedByName) {
   const Int8Dot host = host_cpu().int8_dot();
   int refused = 0;
-  for (Int8Dot t : {Int8Dot::Avx2, Int8Dot::AvxVnni, Int8Dot::Avx512Vnni}) {
+  for (Int8Dot t : {Int8Dot::Avx2, Int8Dot::AvxVnni, Int8Dot::Avx512Vnni, Int8Dot::NeonDot}) {
     if (host_cpu().runs_int8_tier(t)) continue;
     ++refused;
     try {
@@ -693,7 +695,7 @@ TEST(GemmQ8Tiers, ForcingATierTheCpuLacksIsRefusedByName) {
     }
     EXPECT_EQ(ops::int8_kernel_tier(), host);
   }
-  if (refused == 0) GTEST_SKIP() << "this CPU runs every x86 int8 tier";
+  if (refused == 0) GTEST_SKIP() << "this CPU runs every int8 tier";
 }
 
 TEST(GemmQ8Dispatch, WithoutTheRequestQuantizedWeightsKeepF32Activations) {

@@ -42,11 +42,18 @@ TEST(DeviceProbe, ArchitectureMatchesTheBuild) {
 #if defined(__x86_64__)
   EXPECT_EQ(d.arch, CpuArch::X86_64);
   EXPECT_FALSE(f.neon || f.neon_dotprod || f.i8mm || f.arm_bf16 || f.sve || f.sve2 || f.fp16);
+  EXPECT_FALSE(d.neon_dotprod_usable());
+  EXPECT_FALSE(d.runs_int8_tier(Int8Dot::NeonDot));
 #elif defined(__aarch64__)
   EXPECT_EQ(d.arch, CpuArch::Aarch64);
   EXPECT_TRUE(f.neon) << "every aarch64 Linux CPU g4 runs on has Advanced SIMD";
   EXPECT_FALSE(f.avx2 || f.fma || f.f16c || f.avx512f || f.avx_vnni || f.avx512_vnni || f.amx_tile);
-  EXPECT_EQ(d.int8_dot(), Int8Dot::None);  // no aarch64 int8 kernel yet
+  // SDOT where the hwcaps list dotprod and the self-test passed (qemu's "max" CPU has it).
+  EXPECT_EQ(d.int8_dot(), f.neon_dotprod && d.neon_dotprod_selftest.passed() ? Int8Dot::NeonDot : Int8Dot::None);
+  if (f.neon_dotprod) {
+    EXPECT_TRUE(d.neon_dotprod_selftest.passed()) << d.neon_dotprod_selftest.detail;
+  }
+  EXPECT_FALSE(d.runs_int8_tier(Int8Dot::Avx2));
 #else
   GTEST_SKIP() << "no ISA probe for this architecture";
 #endif
@@ -82,7 +89,9 @@ TEST(DeviceProbe, DescribeAndJsonNameTheDevice) {
   EXPECT_NE(text.find("L1d"), std::string::npos) << text;
   nlohmann::json j = device_to_json(d);
   if (d.arch == CpuArch::Aarch64) {  // the ARM features, and no x86 self-test lines
-    EXPECT_NE(text.find("int8 weight products on: none (no aarch64 int8 kernel yet"), std::string::npos) << text;
+    EXPECT_NE(text.find("self-test neon-dotprod: "), std::string::npos) << text;
+    EXPECT_NE(text.find(std::string("int8 weight products on: ") + std::string(int8_dot_instruction(d.int8_dot()))),
+              std::string::npos) << text;
     EXPECT_EQ(text.find("self-test amx-bf16"), std::string::npos) << text;
     EXPECT_EQ(j["isa"]["neon"], d.isa.neon);
   } else {
@@ -107,14 +116,17 @@ TEST(DevicePresets, ArmPresetsReportArmFeatures) {
   const std::string text = describe_device(v1);
   EXPECT_NE(text.find("isa: neon neon_dotprod i8mm arm_bf16 sve fp16"), std::string::npos) << text;
   EXPECT_NE(text.find("absent: sve2"), std::string::npos) << text;
-  EXPECT_NE(text.find("this CPU offers SDOT/UDOT (dotprod), SMMLA (i8mm), BFDOT/BFMMLA (bf16), SVE"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("int8 weight products on: SDOT (NEON dotprod) (this CPU also offers SMMLA (i8mm), "
+                      "BFDOT/BFMMLA (bf16), SVE, FP16 arithmetic (fphp): no aarch64 kernel for them yet)"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("self-test neon-dotprod: passed (preset) -> used"), std::string::npos) << text;
   EXPECT_EQ(text.find("avx"), std::string::npos) << text;
   const nlohmann::json j = device_to_json(presets::apple_m2());
   EXPECT_EQ(j["isa"]["i8mm"], true);
   EXPECT_EQ(j["isa"]["sve"], false);
   EXPECT_FALSE(j["isa"].contains("avx2"));
-  EXPECT_EQ(j["int8_dot"]["tier"], "none");
+  EXPECT_EQ(j["int8_dot"]["tier"], "neon-dotprod");
+  EXPECT_EQ(j["self_tests"]["neon_dotprod"]["used"], true);
   // The x86 report keeps its x86 list: no ARM name in it.
   EXPECT_EQ(describe_device(presets::zen4()).find("neon"), std::string::npos);
 }

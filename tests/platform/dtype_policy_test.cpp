@@ -246,33 +246,33 @@ TEST(DtypePolicy, Int8TiersAreCheckedOneByOneNotByOrder) {
   }
 }
 
-// aarch64 profiles: g4 has Highway's NEON f32 kernels and nothing else there yet. Whatever SDOT,
-// SMMLA, BF16, FP16 or SVE a CPU offers, the policy keeps f32 compute and f32 activations, names
-// each unit the probe found in its reasons, and claims no kernel g4 lacks (nor any x86 unit).
+// aarch64 profiles: Highway's NEON f32 kernels, and SDOT int8 kernels for Q8_0 and Q4_0 blocks.
+// Whatever SMMLA, BF16, FP16 or SVE a CPU offers, the policy keeps f32 compute, takes q8
+// activations on SDOT for quantized weights (saying the K-quants have no aarch64 int8 kernel), names
+// each idle unit the probe found in its reasons, and claims no kernel g4 lacks (nor any x86 unit).
 TEST(DtypePolicy, ArmProfilesNameTheirUnitsAndClaimNoKernel) {
   struct Profile {
     const char* name;
     DeviceInfo device;
-    std::vector<std::string> present, absent;  // units the kernel reason must and must not name
+    std::vector<std::string> present, absent;  // idle units the kernel reason must and must not name
   };
   const std::vector<Profile> profiles = {
-      {"neoverse n1", presets::neoverse_n1(), {"SDOT", "FP16"}, {"SMMLA", "BFDOT", "SVE"}},
-      {"neoverse v1", presets::neoverse_v1(), {"SDOT", "SMMLA", "BFDOT", "SVE"}, {"SVE2"}},
-      {"neoverse v2", presets::neoverse_v2(), {"SDOT", "SMMLA", "BFDOT", "SVE", "SVE2"}, {}},
-      {"apple m2", presets::apple_m2(), {"SDOT", "SMMLA", "BFDOT"}, {"SVE"}},
+      {"neoverse n1", presets::neoverse_n1(), {"FP16"}, {"SDOT", "SMMLA", "BFDOT", "SVE"}},
+      {"neoverse v1", presets::neoverse_v1(), {"SMMLA", "BFDOT", "SVE"}, {"SDOT", "SVE2"}},
+      {"neoverse v2", presets::neoverse_v2(), {"SMMLA", "BFDOT", "SVE", "SVE2"}, {"SDOT"}},
+      {"apple m2", presets::apple_m2(), {"SMMLA", "BFDOT"}, {"SDOT", "SVE"}},
   };
   for (const Profile& pr : profiles) {
     SCOPED_TRACE(pr.name);
     const DeviceInfo& d = pr.device;
-    EXPECT_EQ(d.int8_dot(), Int8Dot::None);
-    EXPECT_FALSE(has_native_int8_dot(d));
+    EXPECT_EQ(d.int8_dot(), Int8Dot::NeonDot);
+    EXPECT_TRUE(has_native_int8_dot(d));
     EXPECT_FALSE(has_native_bf16(d));
     EXPECT_FALSE(has_native_f16_math(d));
     for (NumFormat ckpt : {F::Q8, F::Q4, F::BF16, F::F16}) {
       const DevicePolicy p = resolve_policy(d, ckpt);
       const std::string text = describe_policy(p);
       EXPECT_EQ(p.compute, F::F32) << text;
-      EXPECT_EQ(p.activations, F::F32) << text;
       EXPECT_EQ(p.kv, F::F16) << text;  // NEON converts f16 in one instruction
       EXPECT_EQ(p.kernel_family, "neon");
       EXPECT_TRUE(p.warnings.empty()) << text;
@@ -282,10 +282,17 @@ TEST(DtypePolicy, ArmProfilesNameTheirUnitsAndClaimNoKernel) {
       for (const char* x86 : {"AVX", "F16C", "VPDPBUSD", "VDPBF16PS", "AMX"})
         EXPECT_EQ(text.find(x86), std::string::npos) << x86 << " in\n" << text;
       if (ckpt == F::Q8 || ckpt == F::Q4) {
-        EXPECT_NE(p.activations_reason.find("SDOT/UDOT (dotprod)"), std::string::npos) << p.activations_reason;
+        EXPECT_EQ(p.activations, F::Q8) << text;
+        EXPECT_NE(p.activations_reason.find("SDOT (NEON dotprod)"), std::string::npos) << p.activations_reason;
+        EXPECT_NE(p.activations_reason.find("K-quant blocks (Q4_K, Q5_K, Q6_K) have no aarch64 int8 kernel"),
+                  std::string::npos) << p.activations_reason;
         EXPECT_EQ(p.activations_reason.find("SMMLA") != std::string::npos, d.isa.i8mm) << p.activations_reason;
-        EXPECT_NE(p.activations_reason.find("no int8 kernel for aarch64 yet"), std::string::npos);
-        EXPECT_NE(p.activations_reason.find("below the memory roofline"), std::string::npos);
+        // --compute f32 keeps them f32, and says why.
+        const DevicePolicy f32 = resolve_policy(d, ckpt, {F::F32, {}, {}});
+        EXPECT_EQ(f32.activations, F::F32);
+        EXPECT_NE(f32.activations_reason.find("--compute f32"), std::string::npos) << f32.activations_reason;
+      } else {
+        EXPECT_EQ(p.activations, F::F32) << text;
       }
       if (ckpt == F::BF16 && d.isa.arm_bf16) {
         EXPECT_NE(p.compute_reason.find("offers BFDOT/BFMMLA (bf16), but g4 has no bf16 kernel for aarch64 yet"),
@@ -293,6 +300,14 @@ TEST(DtypePolicy, ArmProfilesNameTheirUnitsAndClaimNoKernel) {
       }
     }
   }
+  // Without dotprod (Cortex-A72 class): f32 activations, and the reason says SDOT is what is missing.
+  DeviceInfo a72 = presets::neoverse_n1();
+  a72.isa.neon_dotprod = false;
+  EXPECT_EQ(a72.int8_dot(), Int8Dot::None);
+  const DevicePolicy old = resolve_policy(a72, F::Q4);
+  EXPECT_EQ(old.activations, F::F32);
+  EXPECT_NE(old.activations_reason.find("no SDOT or SMMLA"), std::string::npos) << old.activations_reason;
+  EXPECT_NE(old.activations_reason.find("below the memory roofline"), std::string::npos) << old.activations_reason;
   // Neoverse N1 has no BF16: said so, not "offers"; forcing bf16 is emulation, with its cost.
   const DevicePolicy n1 = resolve_policy(presets::neoverse_n1(), F::BF16, {F::BF16, {}, {}});
   EXPECT_NE(n1.compute_reason.find("no BF16 extension"), std::string::npos) << n1.compute_reason;

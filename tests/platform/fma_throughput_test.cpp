@@ -85,6 +85,9 @@ TEST(MacPeak, RefusesBadArgumentsAndUnconfirmedInstructions) {
   if (!host_cpu().avx2_int8_usable()) {
     EXPECT_THROW(measure_mac_peak(MacUnit::Int8Madd, 1, 0.01), Error);
   }
+  if (!host_cpu().neon_dotprod_usable()) {
+    EXPECT_THROW(measure_mac_peak(MacUnit::Int8Sdot, 1, 0.01), Error);
+  }
   for (MacUnit tile : {MacUnit::Bf16Tile, MacUnit::Int8Tile}) {
     const bool confirmed = tile == MacUnit::Bf16Tile ? host_cpu().amx_bf16_usable() : host_cpu().amx_int8_usable();
     if (!confirmed) {

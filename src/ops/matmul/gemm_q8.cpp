@@ -9,6 +9,7 @@
 
 #include "ops/matmul/gemm_kquant.h"
 #include "ops/matmul/gemm_q8_avx2.h"
+#include "ops/matmul/gemm_q8_neon.h"
 #include "platform/device.h"
 #include "platform/error.h"
 #include "platform/row_interleave.h"
@@ -457,9 +458,15 @@ void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64
   });
 }
 
-#else  // not x86-64: never available; callers check first
+#else  // not x86-64: the NEON tier (aarch64) or none
 
-void gemm_q8_rows(const Q8Activations&, const std::byte*, DType, int64_t, int64_t, float*, int64_t, DecodeStreaming) {}
+void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,
+                  int64_t ldy, DecodeStreaming) {
+  if (!int8_kernel_reads(dtype))
+    throw Error("gemm_q8_rows: the " + std::string(int8_dot_name(int8_kernel_tier())) + " int8 kernels do not read " +
+                std::string(dtype_name(dtype)) + " weights");
+  gemm_q8_rows_neon(a, w, dtype, o_begin, o_end, y, ldy);
+}
 
 #endif
 

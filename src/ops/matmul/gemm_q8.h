@@ -111,11 +111,12 @@ Int8Dot int8_kernel_tier();
 // Throws g4::Error naming both tiers when the host did not confirm `tier`. Not while products run.
 void force_int8_kernel_tier(std::optional<Int8Dot> tier);
 // Whether the int8 kernels on the current tier read weights of `dtype`: Q8_0, Q4_0, Q4_K, Q5_K,
-// Q6_K and their R16 layouts on every tier (so a format without an int8 kernel on some tier has
-// to say so here, and describe_matmul then names the slower path and its cost).
+// Q6_K and their R16 layouts on every x86 tier; Q8_0 and Q4_0 on NEON (gemm_q8_neon.h). A format
+// without an int8 kernel on some tier says so here; describe_matmul then names the slower path,
+// and the weights are not interleaved for it (model/weight_interleave).
 bool int8_kernel_reads(DType dtype);
 // The instruction the int8 kernels multiply with, short, as logs name it: "VPDPBUSD" (AVX512_VNNI),
-// "VPDPBUSD (AVX-VNNI)", "VPMADDUBSW+VPMADDWD" (AVX2), "none".
+// "VPDPBUSD (AVX-VNNI)", "VPMADDUBSW+VPMADDWD" (AVX2), "SDOT" (NEON), "none".
 const char* int8_kernel_instruction();
 // True when the int8 kernels run on this CPU (int8_kernel_tier() is not None).
 bool gemm_q8_available();

@@ -23,7 +23,7 @@ Int8Dot default_tier() {
   const std::optional<Int8Dot> want = int8_dot_from_name(env);
   if (!want || !host_cpu().runs_int8_tier(*want)) {
     std::fprintf(stderr, "g4: G4_INT8_KERNELS=%s ignored: this CPU's int8 kernels run on %s (accepted: none, avx2, "
-                 "avx-vnni, avx512-vnni, those this CPU confirmed)\n", env, std::string(int8_dot_name(host)).c_str());
+                 "avx-vnni, avx512-vnni, neon-dotprod: those this CPU confirmed)\n", env, std::string(int8_dot_name(host)).c_str());
     return host;
   }
   return *want;
@@ -47,6 +47,7 @@ void force_int8_kernel_tier(std::optional<Int8Dot> tier) {
 bool int8_kernel_reads(DType dtype) {
   const Int8Dot tier = int8_kernel_tier();
   if (tier == Int8Dot::None) return false;
+  if (tier == Int8Dot::NeonDot) return dtype == DType::Q8_0 || dtype == DType::Q4_0;  // gemm_q8_neon.h
   switch (dtype) {
     case DType::Q8_0:
     case DType::Q4_0:
@@ -67,6 +68,7 @@ const char* int8_kernel_instruction() {
     case Int8Dot::Avx512Vnni: return "VPDPBUSD";
     case Int8Dot::AvxVnni: return "VPDPBUSD (AVX-VNNI)";
     case Int8Dot::Avx2: return "VPMADDUBSW+VPMADDWD";
+    case Int8Dot::NeonDot: return "SDOT";
     case Int8Dot::None: break;
   }
   return "none";

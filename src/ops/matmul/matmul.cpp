@@ -333,6 +333,7 @@ MacUnit mac_unit_of(const MatmulContext& ctx, DType dtype) {
       if (uses_int8_tiles(ctx, dtype, kFewTokens + 1)) return MacUnit::Int8Tile;
       return int8_kernel_tier() == Int8Dot::Avx2      ? MacUnit::Int8Madd
              : int8_kernel_tier() == Int8Dot::AvxVnni ? MacUnit::Int8Dot256
+             : int8_kernel_tier() == Int8Dot::NeonDot ? MacUnit::Int8Sdot
                                                       : MacUnit::Int8Dot;
     case FastKernel::Bf16F32:
     case FastKernel::None: break;
