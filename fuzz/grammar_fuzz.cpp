@@ -58,7 +58,7 @@ void exercise(const grammar::Grammar& g) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view in(reinterpret_cast<const char*>(data), size);
   try {
-    const nlohmann::json schema = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
     if (!schema.is_discarded()) {
       std::string text;
       try {

@@ -66,7 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check_api_error(*e);
     return 0;
   }
-  const json& body = std::get<json>(parsed);
+  const RequestJson& body = std::get<RequestJson>(parsed);
   G4_FUZZ_CHECK(body.is_object());
   for (auto* parse : {&parse_chat_request, &parse_completion_request}) {
     auto r = parse(body, limits);

@@ -31,7 +31,8 @@ std::shared_ptr<grammar::CompiledGrammar> compile_output_grammar(const Args& a, 
   std::string gbnf;
   if (auto f = a.get("--json-schema")) {
     const std::string bytes = read_grammar_file(*f);
-    nlohmann::json schema = nlohmann::json::parse(bytes, nullptr, /*allow_exceptions=*/false);
+    // ordered_json: properties are generated in the order the file declares them.
+    const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(bytes, nullptr, /*allow_exceptions=*/false);
     if (schema.is_discarded()) throw Error(*f + ": not valid JSON");
     try {
       gbnf = grammar::json_schema_gbnf(schema);

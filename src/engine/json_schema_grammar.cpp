@@ -6,11 +6,11 @@
 #include <functional>
 
 #include "engine/grammar.h"
-#include "text/tool_syntax.h"
 
 namespace g4::grammar {
 
-using nlohmann::json;
+// Schemas keep their keys in the order they were written (see the header).
+using json = nlohmann::ordered_json;
 
 namespace {
 
@@ -137,13 +137,12 @@ std::string SchemaGrammarBuilder::literal(const json& v) {
     for (size_t i = 0; i < v.size(); ++i) out += (i ? " \",\" " : " ") + literal(v[i]);
     return out + " \"]\" )";
   }
-  if (v.is_object()) {
-    const auto items = text::dictsort(v);  // the order Gemma writes tool arguments in
+  if (v.is_object()) {  // keys as the schema writes them, like the JSON syntax's dump()
     std::string out = "( \"{\"";
-    for (size_t i = 0; i < items.size(); ++i) {
-      const std::string key = bare_key(items[i].first) ? gbnf_literal(items[i].first)
-                                                       : q + " " + gbnf_literal(items[i].first) + " " + q;
-      out += (i ? " \",\" " : " ") + key + " \":\" " + literal(*items[i].second);
+    bool first = true;
+    for (auto it = v.begin(); it != v.end(); ++it, first = false) {
+      const std::string key = bare_key(it.key()) ? gbnf_literal(it.key()) : q + " " + gbnf_literal(it.key()) + " " + q;
+      out += (first ? " " : " \",\" ") + key + " \":\" " + literal(it.value());
     }
     return out + " \"}\" )";
   }
@@ -307,27 +306,24 @@ std::string SchemaGrammarBuilder::object(const json& schema, const std::string& 
   const json& props = schema.contains("properties") ? schema["properties"] : empty;
   if (!props.is_object()) throw SchemaError(path + "properties", "'properties' at '" + path + "properties' must be an object");
   std::set<std::string> required;
+  std::vector<std::string> required_order;
   if (auto r = schema.find("required"); r != schema.end()) {
     if (!r->is_array()) throw SchemaError(path + "required", "'required' at '" + path + "required' must be an array of strings");
     for (const auto& x : *r) {
       if (!x.is_string()) throw SchemaError(path + "required", "'required' at '" + path + "required' must hold strings");
-      required.insert(x.get<std::string>());
+      if (required.insert(x.get<std::string>()).second) required_order.push_back(x.get<std::string>());
     }
   }
   if (auto ap = schema.find("additionalProperties"); ap != schema.end() && !ap->is_boolean() && !ap->is_object())
     throw SchemaError(path + "additionalProperties",
                       "'additionalProperties' at '" + path + "additionalProperties' must be a boolean or a schema");
-  // Declared members, plus any required but undeclared ones (any value). JSON: key order (a
-  // parsed nlohmann::json keeps keys sorted); tool syntax: the order Gemma writes arguments in.
+  // Declared members in declared order, then any required but undeclared ones (any value), in
+  // `required` order: the order the members are generated in, in both syntaxes.
   json all = props;
-  for (const auto& r : required)
+  for (const auto& r : required_order)
     if (!all.contains(r)) all[r] = json::object();
   std::vector<std::pair<std::string, const json*>> members;
-  if (syntax_ == ValueSyntax::gemma_tool) {
-    members = text::dictsort(all);
-  } else {
-    for (auto it = all.begin(); it != all.end(); ++it) members.emplace_back(it.key(), &it.value());
-  }
+  for (auto it = all.begin(); it != all.end(); ++it) members.emplace_back(it.key(), &it.value());
   const std::string ws = primitive("ws");
   const std::string q = "<[" + std::to_string(quote_token_) + "]>";
   const size_t n = members.size();

@@ -14,9 +14,14 @@
 // not answered as if it could.
 //
 // Generated text is bounded so that sampling always has a way to finish: numbers have at most
-// 16 integer and 16 fraction digits, exponents at most 2 digits (every number fits a double), whitespace between tokens at most one
-// newline and 8 spaces,
-// and optional properties are written in schema order.
+// 16 integer and 16 fraction digits, exponents at most 2 digits (every number fits a double),
+// whitespace between tokens at most one newline and 8 spaces.
+//
+// An object's properties are generated in the schema's declared order (as OpenAI's strict mode
+// and llama.cpp do: a schema that puts "reasoning" before "answer" relies on it), in both value
+// syntaxes, then any required name the schema does not declare, in `required` order. That order
+// exists only in the schema's text: a schema held in an nlohmann::json (a sorted map) has lost it,
+// so schemas are taken as nlohmann::ordered_json; parse the schema text into one.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -52,10 +57,10 @@ class SchemaGrammarBuilder {
 
   // Adds the rules of a schema; returns the name of the rule matching one value of it. `prefix`
   // keeps the rule names of several schemas apart. Throws SchemaError.
-  std::string add_schema(const nlohmann::json& schema, const std::string& prefix);
+  std::string add_schema(const nlohmann::ordered_json& schema, const std::string& prefix);
   // The members and closing brace of an object schema whose "{" is already written (a forced
   // tool call's prompt ends with it). Throws SchemaError.
-  std::string add_object_after_open_brace(const nlohmann::json& schema, const std::string& prefix);
+  std::string add_object_after_open_brace(const nlohmann::ordered_json& schema, const std::string& prefix);
   // Any JSON object (json_object mode).
   std::string add_any_object();
   // A rule of your own, as GBNF alternatives ("<[48]> \"call:\" ...").
@@ -64,20 +69,20 @@ class SchemaGrammarBuilder {
   std::string text() const;  // every rule added, one per line
 
  private:
-  std::string value(const nlohmann::json& schema, const std::string& path, const std::string& name_hint);
-  std::string object(const nlohmann::json& schema, const std::string& path, const std::string& name_hint,
+  std::string value(const nlohmann::ordered_json& schema, const std::string& path, const std::string& name_hint);
+  std::string object(const nlohmann::ordered_json& schema, const std::string& path, const std::string& name_hint,
                      bool after_open_brace = false);
-  std::string array(const nlohmann::json& schema, const std::string& path, const std::string& name_hint);
-  std::string string_rule(const nlohmann::json& schema, const std::string& path, const std::string& name_hint);
-  std::string literal(const nlohmann::json& value);  // GBNF for one constant value
+  std::string array(const nlohmann::ordered_json& schema, const std::string& path, const std::string& name_hint);
+  std::string string_rule(const nlohmann::ordered_json& schema, const std::string& path, const std::string& name_hint);
+  std::string literal(const nlohmann::ordered_json& value);  // GBNF for one constant value (its keys as written)
   std::string resolve_ref(const std::string& ref, const std::string& path);
   std::string primitive(const std::string& which);   // shared rules: string, number, ws, ...
   std::string fresh(const std::string& hint);
-  void check_keywords(const nlohmann::json& schema, const std::string& path);
+  void check_keywords(const nlohmann::ordered_json& schema, const std::string& path);
 
   ValueSyntax syntax_;
   int quote_token_;
-  const nlohmann::json* root_ = nullptr;
+  const nlohmann::ordered_json* root_ = nullptr;
   std::string prefix_;
   std::map<std::string, std::string> rules_;        // name -> body
   std::vector<std::string> order_;
@@ -86,7 +91,7 @@ class SchemaGrammarBuilder {
 };
 
 // GBNF for: a value of `schema` (root rule "root"). Throws SchemaError.
-std::string json_schema_gbnf(const nlohmann::json& schema);
+std::string json_schema_gbnf(const nlohmann::ordered_json& schema);
 // GBNF for any JSON object (root rule "root").
 std::string json_object_gbnf();
 

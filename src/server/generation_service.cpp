@@ -112,8 +112,8 @@ std::string tool_call_gbnf(const GenerationSpec& spec, int quote_token, int clos
   for (size_t i = 0; i < spec.tools.size(); ++i) {
     const auto& f = spec.tools[i]["function"];
     const std::string name = f["name"];
-    const nlohmann::json params = f.contains("parameters") && !f["parameters"].is_null() ? f["parameters"]
-                                                                                         : nlohmann::json::object();
+    const RequestJson params = f.contains("parameters") && !f["parameters"].is_null() ? f["parameters"]
+                                                                                      : RequestJson::object();
     std::string rule;
     try {
       rule = spec.tool_choice == "function" ? b.add_object_after_open_brace(params, "t" + std::to_string(i) + "-")

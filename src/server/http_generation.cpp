@@ -218,7 +218,7 @@ void HttpServer::route_generation() {
 void HttpServer::generate(Endpoint endpoint, const httplib::Request& req, httplib::Response& res) {
   auto parsed = parse_json_object(req.body);
   if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
-  const json& body = std::get<json>(parsed);
+  const RequestJson& body = std::get<RequestJson>(parsed);
   auto spec_or = endpoint == Endpoint::chat ? parse_chat_request(body, service_.limits())
                                             : parse_completion_request(body, service_.limits());
   if (auto* e = std::get_if<ApiError>(&spec_or)) return send_error(res, *e);
@@ -260,7 +260,7 @@ ResponseContext HttpServer::response_context(const GenerationSpec& spec, Endpoin
 void HttpServer::responses(const httplib::Request& req, httplib::Response& res) {
   auto parsed = parse_json_object(req.body);
   if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
-  auto rr_or = responses_to_chat(std::get<json>(parsed), stored_responses_);
+  auto rr_or = responses_to_chat(std::get<RequestJson>(parsed), stored_responses_);
   if (auto* e = std::get_if<ApiError>(&rr_or)) return send_error(res, *e);
   auto rr = std::make_shared<ResponsesRequest>(std::move(std::get<ResponsesRequest>(rr_or)));
   auto spec_or = parse_chat_request(rr->chat_body, service_.limits());

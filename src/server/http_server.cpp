@@ -266,8 +266,8 @@ void HttpServer::route_tokenizer() {
   s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) { detokenize(req, res); });
 }
 
-std::variant<std::vector<int>, ApiError> HttpServer::tokens_of_messages(const json& b) const {
-  json body = b;
+std::variant<std::vector<int>, ApiError> HttpServer::tokens_of_messages(const RequestJson& b) const {
+  RequestJson body = b;
   body["model"] = service_.model().id;
   auto spec = parse_chat_request(body, service_.limits());
   if (auto* e = std::get_if<ApiError>(&spec)) return *e;
@@ -284,7 +284,7 @@ std::variant<std::vector<int>, ApiError> HttpServer::tokens_of_messages(const js
   return std::get<std::vector<int>>(enc);
 }
 
-std::variant<std::vector<int>, ApiError> HttpServer::tokens_of_prompt(const json& b) const {
+std::variant<std::vector<int>, ApiError> HttpServer::tokens_of_prompt(const RequestJson& b) const {
   auto p = b.find("prompt");
   if (p == b.end()) return bad_request("'prompt' (a string) or 'messages' is required", "prompt", "missing_required_field");
   if (!p->is_string()) return bad_request("'prompt' must be a string", "prompt", "invalid_type");
@@ -303,7 +303,7 @@ std::variant<std::vector<int>, ApiError> HttpServer::tokens_of_prompt(const json
 void HttpServer::tokenize(const httplib::Request& req, httplib::Response& res) {
   auto parsed = parse_json_object(req.body);
   if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
-  const json& b = std::get<json>(parsed);
+  const RequestJson& b = std::get<RequestJson>(parsed);
   if (b.contains("model") && !b["model"].is_null() && b["model"] != service_.model().id)
     return send_error(res, ApiError{404, "the model '" + b["model"].dump() + "' does not exist", "invalid_request_error",
                                     "model", "model_not_found"});
@@ -316,7 +316,7 @@ void HttpServer::tokenize(const httplib::Request& req, httplib::Response& res) {
 void HttpServer::detokenize(const httplib::Request& req, httplib::Response& res) {
   auto parsed = parse_json_object(req.body);
   if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
-  const json& b = std::get<json>(parsed);
+  const RequestJson& b = std::get<RequestJson>(parsed);
   auto t = b.find("tokens");
   if (t == b.end()) return send_error(res, bad_request("'tokens' is required", "tokens", "missing_required_field"));
   if (!t->is_array()) return send_error(res, bad_request("'tokens' must be an array of token ids", "tokens", "invalid_type"));

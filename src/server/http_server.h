@@ -66,8 +66,8 @@ class HttpServer {
 
   nlohmann::json model_object() const;  // the served model as /v1/models lists it
   void tokenize(const httplib::Request& req, httplib::Response& res);
-  std::variant<std::vector<int>, ApiError> tokens_of_messages(const nlohmann::json& body) const;  // its chat prompt
-  std::variant<std::vector<int>, ApiError> tokens_of_prompt(const nlohmann::json& body) const;
+  std::variant<std::vector<int>, ApiError> tokens_of_messages(const RequestJson& body) const;  // its chat prompt
+  std::variant<std::vector<int>, ApiError> tokens_of_prompt(const RequestJson& body) const;
   void detokenize(const httplib::Request& req, httplib::Response& res);
   void generate(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);  // chat and completions
   void responses(const httplib::Request& req, httplib::Response& res);                   // POST /v1/responses

@@ -6,8 +6,6 @@
 
 namespace g4::server {
 
-using nlohmann::json;
-
 size_t invalid_utf8_offset(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
@@ -39,18 +37,18 @@ size_t invalid_utf8_offset(std::string_view s) {
   return std::string_view::npos;
 }
 
-std::variant<json, ApiError> parse_json_object(std::string_view body) {
+std::variant<RequestJson, ApiError> parse_json_object(std::string_view body) {
   if (body.empty()) return bad_request("the request body is empty; send a JSON object", "", "invalid_json");
   if (const size_t at = invalid_utf8_offset(body); at != std::string_view::npos)
     return bad_request("the request body is not valid UTF-8 (byte offset " + std::to_string(at) + ")", "",
                        "invalid_utf8");
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  RequestJson j = RequestJson::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     // Parse again for the position and reason (only on the error path).
     try {
-      const json again = json::parse(body);
+      const RequestJson again = RequestJson::parse(body);
       (void)again;
-    } catch (const json::exception& e) {  // parse_error, or out_of_range.406 for a number too large (was a 500)
+    } catch (const RequestJson::exception& e) {  // parse_error, or out_of_range.406 for a number too large (was a 500)
       return bad_request(std::string("malformed JSON: ") + e.what(), "", "invalid_json");
     }
     return bad_request("malformed JSON", "", "invalid_json");
@@ -62,9 +60,9 @@ std::variant<json, ApiError> parse_json_object(std::string_view body) {
 namespace {
 
 // A message's content parts: text only (Gemma 4's text decoder would not see an image).
-std::optional<ApiError> check_content_parts(const json& content, const std::string& where) {
+std::optional<ApiError> check_content_parts(const RequestJson& content, const std::string& where) {
   for (size_t j = 0; j < content.size(); ++j) {
-    const json& part = content[j];
+    const RequestJson& part = content[j];
     const std::string pw = where + ".content[" + std::to_string(j) + "]";
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
       return bad_request("'" + pw + "' must be a content part object with a 'type'", pw, "invalid_value");
@@ -81,7 +79,7 @@ std::optional<ApiError> check_content_parts(const json& content, const std::stri
 }
 
 // messages[k]: an object with a known role and string, text-part or null content.
-std::optional<ApiError> check_message(const json& m, size_t k) {
+std::optional<ApiError> check_message(const RequestJson& m, size_t k) {
   static const char* kRoles[] = {"system", "developer", "user", "assistant", "tool"};
   const std::string where = "messages[" + std::to_string(k) + "]";
   if (!m.is_object()) return wrong_type(where, "an object", m);
@@ -102,7 +100,7 @@ std::optional<ApiError> check_message(const json& m, size_t k) {
 }
 
 std::optional<ApiError> read_chat_messages(Reader& r, GenerationSpec& s) {
-  const json* messages = r.find("messages");
+  const RequestJson* messages = r.find("messages");
   if (!messages) return bad_request("'messages' is required", "messages", "missing_required_field");
   if (!messages->is_array()) return wrong_type("messages", "an array of message objects", *messages);
   if (messages->empty()) return bad_request("'messages' must contain at least one message", "messages", "invalid_value");
@@ -114,17 +112,17 @@ std::optional<ApiError> read_chat_messages(Reader& r, GenerationSpec& s) {
 
 // tools: function tools, each with a non-empty name.
 std::optional<ApiError> read_chat_tools(Reader& r, GenerationSpec& s) {
-  const json* tools = r.find("tools");
+  const RequestJson* tools = r.find("tools");
   if (!tools) return std::nullopt;
   if (!tools->is_array()) return wrong_type("tools", "an array", *tools);
   for (size_t k = 0; k < tools->size(); ++k) {
-    const json& t = (*tools)[k];
+    const RequestJson& t = (*tools)[k];
     const std::string where = "tools[" + std::to_string(k) + "]";
     if (!t.is_object() || !t.contains("function") || !t["function"].is_object())
       return bad_request("'" + where + "' must be {\"type\": \"function\", \"function\": {...}}", where);
     if (t.contains("type") && t["type"] != "function")
       return bad_request("'" + where + ".type' must be \"function\"", where + ".type");
-    const json& f = t["function"];
+    const RequestJson& f = t["function"];
     if (!f.contains("name") || !f["name"].is_string() || f["name"].get<std::string>().empty())
       return bad_request("'" + where + ".function.name' is required and must be a non-empty string",
                          where + ".function.name", "missing_required_field");
@@ -136,18 +134,18 @@ std::optional<ApiError> read_chat_tools(Reader& r, GenerationSpec& s) {
 // tool_choice: none | auto | required | {"type": "function", "function": {"name"}} (the model is
 // then shown only that function); "none" also hides the tools.
 std::optional<ApiError> read_tool_choice(Reader& r, GenerationSpec& s) {
-  if (const json* tc = r.find("tool_choice")) {
+  if (const RequestJson* tc = r.find("tool_choice")) {
     if (tc->is_string()) {
       const std::string v = tc->get<std::string>();
       if (v != "none" && v != "auto" && v != "required")
         return bad_request("'tool_choice' is \"" + v + "\"; expected none, auto, required or a function object", "tool_choice");
       s.tool_choice = v;
     } else if (tc->is_object()) {
-      const json* fn = tc->contains("function") ? &(*tc)["function"] : nullptr;
+      const RequestJson* fn = tc->contains("function") ? &(*tc)["function"] : nullptr;
       if (!fn || !fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string())
         return bad_request("'tool_choice' object must be {\"type\": \"function\", \"function\": {\"name\": ...}}", "tool_choice");
       const std::string name = (*fn)["name"];
-      json only = json::array();
+      RequestJson only = RequestJson::array();
       if (s.tools.is_array())
         for (const auto& t : s.tools)
           if (t["function"]["name"] == name) only.push_back(t);
@@ -166,7 +164,7 @@ std::optional<ApiError> read_tool_choice(Reader& r, GenerationSpec& s) {
 }
 
 std::optional<ApiError> read_parallel_tool_calls(Reader& r, const GenerationSpec& s) {
-  const json* ptc = r.find("parallel_tool_calls");
+  const RequestJson* ptc = r.find("parallel_tool_calls");
   if (!ptc) return std::nullopt;
   if (!ptc->is_boolean()) return wrong_type("parallel_tool_calls", "a boolean", *ptc);
   if (!ptc->get<bool>() && s.tool_choice == "auto" && s.tools.is_array())
@@ -178,14 +176,14 @@ std::optional<ApiError> read_parallel_tool_calls(Reader& r, const GenerationSpec
 
 // Thinking: chat_template_kwargs.enable_thinking (vLLM, SGLang) or reasoning_effort (OpenAI).
 std::optional<ApiError> read_thinking(Reader& r, GenerationSpec& s) {
-  if (const json* kw = r.find("chat_template_kwargs")) {
+  if (const RequestJson* kw = r.find("chat_template_kwargs")) {
     if (!kw->is_object()) return wrong_type("chat_template_kwargs", "an object", *kw);
     if (auto it = kw->find("enable_thinking"); it != kw->end() && !it->is_null()) {
       if (!it->is_boolean()) return wrong_type("chat_template_kwargs.enable_thinking", "a boolean", *it);
       s.enable_thinking = it->get<bool>();
     }
   }
-  if (const json* effort = r.find("reasoning_effort")) {
+  if (const RequestJson* effort = r.find("reasoning_effort")) {
     if (!effort->is_string()) return wrong_type("reasoning_effort", "a string", *effort);
     const std::string e = effort->get<std::string>();
     if (e == "none" || e == "minimal") s.enable_thinking = false;
@@ -197,7 +195,7 @@ std::optional<ApiError> read_thinking(Reader& r, GenerationSpec& s) {
 
 // logprobs: a boolean, with top_logprobs 0..20 (a range error goes to r.error).
 std::optional<ApiError> read_chat_logprobs(Reader& r, GenerationSpec& s) {
-  if (const json* lp = r.find("logprobs")) {
+  if (const RequestJson* lp = r.find("logprobs")) {
     if (!lp->is_boolean()) return wrong_type("logprobs", "a boolean", *lp);
     s.sampling.logprobs = lp->get<bool>();
   }
@@ -212,7 +210,7 @@ std::optional<ApiError> read_chat_logprobs(Reader& r, GenerationSpec& s) {
 
 }  // namespace
 
-std::variant<GenerationSpec, ApiError> parse_chat_request(const json& body, const RequestLimits& limits) {
+std::variant<GenerationSpec, ApiError> parse_chat_request(const RequestJson& body, const RequestLimits& limits) {
   Reader r{body, std::nullopt};
   GenerationSpec s;
   if (auto e = read_common(r, s, Endpoint::chat, limits)) return *e;
@@ -233,13 +231,13 @@ std::variant<GenerationSpec, ApiError> parse_chat_request(const json& body, cons
   return s;
 }
 
-std::variant<GenerationSpec, ApiError> parse_completion_request(const json& body, const RequestLimits& limits) {
+std::variant<GenerationSpec, ApiError> parse_completion_request(const RequestJson& body, const RequestLimits& limits) {
   Reader r{body, std::nullopt};
   GenerationSpec s;
   if (auto e = read_common(r, s, Endpoint::completion, limits)) return *e;
-  const json* prompt = r.find("prompt");
+  const RequestJson* prompt = r.find("prompt");
   if (!prompt) return bad_request("'prompt' is required", "prompt", "missing_required_field");
-  auto token_list = [&](const json& arr) -> std::optional<ApiError> {
+  auto token_list = [&](const RequestJson& arr) -> std::optional<ApiError> {
     for (const auto& t : arr) {
       if (!t.is_number_integer()) return wrong_type("prompt", "a string, an array of one string, or an array of token ids", t);
       const int64_t id = t.get<int64_t>();
@@ -271,7 +269,7 @@ std::variant<GenerationSpec, ApiError> parse_completion_request(const json& body
   if (s.prompt_is_tokens && s.prompt_tokens.empty()) return bad_request("'prompt' is empty", "prompt", "invalid_value");
   // Legacy logprobs: an integer 0..5 (that many alternatives, plus the chosen token).
   int64_t lp = 0;
-  if (const json* v = r.find("logprobs"); v && v->is_boolean()) {
+  if (const RequestJson* v = r.find("logprobs"); v && v->is_boolean()) {
     s.sampling.logprobs = v->get<bool>();
   } else if (r.integer("logprobs", 0, 20, lp)) {
     s.sampling.logprobs = true;

@@ -17,6 +17,12 @@ namespace g4::server {
 
 enum class Endpoint { chat, completion };
 
+// A request body, members in the order the client wrote them. A JSON schema's properties are
+// generated in that declared order (as OpenAI's strict mode does), and a sorted nlohmann::json
+// would lose it as soon as the body is parsed; so bodies, and the tools and schemas taken from
+// them, stay ordered_json up to the grammar.
+using RequestJson = nlohmann::ordered_json;
+
 // What validation needs to know about the served model.
 struct RequestLimits {
   std::string model_name;          // the one id /v1/models lists; requests must name it
@@ -32,7 +38,7 @@ struct GenerationSpec {
   std::string model;
   // chat
   nlohmann::json messages;                       // array, validated by the chat template
-  nlohmann::json tools;                          // null or the tools passed to the template
+  RequestJson tools;                             // null or the tools passed to the template
   std::string tool_choice = "auto";              // "none" | "auto" | "required" | "function"
   std::string forced_function;                   // tool_choice "function": its name
   bool enable_thinking = false;                  // chat_template_kwargs.enable_thinking / reasoning_effort
@@ -55,13 +61,13 @@ struct GenerationSpec {
 
 // Body bytes -> JSON object. Refuses invalid UTF-8 (naming the byte offset), malformed JSON and
 // anything but an object.
-std::variant<nlohmann::json, ApiError> parse_json_object(std::string_view body);
+std::variant<RequestJson, ApiError> parse_json_object(std::string_view body);
 
 // The first byte offset where `s` is not valid UTF-8, or npos.
 size_t invalid_utf8_offset(std::string_view s);
 
-std::variant<GenerationSpec, ApiError> parse_chat_request(const nlohmann::json& body, const RequestLimits& limits);
-std::variant<GenerationSpec, ApiError> parse_completion_request(const nlohmann::json& body, const RequestLimits& limits);
+std::variant<GenerationSpec, ApiError> parse_chat_request(const RequestJson& body, const RequestLimits& limits);
+std::variant<GenerationSpec, ApiError> parse_completion_request(const RequestJson& body, const RequestLimits& limits);
 
 // tool_choice "required" / a named function is enforced by writing the start of the call into
 // the generation prompt (the model continues inside it): "<|tool_call>call:" or

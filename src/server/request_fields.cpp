@@ -10,27 +10,25 @@
 
 namespace g4::server {
 
-using nlohmann::json;
-
-std::string type_name(const json& v) {
+std::string type_name(const RequestJson& v) {
   switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    case json::value_t::number_float: return "a number";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
+    case RequestJson::value_t::null: return "null";
+    case RequestJson::value_t::boolean: return "a boolean";
+    case RequestJson::value_t::string: return "a string";
+    case RequestJson::value_t::array: return "an array";
+    case RequestJson::value_t::object: return "an object";
+    case RequestJson::value_t::number_float: return "a number";
+    case RequestJson::value_t::number_integer:
+    case RequestJson::value_t::number_unsigned: return "an integer";
     default: return "an unsupported value";
   }
 }
 
-ApiError wrong_type(const std::string& field, const std::string& want, const json& got) {
+ApiError wrong_type(const std::string& field, const std::string& want, const RequestJson& got) {
   return bad_request("'" + field + "' must be " + want + ", got " + type_name(got), field, "invalid_type");
 }
 
-const json* Reader::find(const char* key) const {
+const RequestJson* Reader::find(const char* key) const {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return nullptr;
   return &*it;
@@ -42,20 +40,20 @@ bool Reader::fail(ApiError e) {
 }
 
 bool Reader::number(const char* key, double lo, double hi, double& out) {
-  const json* v = find(key);
+  const RequestJson* v = find(key);
   if (!v) return false;
   if (!v->is_number()) return fail(wrong_type(key, "a number", *v));
   const double x = v->get<double>();
   if (!std::isfinite(x) || x < lo || x > hi)
-    return fail(bad_request("'" + std::string(key) + "' is " + v->dump() + "; it must be between " + json(lo).dump() +
-                                " and " + json(hi).dump(),
+    return fail(bad_request("'" + std::string(key) + "' is " + v->dump() + "; it must be between " + RequestJson(lo).dump() +
+                                " and " + RequestJson(hi).dump(),
                             key, "invalid_value"));
   out = x;
   return true;
 }
 
 bool Reader::integer(const char* key, int64_t lo, int64_t hi, int64_t& out) {
-  const json* v = find(key);
+  const RequestJson* v = find(key);
   if (!v) return false;
   if (v->is_number_float()) {
     const double d = v->get<double>();
@@ -80,7 +78,7 @@ bool Reader::integer(const char* key, int64_t lo, int64_t hi, int64_t& out) {
 }
 
 bool Reader::boolean(const char* key, bool& out) {
-  const json* v = find(key);
+  const RequestJson* v = find(key);
   if (!v) return false;
   if (!v->is_boolean()) return fail(wrong_type(key, "a boolean", *v));
   out = v->get<bool>();
@@ -113,8 +111,8 @@ const std::set<std::string>& known_fields(Endpoint e) {
 }
 
 // response_format.json_schema -> s.grammar; false after an error.
-bool read_json_schema_format(Reader& r, const json& rf, GenerationSpec& s) {
-  const json* js = rf.contains("json_schema") ? &rf["json_schema"] : nullptr;
+bool read_json_schema_format(Reader& r, const RequestJson& rf, GenerationSpec& s) {
+  const RequestJson* js = rf.contains("json_schema") ? &rf["json_schema"] : nullptr;
   if (!js || !js->is_object() || !js->contains("name") || !(*js)["name"].is_string())
     return r.fail(bad_request("'response_format.json_schema' must be an object with a 'name' and a 'schema'",
                               "response_format.json_schema", "invalid_value"));
@@ -124,7 +122,7 @@ bool read_json_schema_format(Reader& r, const json& rf, GenerationSpec& s) {
                                 "response_format.json_schema." + it.key(), "unsupported_parameter"));
   if (js->contains("strict") && !(*js)["strict"].is_boolean() && !(*js)["strict"].is_null())
     return r.fail(wrong_type("response_format.json_schema.strict", "a boolean", (*js)["strict"]));
-  const json schema = js->contains("schema") ? (*js)["schema"] : json::object();
+  const RequestJson schema = js->contains("schema") ? (*js)["schema"] : RequestJson::object();
   try {
     s.grammar = grammar::json_schema_gbnf(schema);
   } catch (const grammar::SchemaError& e) {
@@ -141,7 +139,7 @@ bool read_json_schema_format(Reader& r, const json& rf, GenerationSpec& s) {
 
 // response_format (text | json_object | json_schema); false after an error.
 bool read_response_format(Reader& r, GenerationSpec& s) {
-  const json* rf = r.find("response_format");
+  const RequestJson* rf = r.find("response_format");
   if (!rf) return true;
   if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string())
     return r.fail(bad_request("'response_format' must be {\"type\": \"text\" | \"json_object\" | \"json_schema\", ...}",
@@ -161,7 +159,7 @@ bool read_response_format(Reader& r, GenerationSpec& s) {
 
 // The `grammar` extension: GBNF text, checked by parsing it.
 void read_grammar(Reader& r, GenerationSpec& s) {
-  const json* g = r.find("grammar");
+  const RequestJson* g = r.find("grammar");
   if (!g) return;
   if (!g->is_string()) {
     r.fail(wrong_type("grammar", "a string of GBNF grammar text", *g));
@@ -191,7 +189,7 @@ void read_output_constraint(Reader& r, GenerationSpec& s) {
 
 // model: required, and it must be the served one; false after an error.
 bool read_model(Reader& r, GenerationSpec& s, const RequestLimits& limits) {
-  const json* model = r.find("model");
+  const RequestJson* model = r.find("model");
   if (!model)
     return r.fail(bad_request("you must provide a model parameter ('model': \"" + limits.model_name + "\")", "model",
                               "missing_required_field"));
@@ -230,7 +228,7 @@ void read_sampling(Reader& r, GenerationSpec& s, const RequestLimits& limits) {
 
 // stop: a string or up to 16 non-empty strings.
 void read_stop(Reader& r, SamplingParams& p) {
-  const json* stop = r.find("stop");
+  const RequestJson* stop = r.find("stop");
   if (!stop) return;
   if (stop->is_string()) {
     p.stop_strings.push_back(stop->get<std::string>());
@@ -252,7 +250,7 @@ void read_stop(Reader& r, SamplingParams& p) {
 
 // logit_bias: {"token id": bias in [-100, 100]}.
 void read_logit_bias(Reader& r, SamplingParams& p, const RequestLimits& limits) {
-  const json* bias = r.find("logit_bias");
+  const RequestJson* bias = r.find("logit_bias");
   if (!bias) return;
   if (!bias->is_object()) {
     r.fail(wrong_type("logit_bias", "an object mapping token ids to numbers", *bias));
@@ -277,7 +275,7 @@ void read_logit_bias(Reader& r, SamplingParams& p, const RequestLimits& limits) 
 // stream and stream_options.include_usage.
 void read_streaming(Reader& r, GenerationSpec& s) {
   r.boolean("stream", s.stream);
-  const json* so = r.find("stream_options");
+  const RequestJson* so = r.find("stream_options");
   if (!so) return;
   if (!so->is_object()) {
     r.fail(wrong_type("stream_options", "an object", *so));
@@ -290,7 +288,7 @@ void read_streaming(Reader& r, GenerationSpec& s) {
 
 // g4 extension: {"g4": {"deadline_ms": N}} lowers the server's per-request deadline.
 void read_g4_extension(Reader& r, GenerationSpec& s, const RequestLimits& limits) {
-  const json* ext = r.find("g4");
+  const RequestJson* ext = r.find("g4");
   if (!ext) return;
   if (!ext->is_object()) {
     r.fail(wrong_type("g4", "an object", *ext));
@@ -302,7 +300,7 @@ void read_g4_extension(Reader& r, GenerationSpec& s, const RequestLimits& limits
   }
 }
 
-std::optional<ApiError> check_known_fields(const json& body, Endpoint e) {
+std::optional<ApiError> check_known_fields(const RequestJson& body, Endpoint e) {
   for (auto it = body.begin(); it != body.end(); ++it)
     if (!known_fields(e).count(it.key()))
       return bad_request("'" + it.key() + "' is not supported by this server (g4 refuses request fields it would not honour)",

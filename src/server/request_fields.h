@@ -14,17 +14,17 @@
 namespace g4::server {
 
 // "a string", "an integer", ...: how an error names the type a client sent.
-std::string type_name(const nlohmann::json& v);
+std::string type_name(const RequestJson& v);
 // 400 "'FIELD' must be WANT, got TYPE" (code invalid_type).
-ApiError wrong_type(const std::string& field, const std::string& want, const nlohmann::json& got);
+ApiError wrong_type(const std::string& field, const std::string& want, const RequestJson& got);
 
 // A small validation context: the first error wins; getters return false when the field is absent
 // (or null, which OpenAI clients send for "not set").
 struct Reader {
-  const nlohmann::json& body;
+  const RequestJson& body;
   std::optional<ApiError> error;
 
-  const nlohmann::json* find(const char* key) const;
+  const RequestJson* find(const char* key) const;
   bool fail(ApiError e);  // records e unless an earlier error was recorded; returns false
   bool number(const char* key, double lo, double hi, double& out);
   bool integer(const char* key, int64_t lo, int64_t hi, int64_t& out);

@@ -27,7 +27,7 @@ ApiError unsupported(const std::string& param, const std::string& why) {
 
 // One input item -> chat messages appended to `out` (function calls join the assistant message
 // before them when it has only calls).
-std::optional<ApiError> add_input_item(const json& item, size_t i, json& out) {
+std::optional<ApiError> add_input_item(const RequestJson& item, size_t i, nlohmann::json& out) {
   const std::string where = "input[" + std::to_string(i) + "]";
   if (!item.is_object()) return bad_request("'" + where + "' must be an object", where, "invalid_type");
   const std::string type = item.contains("type") && item["type"].is_string() ? item["type"].get<std::string>() : "message";
@@ -35,13 +35,13 @@ std::optional<ApiError> add_input_item(const json& item, size_t i, json& out) {
     static const std::set<std::string> kRoles = {"user", "system", "developer", "assistant"};
     if (!item.contains("role") || !item["role"].is_string() || !kRoles.count(item["role"].get<std::string>()))
       return bad_request("'" + where + ".role' must be user, system, developer or assistant", where + ".role", "invalid_value");
-    const json* content = item.contains("content") ? &item["content"] : nullptr;
+    const RequestJson* content = item.contains("content") ? &item["content"] : nullptr;
     std::string text;
     if (content && content->is_string()) {
       text = content->get<std::string>();
     } else if (content && content->is_array()) {
       for (size_t j = 0; j < content->size(); ++j) {
-        const json& part = (*content)[j];
+        const RequestJson& part = (*content)[j];
         const std::string pw = where + ".content[" + std::to_string(j) + "]";
         const std::string pt = part.is_object() && part.contains("type") && part["type"].is_string() ? part["type"].get<std::string>() : "";
         if (pt != "input_text" && pt != "output_text")
@@ -63,12 +63,12 @@ std::optional<ApiError> add_input_item(const json& item, size_t i, json& out) {
     for (const char* k : {"call_id", "name", "arguments"})
       if (!item.contains(k) || !item[k].is_string())
         return bad_request("'" + where + "." + k + "' must be a string", where + "." + k, "invalid_value");
-    json call = {{"id", item["call_id"]}, {"type", "function"},
-                 {"function", {{"name", item["name"]}, {"arguments", item["arguments"]}}}};
+    nlohmann::json call = {{"id", item["call_id"]}, {"type", "function"},
+                          {"function", {{"name", item["name"]}, {"arguments", item["arguments"]}}}};
     if (!out.empty() && out.back()["role"] == "assistant" && out.back().contains("tool_calls"))
       out.back()["tool_calls"].push_back(call);
     else
-      out.push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({call})}});
+      out.push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", nlohmann::json::array({call})}});
     return std::nullopt;
   }
   if (type == "function_call_output") {
@@ -83,15 +83,15 @@ std::optional<ApiError> add_input_item(const json& item, size_t i, json& out) {
                      where + ".type", "unsupported_value");
 }
 
-std::variant<json, ApiError> tools_to_chat(const json& tools) {
+std::variant<RequestJson, ApiError> tools_to_chat(const RequestJson& tools) {
   if (!tools.is_array()) return bad_request("'tools' must be an array", "tools", "invalid_type");
-  json out = json::array();
+  RequestJson out = RequestJson::array();
   for (size_t i = 0; i < tools.size(); ++i) {
-    const json& t = tools[i];
+    const RequestJson& t = tools[i];
     const std::string where = "tools[" + std::to_string(i) + "]";
     if (!t.is_object() || t.value("type", "") != "function")
       return unsupported(where + ".type", "must be \"function\": g4 runs no built-in tools (web or file search, computer use)");
-    json f = {{"name", t.value("name", json())}};
+    RequestJson f = {{"name", t.value("name", RequestJson())}};
     if (t.contains("description")) f["description"] = t["description"];
     if (t.contains("parameters")) f["parameters"] = t["parameters"];
     out.push_back({{"type", "function"}, {"function", f}});
@@ -103,7 +103,7 @@ std::variant<json, ApiError> tools_to_chat(const json& tools) {
 
 namespace {
 
-std::optional<ApiError> check_responses_fields(const json& body) {
+std::optional<ApiError> check_responses_fields(const RequestJson& body) {
   static const std::set<std::string> kKnown = {"model", "input", "instructions", "max_output_tokens", "temperature", "top_p",
                                                "stream", "previous_response_id", "tools", "tool_choice", "text", "store",
                                                "metadata", "user", "parallel_tool_calls"};
@@ -114,7 +114,7 @@ std::optional<ApiError> check_responses_fields(const json& body) {
 }
 
 // r.conversation: the stored conversation of previous_response_id (or none), then the input.
-std::optional<ApiError> read_conversation(const json& body, const ResponseStore& store, ResponsesRequest& r) {
+std::optional<ApiError> read_conversation(const RequestJson& body, const ResponseStore& store, ResponsesRequest& r) {
   if (const auto p = body.find("previous_response_id"); p != body.end() && !p->is_null()) {
     if (!p->is_string()) return bad_request("'previous_response_id' must be a string", "previous_response_id", "invalid_type");
     const auto prev = store.get(p->get<std::string>());
@@ -124,7 +124,7 @@ std::optional<ApiError> read_conversation(const json& body, const ResponseStore&
     r.previous_response_id = p->get<std::string>();
     r.conversation = *prev;
   } else {
-    r.conversation = json::array();
+    r.conversation = nlohmann::json::array();
   }
   const auto input = body.find("input");
   if (input == body.end()) return bad_request("'input' is required", "input", "missing_required_field");
@@ -140,11 +140,11 @@ std::optional<ApiError> read_conversation(const json& body, const ResponseStore&
 }
 
 // tools and tool_choice, in the chat request's form.
-std::optional<ApiError> tool_fields_to_chat(const json& body, json& chat) {
+std::optional<ApiError> tool_fields_to_chat(const RequestJson& body, RequestJson& chat) {
   if (const auto t = body.find("tools"); t != body.end() && !t->is_null()) {
     auto tools = tools_to_chat(*t);
     if (auto* e = std::get_if<ApiError>(&tools)) return *e;
-    chat["tools"] = std::get<json>(tools);
+    chat["tools"] = std::get<RequestJson>(tools);
   }
   if (const auto tc = body.find("tool_choice"); tc != body.end() && !tc->is_null()) {
     if (tc->is_string()) {
@@ -159,7 +159,7 @@ std::optional<ApiError> tool_fields_to_chat(const json& body, json& chat) {
 }
 
 // text.format -> response_format.
-std::optional<ApiError> text_format_to_chat(const json& body, json& chat) {
+std::optional<ApiError> text_format_to_chat(const RequestJson& body, RequestJson& chat) {
   const auto text = body.find("text");
   if (text == body.end() || text->is_null()) return std::nullopt;
   if (!text->is_object()) return bad_request("'text' must be an object", "text", "invalid_type");
@@ -170,7 +170,7 @@ std::optional<ApiError> text_format_to_chat(const json& body, json& chat) {
     if (type == "text" || type == "json_object") {
       chat["response_format"] = {{"type", type}};
     } else if (type == "json_schema") {
-      json js = {{"name", f->value("name", "response")}, {"schema", f->value("schema", json::object())}};
+      RequestJson js = {{"name", f->value("name", "response")}, {"schema", f->value("schema", RequestJson::object())}};
       for (const char* k : {"strict", "description"})
         if (f->contains(k)) js[k] = (*f)[k];
       chat["response_format"] = {{"type", "json_schema"}, {"json_schema", js}};
@@ -182,7 +182,7 @@ std::optional<ApiError> text_format_to_chat(const json& body, json& chat) {
 }
 
 // store, stream and metadata: what the server does with the response, not what it generates.
-std::optional<ApiError> read_response_handling(const json& body, ResponsesRequest& r) {
+std::optional<ApiError> read_response_handling(const RequestJson& body, ResponsesRequest& r) {
   if (const auto s = body.find("store"); s != body.end() && !s->is_null()) {
     if (!s->is_boolean()) return bad_request("'store' must be a boolean", "store", "invalid_type");
     r.store = s->get<bool>();
@@ -197,33 +197,33 @@ std::optional<ApiError> read_response_handling(const json& body, ResponsesReques
 }
 
 // The request fields the response object repeats, with OpenAI's defaults.
-json echoed_fields(const json& body, const ResponsesRequest& r) {
-  return {{"instructions", body.value("instructions", json())},
-          {"metadata", body.value("metadata", json::object())},
-          {"max_output_tokens", body.value("max_output_tokens", json())},
-          {"temperature", body.value("temperature", json(1.0))},
-          {"top_p", body.value("top_p", json(1.0))},
-          {"tool_choice", body.value("tool_choice", json("auto"))},
-          {"tools", body.value("tools", json::array())},
-          {"parallel_tool_calls", body.value("parallel_tool_calls", json(true))},
-          {"previous_response_id", r.previous_response_id.empty() ? json() : json(r.previous_response_id)},
+RequestJson echoed_fields(const RequestJson& body, const ResponsesRequest& r) {
+  return {{"instructions", body.value("instructions", RequestJson())},
+          {"metadata", body.value("metadata", RequestJson::object())},
+          {"max_output_tokens", body.value("max_output_tokens", RequestJson())},
+          {"temperature", body.value("temperature", RequestJson(1.0))},
+          {"top_p", body.value("top_p", RequestJson(1.0))},
+          {"tool_choice", body.value("tool_choice", RequestJson("auto"))},
+          {"tools", body.value("tools", RequestJson::array())},
+          {"parallel_tool_calls", body.value("parallel_tool_calls", RequestJson(true))},
+          {"previous_response_id", r.previous_response_id.empty() ? RequestJson() : RequestJson(r.previous_response_id)},
           {"store", r.store},
-          {"text", body.value("text", json{{"format", {{"type", "text"}}}})}};
+          {"text", body.value("text", RequestJson{{"format", {{"type", "text"}}}})}};
 }
 
 }  // namespace
 
-std::variant<ResponsesRequest, ApiError> responses_to_chat(const json& body, const ResponseStore& store) {
+std::variant<ResponsesRequest, ApiError> responses_to_chat(const RequestJson& body, const ResponseStore& store) {
   if (auto e = check_responses_fields(body)) return *e;
   ResponsesRequest r;
-  json chat = {{"model", body.contains("model") ? body["model"] : json()}};
+  RequestJson chat = {{"model", body.contains("model") ? body["model"] : RequestJson()}};
   if (auto e = read_conversation(body, store, r)) return *e;
-  json messages = json::array();
+  RequestJson messages = RequestJson::array();
   if (const auto ins = body.find("instructions"); ins != body.end() && !ins->is_null()) {
     if (!ins->is_string()) return bad_request("'instructions' must be a string", "instructions", "invalid_type");
     messages.push_back({{"role", "system"}, {"content", *ins}});
   }
-  for (const auto& m : r.conversation) messages.push_back(m);
+  for (const auto& m : r.conversation) messages.push_back(RequestJson(m));
   chat["messages"] = messages;
   if (const auto m = body.find("max_output_tokens"); m != body.end() && !m->is_null()) chat["max_tokens"] = *m;
   for (const char* k : {"temperature", "top_p", "user", "parallel_tool_calls"})

@@ -37,7 +37,7 @@ class ResponseStore {
 };
 
 struct ResponsesRequest {
-  nlohmann::json chat_body;     // for parse_chat_request
+  RequestJson chat_body;        // for parse_chat_request (ordered: its schemas keep their declared order)
   nlohmann::json conversation;  // previous conversation + this input (no instructions), chat messages
   std::string previous_response_id;
   bool store = true;
@@ -46,7 +46,7 @@ struct ResponsesRequest {
 };
 
 // Body -> the chat request it means, or the 4xx naming the field (input[i]..., text.format, ...).
-std::variant<ResponsesRequest, ApiError> responses_to_chat(const nlohmann::json& body, const ResponseStore& store);
+std::variant<ResponsesRequest, ApiError> responses_to_chat(const RequestJson& body, const ResponseStore& store);
 
 // An error of the chat request a Responses request became, naming the field the client sent:
 // max_tokens -> max_output_tokens, response_format -> text.format, messages -> input (the

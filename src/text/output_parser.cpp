@@ -53,7 +53,7 @@ ToolCall parse_tool_call(std::string_view inside) {
     if (p != t.size()) call.error = "tool call " + call.name + ": unexpected text after the arguments at offset " + std::to_string(p);
   } catch (const Error& e) {
     call.error = "tool call " + call.name + ": " + e.what();
-    call.arguments = nlohmann::json::object();
+    call.arguments = nlohmann::ordered_json::object();
   }
   return call;
 }

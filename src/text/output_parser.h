@@ -1,7 +1,7 @@
 // Splits what Gemma 4 generated (decoded with special tokens kept) into thinking, answer and
 // tool calls:
 //   <|channel>thought\n...<channel|>             -> thinking (an unclosed block runs to the end)
-//   <|tool_call>call:NAME{k:v,...}<tool_call|>   -> ToolCall{name, arguments as JSON}
+//   <|tool_call>call:NAME{k:v,...}<tool_call|>   -> ToolCall{name, arguments as JSON, members in written order}
 //   the rest, cut at <turn|> / <eos> and without <|tool_response>, trimmed -> content
 // A malformed call does not throw: it becomes a ToolCall with `error` set and the raw text kept,
 // so a server can report it (tool_call_json gives the error object).
@@ -16,7 +16,8 @@ namespace g4::text {
 
 struct ToolCall {
   std::string name;
-  nlohmann::json arguments = nlohmann::json::object();
+  // In the order the model wrote the members (a forced call follows its schema's declared order).
+  nlohmann::ordered_json arguments = nlohmann::ordered_json::object();
   std::string raw;    // the text between <|tool_call> and <tool_call|>
   std::string error;  // empty when the call parsed
   bool ok() const { return error.empty(); }

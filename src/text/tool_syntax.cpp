@@ -95,13 +95,14 @@ std::string parse_key(std::string_view t, size_t& p) {
 
 }  // namespace
 
-json parse_tool_value(std::string_view t, size_t& p) {
+nlohmann::ordered_json parse_tool_value(std::string_view t, size_t& p) {
+  using ojson = nlohmann::ordered_json;  // members in the order they were written
   skip_space(t, p);
   if (p >= t.size()) fail(t, p, "expected a value");
   if (starts(t, p, kToolQuote)) return parse_quoted(t, p);
   const char c = t[p];
   if (c == '{') {
-    json obj = json::object();
+    ojson obj = ojson::object();
     ++p;
     skip_space(t, p);
     if (p < t.size() && t[p] == '}') {
@@ -127,7 +128,7 @@ json parse_tool_value(std::string_view t, size_t& p) {
     }
   }
   if (c == '[') {
-    json arr = json::array();
+    ojson arr = ojson::array();
     ++p;
     skip_space(t, p);
     if (p < t.size() && t[p] == ']') {
@@ -152,7 +153,7 @@ json parse_tool_value(std::string_view t, size_t& p) {
     size_t end = p + 1;
     while (end < t.size() && t[end] != '"') end += t[end] == '\\' ? 2 : 1;
     if (end >= t.size()) fail(t, p, "unterminated string");
-    json s = json::parse(t.substr(p, end + 1 - p), nullptr, false);
+    ojson s = ojson::parse(t.substr(p, end + 1 - p), nullptr, false);
     if (s.is_discarded()) fail(t, p, "invalid string");
     p = end + 1;
     return s;
@@ -164,7 +165,7 @@ json parse_tool_value(std::string_view t, size_t& p) {
   if (word == "true") return true;
   if (word == "false") return false;
   if (word == "null") return nullptr;
-  json num = json::parse(word, nullptr, false);
+  ojson num = ojson::parse(word, nullptr, false);
   if (word.empty() || num.is_discarded() || !num.is_number()) fail(t, start, "unexpected \"" + std::string(word) + "\"");
   return num;
 }

@@ -1,7 +1,7 @@
 // Gemma 4's value syntax inside tool declarations, calls and responses: JSON-like, but strings
-// are wrapped in <|"|> instead of quotes, object keys are usually bare, and keys are written in
-// Jinja dictsort order (case-insensitive). Shared by the chat template (writing) and the output
-// parser (reading).
+// are wrapped in <|"|> instead of quotes, object keys are usually bare, and the chat template
+// writes keys in Jinja dictsort order (case-insensitive). Shared by the chat template (writing)
+// and the output parser (reading, in whatever order the model wrote them).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -22,7 +22,8 @@ std::vector<std::pair<std::string, const nlohmann::json*>> dictsort(const nlohma
 void format_tool_value(std::string& out, const nlohmann::json& value, bool escape_keys);
 
 // Parses one value in that syntax starting at text[pos]; advances pos. Throws g4::Error with a
-// message naming the offset on malformed input.
-nlohmann::json parse_tool_value(std::string_view text, size_t& pos);
+// message naming the offset on malformed input. Object members keep the order they were written
+// in (a tool call's arguments come back in the order the model generated them).
+nlohmann::ordered_json parse_tool_value(std::string_view text, size_t& pos);
 
 }  // namespace g4::text

@@ -1,5 +1,6 @@
-// `g4 generate --json-schema / --json-object / --grammar`: sampled output follows the constraint,
-// and a schema or grammar g4 cannot honour is an error naming the file and what is wrong.
+// `g4 generate --json-schema / --json-object / --grammar`: sampled output follows the constraint
+// (a schema's properties in the order the file declares them), and a schema or grammar g4 cannot
+// honour is an error naming the file and what is wrong.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -23,7 +24,7 @@ TEST(GenerateGrammar, OutputFollowsTheConstraintOrTheErrorNamesIt) {
   std::string out;
   ASSERT_EQ(0, test::g4_command("synth --preset tiny-e --out " + model, &out)) << out;
   test::write_file(dir.path() / "s.json",
-                   R"({"type":"object","properties":{"id":{"type":"integer"},"ok":{"type":"boolean"}},"required":["id","ok"]})");
+                   R"({"type":"object","properties":{"zid":{"type":"integer"},"ok":{"type":"boolean"}},"required":["zid","ok"]})");
   test::write_file(dir.path() / "g.gbnf", "root ::= \"x\" [0-9]{3} \"y\"\n");
   test::write_file(dir.path() / "bad.json", R"({"type":"string","pattern":"^a"})");
   test::write_file(dir.path() / "bad.gbnf", "root ::= missing\n");
@@ -32,8 +33,9 @@ TEST(GenerateGrammar, OutputFollowsTheConstraintOrTheErrorNamesIt) {
     ASSERT_EQ(0, generate(gen + "--seed " + std::to_string(seed) + " --json-schema " + (dir.path() / "s.json").string(),
                                   &out))
         << out;
-    const auto v = nlohmann::json::parse(first_line(out));
-    EXPECT_TRUE(v["id"].is_number_integer() && v["ok"].is_boolean()) << out;
+    const auto v = nlohmann::ordered_json::parse(first_line(out));
+    EXPECT_TRUE(v["zid"].is_number_integer() && v["ok"].is_boolean()) << out;
+    EXPECT_EQ(v.begin().key(), "zid") << out;  // declared first, sorted last
     ASSERT_EQ(0, generate(gen + "--seed " + std::to_string(seed) + " --grammar " + (dir.path() / "g.gbnf").string(),
                                   &out))
         << out;

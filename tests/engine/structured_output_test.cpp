@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "declared_order.h"
 #include "engine/engine.h"
 #include "engine/grammar_matcher.h"
 #include "engine/json_schema_grammar.h"
@@ -13,6 +14,7 @@
 #include "test_util.h"
 #include "text/synth_tokenizer.h"
 #include "text/tokenizer.h"
+#include "text/tool_syntax.h"
 
 namespace g4 {
 namespace {
@@ -232,6 +234,62 @@ TEST_F(StructuredOutput, ThousandSampledCompletionsValidateAgainstTheirSchemas) 
     }
   }
   EXPECT_EQ(valid, int(all.size()) * per_schema);
+}
+
+// Properties come out in the schema's declared order, never sorted: at the top, through a $ref,
+// inside an anyOf branch and in a nested object (declared_order.h).
+TEST_F(StructuredOutput, PropertiesComeInDeclaredOrder) {
+  const auto schema = nlohmann::ordered_json::parse(test::kDeclaredOrderSchema);
+  auto g = std::make_shared<grammar::CompiledGrammar>(grammar::parse_gbnf(grammar::json_schema_gbnf(schema)), *vocab_);
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 24; ++i) {
+    reqs.push_back(sampled(900 + uint64_t(i), 600));
+    reqs.back().grammar = g;
+  }
+  int object_choices = 0, with_bonus = 0;
+  for (const auto& c : run(reqs)) {
+    const std::string text = text_of(c.tokens);
+    ASSERT_EQ(c.finish, "stop") << text;
+    const auto v = nlohmann::ordered_json::parse(text);
+    bool object_choice = false;
+    EXPECT_EQ(test::declared_order_mismatch(v, &object_choice), "") << text;
+    object_choices += object_choice;
+    with_bonus += v.contains("bonus");
+  }
+  EXPECT_GT(object_choices, 0);  // the anyOf object branch was generated at least once
+  EXPECT_GT(with_bonus, 0);      // and the optional member
+}
+
+// The same in Gemma's tool-call syntax: a forced call's arguments, after "call:NAME{" (the chat
+// template writes declared tools' keys sorted; a generated call follows the schema instead).
+TEST_F(StructuredOutput, ToolArgumentsComeInDeclaredOrder) {
+  const auto schema = nlohmann::ordered_json::parse(test::kDeclaredOrderSchema);
+  const int quote = tok_->vocab().find("<|\"|>"), close = tok_->vocab().find("<tool_call|>");
+  ASSERT_GE(quote, 0);
+  ASSERT_GE(close, 0);
+  grammar::SchemaGrammarBuilder b(grammar::ValueSyntax::gemma_tool, quote);
+  b.add_rule("root", b.add_object_after_open_brace(schema, "t-") + " <[" + std::to_string(close) + "]>");
+  auto g = std::make_shared<grammar::CompiledGrammar>(grammar::parse_gbnf(b.text()), *vocab_);
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 24; ++i) {
+    reqs.push_back(sampled(950 + uint64_t(i), 600));
+    reqs.back().grammar = g;
+  }
+  int object_choices = 0;
+  for (const auto& c : run(reqs)) {
+    std::vector<int32_t> ids;
+    for (int t : c.tokens)
+      if (t != close && t != 1 && t != 106) ids.push_back(t);
+    const std::string text = "{" + tok_->decode(ids);
+    ASSERT_EQ(c.finish, "stop") << text;
+    size_t pos = 0;
+    const auto v = text::parse_tool_value(text, pos);
+    ASSERT_EQ(pos, text.size()) << text;
+    bool object_choice = false;
+    EXPECT_EQ(test::declared_order_mismatch(v, &object_choice), "") << text;
+    object_choices += object_choice;
+  }
+  EXPECT_GT(object_choices, 0);
 }
 
 TEST_F(StructuredOutput, JsonObjectModeGivesAnObject) {

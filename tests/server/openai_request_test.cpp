@@ -158,7 +158,11 @@ TEST(OpenAiRequest, CompletionPrompts) {
 }
 
 TEST(OpenAiRequest, JsonBodies) {
-  EXPECT_TRUE(std::holds_alternative<json>(parse_json_object(R"({"a": 1})")));
+  EXPECT_TRUE(std::holds_alternative<RequestJson>(parse_json_object(R"({"a": 1})")));
+  // Members stay in the order they were written (a schema's properties are generated in it).
+  auto ordered = parse_json_object(R"({"zname": 1, "adult": {"z": 2, "b": 3}})");
+  ASSERT_TRUE(std::holds_alternative<RequestJson>(ordered));
+  EXPECT_EQ(std::get<RequestJson>(ordered).dump(), R"({"zname":1,"adult":{"z":2,"b":3}})");
   auto e = parse_json_object("{\"a\": ");
   ASSERT_TRUE(std::holds_alternative<ApiError>(e));
   EXPECT_EQ(std::get<ApiError>(e).code, "invalid_json");

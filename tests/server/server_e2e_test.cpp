@@ -20,6 +20,7 @@
 #include <map>
 #include <set>
 
+#include "declared_order.h"
 #include "server_process.h"
 
 namespace g4::test {
@@ -55,12 +56,12 @@ struct Stream {
   std::string raw;
 };
 // POSTs with stream: true; stop_after > 0 aborts the connection after that many bytes-chunks.
-Stream post_stream(httplib::Client& c, const std::string& path, const json& body, int stop_after = 0) {
+Stream post_stream_text(httplib::Client& c, const std::string& path, std::string body, int stop_after = 0) {
   Stream s;
   httplib::Request req;
   req.method = "POST";
   req.path = path;
-  req.body = body.dump();
+  req.body = std::move(body);
   req.set_header("Content-Type", "application/json");
   int chunks = 0;
   req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
@@ -71,6 +72,20 @@ Stream post_stream(httplib::Client& c, const std::string& path, const json& body
   if (r) s.status = r->status;
   s.payloads = sse_payloads(s.raw);
   return s;
+}
+Stream post_stream(httplib::Client& c, const std::string& path, const json& body, int stop_after = 0) {
+  return post_stream_text(c, path, body.dump(), stop_after);
+}
+// A chat stream's content deltas, joined.
+std::string streamed_content(const Stream& s) {
+  std::string content;
+  for (const auto& p : s.payloads) {
+    if (p == "[DONE]") continue;
+    const json ev = json::parse(p);
+    if (ev.contains("choices") && !ev["choices"].empty() && ev["choices"][0]["delta"].contains("content"))
+      content += ev["choices"][0]["delta"]["content"].get<std::string>();
+  }
+  return content;
 }
 
 json chat_body(json extra = json::object()) {
@@ -425,13 +440,7 @@ TEST_F(ServerE2E, ResponseFormatIsHonoured) {
   Stream s = post_stream(c, "/v1/chat/completions",
                          chat_body({{"response_format", rf}, {"stream", true}, {"temperature", 1}, {"seed", 9}, {"max_tokens", 200}}));
   ASSERT_EQ(s.status, 200) << s.raw;
-  std::string content;
-  for (const auto& p : s.payloads) {
-    if (p == "[DONE]") continue;
-    const json ev = json::parse(p);
-    if (ev.contains("choices") && !ev["choices"].empty() && ev["choices"][0]["delta"].contains("content"))
-      content += ev["choices"][0]["delta"]["content"].get<std::string>();
-  }
+  const std::string content = streamed_content(s);
   const json v = json::parse(content);
   EXPECT_TRUE(v["name"].is_string() && v["age"].is_number_integer()) << content;
   Reply obj = post(c, "/v1/chat/completions",
@@ -441,6 +450,65 @@ TEST_F(ServerE2E, ResponseFormatIsHonoured) {
     EXPECT_TRUE(json::parse(obj.body["choices"][0]["message"]["content"].get<std::string>()).is_object()) << obj.raw;
   else
     EXPECT_EQ(obj.body["choices"][0]["message"]["content"].get<std::string>().substr(0, 1), "{") << obj.raw;
+}
+
+// Bodies whose member order matters are built as ordered_json and sent as text: a json body
+// would be sorted by the test itself before the server saw it.
+using ojson = nlohmann::ordered_json;
+
+// json_schema output lists properties in the schema's declared order (as OpenAI's strict mode
+// does), not sorted: response_format streamed and not, a forced tool call's arguments, and
+// /v1/responses' text.format and function_call arguments.
+TEST_F(ServerE2E, SchemasKeepTheirDeclaredOrder) {
+  auto c = server_->client();
+  const ojson messages = ojson::array({{{"role", "user"}, {"content", "Describe a person."}}});
+  const ojson rf = {{"type", "json_schema"}, {"json_schema", {{"name", "person"}, {"strict", true}, {"schema", ojson::parse(kDeclaredOrderSchema)}}}};
+  for (int seed = 0; seed < 2; ++seed) {
+    const ojson body = {{"model", "tiny-e"}, {"messages", messages}, {"response_format", rf},
+                        {"temperature", 1}, {"seed", seed}, {"max_tokens", 400}};
+    Reply r = send(c, "POST", "/v1/chat/completions", body.dump());
+    ASSERT_EQ(r.status, 200) << r.raw;
+    ASSERT_EQ(r.body["choices"][0]["finish_reason"], "stop") << r.raw;
+    EXPECT_EQ(declared_order_mismatch(ojson::parse(r.body["choices"][0]["message"]["content"].get<std::string>())), "");
+  }
+  ojson sb = {{"model", "tiny-e"}, {"messages", messages}, {"response_format", rf},
+              {"temperature", 1}, {"seed", 7}, {"max_tokens", 400}, {"stream", true}};
+  Stream s = post_stream_text(c, "/v1/chat/completions", sb.dump());
+  ASSERT_EQ(s.status, 200) << s.raw;
+  const std::string content = streamed_content(s);
+  EXPECT_EQ(declared_order_mismatch(ojson::parse(content)), "") << content;
+
+  // A forced call's arguments (a smaller schema: the tool's declaration is part of the prompt).
+  const ojson params = ojson::parse(R"({"type":"object","properties":{"zname":{"type":"string","maxLength":4},
+    "adult":{"type":"boolean"},"nested":{"type":"object","properties":{"c":{"type":"boolean"},"b":{"type":"null"},
+    "a":{"type":"integer"}},"required":["c","b","a"]}},"required":["zname","adult","nested"]})");
+  const ojson tools = ojson::array({{{"type", "function"}, {"function", {{"name", "register"}, {"parameters", params}}}}});
+  for (int seed = 0; seed < 2; ++seed) {
+    const ojson body = {{"model", "tiny-e"}, {"messages", messages}, {"tools", tools}, {"temperature", 1}, {"seed", seed},
+                        {"max_tokens", 150}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "register"}}}}}};
+    Reply r = send(c, "POST", "/v1/chat/completions", body.dump());
+    ASSERT_EQ(r.status, 200) << r.raw;
+    ASSERT_EQ(r.body["choices"][0]["finish_reason"], "tool_calls") << r.raw;
+    const ojson args = ojson::parse(r.body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>());
+    EXPECT_EQ(keys_of(args), (std::vector<std::string>{"zname", "adult", "nested"})) << args;
+    EXPECT_EQ(keys_of(args["nested"]), (std::vector<std::string>{"c", "b", "a"})) << args;
+  }
+
+  // /v1/responses: text.format's schema and a function tool's parameters.
+  const ojson rbody = {{"model", "tiny-e"}, {"input", "Describe a person."}, {"temperature", 1}, {"max_output_tokens", 400},
+                       {"text", {{"format", {{"type", "json_schema"}, {"name", "person"}, {"schema", ojson::parse(kDeclaredOrderSchema)}}}}}};
+  Reply rr = send(c, "POST", "/v1/responses", rbody.dump());
+  ASSERT_EQ(rr.status, 200) << rr.raw;
+  ASSERT_EQ(rr.body["status"], "completed") << rr.raw;
+  EXPECT_EQ(declared_order_mismatch(ojson::parse(rr.body["output"][0]["content"][0]["text"].get<std::string>())), "");
+  const ojson rtools = ojson::array({{{"type", "function"}, {"name", "register"}, {"parameters", params}}});
+  const ojson cbody = {{"model", "tiny-e"}, {"input", "Register Zoe."}, {"tools", rtools}, {"temperature", 1},
+                       {"max_output_tokens", 150}, {"tool_choice", {{"type", "function"}, {"name", "register"}}}};
+  Reply call = send(c, "POST", "/v1/responses", cbody.dump());
+  ASSERT_EQ(call.status, 200) << call.raw;
+  ASSERT_EQ(call.body["output"].back()["type"], "function_call") << call.raw;
+  const ojson args = ojson::parse(call.body["output"].back()["arguments"].get<std::string>());
+  EXPECT_EQ(keys_of(args), (std::vector<std::string>{"zname", "adult", "nested"})) << args;
 }
 
 // n choices: each is what the same request with n = 1 and seed + i returns (the independent

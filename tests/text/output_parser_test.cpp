@@ -29,12 +29,21 @@ TEST(OutputParser, ToolCallsWithNestedArguments) {
   const ToolCall& c = p.tool_calls[0];
   ASSERT_TRUE(c.ok()) << c.error;
   EXPECT_EQ(c.name, "get_weather");
-  EXPECT_EQ(c.arguments, nlohmann::json::parse(
-      R"({"city":"Paris, FR","days":2,"temp":-1.5,"ok":true,"none":null,"opts":{"a key":[1,"x",{"b":false}]}})"));
+  // Members in the order the model wrote them (not sorted: "city" before "days" before "temp"
+  // before "ok"), as a forced call follows its schema's declared order.
+  EXPECT_EQ(c.arguments.dump(),
+            R"({"city":"Paris, FR","days":2,"temp":-1.5,"ok":true,"none":null,"opts":{"a key":[1,"x",{"b":false}]}})");
   EXPECT_EQ(p.tool_calls[1].name, "noop");
-  EXPECT_EQ(p.tool_calls[1].arguments, nlohmann::json::object());
+  EXPECT_EQ(p.tool_calls[1].arguments, nlohmann::ordered_json::object());
   EXPECT_EQ(p.content, "Let me check.");
   EXPECT_EQ(tool_call_json(c)["name"], "get_weather");
+}
+
+TEST(OutputParser, ArgumentsKeepTheOrderTheyWereWrittenIn) {
+  const ParsedOutput p = parse_model_output("<|tool_call>call:f{zname:<|\"|>Zoe<|\"|>,adult:true,o:{z:1,a:[{y:2,b:3}]}}<tool_call|>");
+  ASSERT_EQ(p.tool_calls.size(), 1u);
+  ASSERT_TRUE(p.tool_calls[0].ok()) << p.tool_calls[0].error;
+  EXPECT_EQ(p.tool_calls[0].arguments.dump(), R"({"zname":"Zoe","adult":true,"o":{"z":1,"a":[{"y":2,"b":3}]}})");
 }
 
 TEST(OutputParser, MalformedCallsBecomeErrorObjects) {
