@@ -83,7 +83,7 @@ json ResponseBuilder::tool_call_json(const text::ToolCall& call, size_t index, b
   const std::string choice = ctx_.choice_index > 0 ? std::to_string(ctx_.choice_index) + "_" : "";
   json j = {{"id", "call_" + choice + std::to_string(index) + "_" + ctx_.id.substr(ctx_.id.find('-') + 1, 12)},
             {"type", "function"},
-            {"function", {{"name", call.name}, {"arguments", call.arguments.dump()}}}};
+            {"function", {{"name", call.name}, {"arguments", call.arguments_json()}}}};
   if (with_index) j["index"] = index;
   return j;
 }
@@ -147,6 +147,11 @@ std::vector<json> ResponseBuilder::on_event(const GenerationEvent& ev) {
       d.content += rest.content;
       d.reasoning += rest.reasoning;
       for (auto& c : rest.tool_calls) d.tool_calls.push_back(std::move(c));
+      // A call max_tokens cut short comes back with what was generated, its arguments as far as
+      // they got (OpenAI does the same, finish_reason "length"), rather than as a parse error.
+      if (ev.finish_reason == "length")
+        for (auto& c : d.tool_calls)
+          if (c.unterminated) c = text::parse_cut_tool_call(c.raw);
     }
     if (ctx_.logprobs && !shown.empty()) {
       json entries = logprob_entries(shown);

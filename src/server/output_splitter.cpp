@@ -136,9 +136,7 @@ bool OutputSplitter::step_tool_call(OutputDelta& out, bool at_end) {
   const size_t close = buf_.find(kCallClose);
   if (close == std::string::npos) {
     if (!at_end) return false;
-    text::ToolCall bad = text::parse_tool_call(buf_);
-    bad.error = "unterminated tool call (no <tool_call|>)" + (bad.error.empty() ? "" : ": " + bad.error);
-    out.tool_calls.push_back(std::move(bad));
+    out.tool_calls.push_back(text::unterminated_tool_call(buf_));
     buf_.clear();
     state_ = State::content;
     return false;

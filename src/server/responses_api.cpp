@@ -350,7 +350,8 @@ json ResponsesBuilder::final_object(const ChoiceResponses& chat) const {
                            {"type", "reasoning"},
                            {"summary", json::array()},
                            {"content", json::array({{{"type", "reasoning_text"}, {"text", c.reasoning}}})}});
-  for (const json& call : c.calls) r["output"].push_back(function_call_item(call, "completed", true));
+  // A call cut by max_output_tokens carries its partial arguments, as an incomplete item.
+  for (const json& call : c.calls) r["output"].push_back(function_call_item(call, incomplete ? "incomplete" : "completed", true));
   const int64_t in = c.usage["prompt_tokens"], outt = c.usage["completion_tokens"];
   r["usage"] = {{"input_tokens", in},
                 {"input_tokens_details", {{"cached_tokens", c.usage["prompt_tokens_details"]["cached_tokens"]}}},

@@ -19,6 +19,8 @@ std::string trim_ascii_space(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
+bool name_char(char c) { return std::isalnum(uint8_t(c)) || c == '_' || c == '-' || c == '.'; }
+
 void erase_all(std::string& s, std::string_view what) {
   for (size_t p; (p = s.find(what)) != std::string::npos;) s.erase(p, what.size());
 }
@@ -37,7 +39,7 @@ ToolCall parse_tool_call(std::string_view inside) {
   }
   p += 5;
   const size_t name_start = p;
-  while (p < t.size() && (std::isalnum(uint8_t(t[p])) || t[p] == '_' || t[p] == '-' || t[p] == '.')) ++p;
+  while (p < t.size() && name_char(t[p])) ++p;
   call.name = std::string(t.substr(name_start, p - name_start));
   if (call.name.empty()) {
     call.error = "tool call has no function name after \"call:\"";
@@ -56,6 +58,35 @@ ToolCall parse_tool_call(std::string_view inside) {
     call.arguments = nlohmann::ordered_json::object();
   }
   return call;
+}
+
+ToolCall unterminated_tool_call(std::string_view inside) {
+  ToolCall call = parse_tool_call(inside);
+  call.error = "unterminated tool call (no <tool_call|>)" + (call.error.empty() ? "" : ": " + call.error);
+  call.unterminated = true;
+  return call;
+}
+
+ToolCall parse_cut_tool_call(std::string_view inside) {
+  const std::string_view t = inside;
+  size_t p = 0;
+  while (p < t.size() && std::isspace(uint8_t(t[p]))) ++p;
+  ToolCall call;
+  call.raw = std::string(inside);
+  call.cut = call.unterminated = true;
+  const std::string_view rest = t.substr(p);
+  if (rest.size() < 5 && std::string_view("call:").starts_with(rest)) return call;  // cut inside "call:"
+  if (rest.starts_with("call:")) {
+    size_t end = p + 5;
+    while (end < t.size() && name_char(t[end])) ++end;
+    call.name = std::string(t.substr(p + 5, end - p - 5));
+    if (end == t.size()) return call;  // cut inside the name
+    if (t[end] == '{' && !call.name.empty()) {
+      call.partial_arguments = tool_value_json_prefix(t.substr(end));
+      return call;
+    }
+  }
+  return unterminated_tool_call(inside);  // not the start of a call: the error it was
 }
 
 ParsedOutput parse_model_output(std::string_view text) {
@@ -83,9 +114,7 @@ ParsedOutput parse_model_output(std::string_view text) {
       const size_t body = tc + kCallOpen.size();
       const size_t close = text.find(kCallClose, body);
       if (close == std::string_view::npos) {
-        ToolCall bad = parse_tool_call(text.substr(body));
-        bad.error = "unterminated tool call (no <tool_call|>)" + (bad.error.empty() ? "" : ": " + bad.error);
-        out.tool_calls.push_back(std::move(bad));
+        out.tool_calls.push_back(unterminated_tool_call(text.substr(body)));
         at = text.size();
       } else {
         out.tool_calls.push_back(parse_tool_call(text.substr(body, close - body)));

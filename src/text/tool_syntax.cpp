@@ -170,4 +170,90 @@ nlohmann::ordered_json parse_tool_value(std::string_view t, size_t& p) {
   return num;
 }
 
+namespace {
+
+std::string json_string(std::string_view s) {  // s as a JSON string literal
+  return nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// A string cut before its closing quote: its JSON literal without the closing '"', and without
+// a trailing piece of a <|"|> marker (the marker is one token, so text rarely ends inside one).
+std::string open_json_string(std::string_view s) {
+  for (size_t n = std::min(s.size(), kToolQuote.size() - 1); n > 0; --n)
+    if (s.substr(s.size() - n) == kToolQuote.substr(0, n)) {
+      s.remove_suffix(n);
+      break;
+    }
+  std::string q = json_string(s);
+  q.pop_back();
+  return q;
+}
+
+}  // namespace
+
+std::string tool_value_json_prefix(std::string_view t) {
+  using ojson = nlohmann::ordered_json;
+  std::string out;
+  std::vector<char> open;   // '{' or '[' for each container not closed yet
+  bool expect_key = false;  // at the start of an object member
+  bool started = false;
+  auto is_space = [](char c) { return std::isspace(uint8_t(c)) != 0; };
+  for (size_t p = 0; p < t.size();) {
+    const char c = t[p];
+    if (is_space(c)) {
+      ++p;
+      continue;
+    }
+    if (started && open.empty()) break;  // the value is complete; what follows is not part of it
+    started = true;
+    if (starts(t, p, kToolQuote)) {  // a <|"|> string (or key)
+      const size_t begin = p + kToolQuote.size(), end = t.find(kToolQuote, begin);
+      if (end == std::string_view::npos) return out + open_json_string(t.substr(begin));
+      out += json_string(t.substr(begin, end - begin));
+      p = end + kToolQuote.size();
+      expect_key = false;
+    } else if (kToolQuote.substr(0, t.size() - p) == t.substr(p)) {  // a marker cut at the end
+      return out;
+    } else if (c == '{' || c == '[') {
+      out += c;
+      open.push_back(c);
+      expect_key = c == '{';
+      ++p;
+    } else if (c == '}' || c == ']') {
+      out += c;
+      if (!open.empty()) open.pop_back();
+      expect_key = false;
+      ++p;
+    } else if (c == ',' || c == ':') {
+      out += c;
+      expect_key = c == ',' && !open.empty() && open.back() == '{';
+      ++p;
+    } else if (c == '"') {  // a JSON string, tolerated as parse_tool_value does
+      size_t end = p + 1;
+      while (end < t.size() && t[end] != '"') end += t[end] == '\\' ? 2 : 1;
+      if (end >= t.size()) return out + std::string(t.substr(p));
+      const ojson s = ojson::parse(t.substr(p, end + 1 - p), nullptr, false);
+      out += s.is_discarded() ? std::string(t.substr(p, end + 1 - p)) : s.dump(-1, ' ', false, ojson::error_handler_t::replace);
+      p = end + 1;
+      expect_key = false;
+    } else {  // a bare key, or a literal (true, false, null, a number)
+      const size_t begin = p;
+      while (p < t.size() && t[p] != ',' && t[p] != '}' && t[p] != ']' && t[p] != '{' && !is_space(t[p]) &&
+             !(expect_key && t[p] == ':'))
+        ++p;
+      const std::string_view word = t.substr(begin, p - begin);
+      if (expect_key) {
+        if (p == t.size()) return out + open_json_string(word);  // the key may go on
+        out += json_string(word);
+        expect_key = false;
+        continue;
+      }
+      if (p == t.size()) return out + std::string(word);  // "tr", "12": may go on, so as written
+      const ojson v = ojson::parse(word, nullptr, false);
+      out += v.is_discarded() ? std::string(word) : v.dump();
+    }
+  }
+  return out;
+}
+
 }  // namespace g4::text

@@ -26,4 +26,12 @@ void format_tool_value(std::string& out, const nlohmann::json& value, bool escap
 // in (a tool call's arguments come back in the order the model generated them).
 nlohmann::ordered_json parse_tool_value(std::string_view text, size_t& pos);
 
+// The JSON text of a value in that syntax that was cut short (max_tokens, a deadline): what
+// OpenAI returns as a partial `arguments` string. Everything written so far is converted as
+// parse_tool_value + dump() would write it (keys quoted, strings escaped, whitespace outside
+// strings dropped, a finished number normalised), and the unfinished last piece as far as it
+// goes: an open string or key without its closing quote, a number or literal as written. Open
+// objects and arrays are not closed. A <|"|> marker split at the very end is left out. Never throws.
+std::string tool_value_json_prefix(std::string_view text);
+
 }  // namespace g4::text

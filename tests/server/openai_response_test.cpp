@@ -87,6 +87,38 @@ TEST(OpenAiResponse, ForcedToolCallPrefixIsPartOfTheCall) {
   EXPECT_EQ(json::parse(tc["function"]["arguments"].get<std::string>())["city"], "Paris");
 }
 
+// max_tokens cutting a forced call short: the call comes back with what was generated, its
+// arguments the JSON text so far, finish_reason "length" (as OpenAI does), in the stream's last
+// delta and in the final object; it is not a tool_call_error. Cut on "stop" (a stop string, say)
+// it stays the malformed call it is.
+TEST(OpenAiResponse, ToolCallCutByMaxTokensKeepsWhatWasGenerated) {
+  ResponseContext c = chat_ctx();
+  c.forced_prefix = "<|tool_call>call:get_weather{";
+  ResponseBuilder b(c);
+  EXPECT_TRUE(b.on_event(text_event("city:<|\"|>Par")).empty());  // nothing is shown until the call ends
+  const auto chunks = b.on_event(finish_event("length", 3, 2));
+  ASSERT_EQ(chunks.size(), 2u);
+  const json& delta = chunks[0]["choices"][0]["delta"];
+  ASSERT_TRUE(delta.contains("tool_calls")) << chunks[0];
+  EXPECT_EQ(delta["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(delta["tool_calls"][0]["function"]["arguments"], R"({"city":"Par)");
+  EXPECT_EQ(chunks[1]["choices"][0]["finish_reason"], "length");
+  const json r = b.final_response();
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(r["choices"][0]["message"]["content"].is_null());
+  ASSERT_EQ(r["choices"][0]["message"]["tool_calls"].size(), 1u) << r;
+  EXPECT_EQ(r["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"], R"({"city":"Par)");
+  EXPECT_EQ(r["choices"][0]["message"]["tool_calls"][0]["id"], delta["tool_calls"][0]["id"]);
+  EXPECT_FALSE(r["g4"].contains("tool_call_errors")) << r;
+
+  ResponseBuilder stopped(c);
+  stopped.on_event(text_event("city:<|\"|>Par"));
+  stopped.on_event(finish_event("stop", 3, 2));
+  const json s = stopped.final_response();
+  EXPECT_FALSE(s["choices"][0]["message"].contains("tool_calls")) << s;
+  EXPECT_TRUE(s["g4"].contains("tool_call_errors")) << s;
+}
+
 TEST(OpenAiResponse, MalformedToolCallIsReportedNotHidden) {
   ResponseBuilder b(chat_ctx());
   b.on_event(text_event("<|tool_call>nonsense<tool_call|>"));

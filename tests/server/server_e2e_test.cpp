@@ -456,6 +456,11 @@ TEST_F(ServerE2E, ResponseFormatIsHonoured) {
 // would be sorted by the test itself before the server saw it.
 using ojson = nlohmann::ordered_json;
 
+Stream post_ordered_stream(httplib::Client& c, const std::string& path, ojson body) {
+  body["stream"] = true;
+  return post_stream_text(c, path, body.dump());
+}
+
 // json_schema output lists properties in the schema's declared order (as OpenAI's strict mode
 // does), not sorted: response_format streamed and not, a forced tool call's arguments, and
 // /v1/responses' text.format and function_call arguments.
@@ -471,9 +476,8 @@ TEST_F(ServerE2E, SchemasKeepTheirDeclaredOrder) {
     ASSERT_EQ(r.body["choices"][0]["finish_reason"], "stop") << r.raw;
     EXPECT_EQ(declared_order_mismatch(ojson::parse(r.body["choices"][0]["message"]["content"].get<std::string>())), "");
   }
-  ojson sb = {{"model", "tiny-e"}, {"messages", messages}, {"response_format", rf},
-              {"temperature", 1}, {"seed", 7}, {"max_tokens", 400}, {"stream", true}};
-  Stream s = post_stream_text(c, "/v1/chat/completions", sb.dump());
+  Stream s = post_ordered_stream(c, "/v1/chat/completions", {{"model", "tiny-e"}, {"messages", messages},
+                                 {"response_format", rf}, {"temperature", 1}, {"seed", 7}, {"max_tokens", 400}});
   ASSERT_EQ(s.status, 200) << s.raw;
   const std::string content = streamed_content(s);
   EXPECT_EQ(declared_order_mismatch(ojson::parse(content)), "") << content;
@@ -509,6 +513,73 @@ TEST_F(ServerE2E, SchemasKeepTheirDeclaredOrder) {
   ASSERT_EQ(call.body["output"].back()["type"], "function_call") << call.raw;
   const ojson args = ojson::parse(call.body["output"].back()["arguments"].get<std::string>());
   EXPECT_EQ(keys_of(args), (std::vector<std::string>{"zname", "adult", "nested"})) << args;
+}
+
+// A forced tool call cut by max_tokens comes back with what was generated: the call, its partial
+// arguments string and finish_reason "length" (as OpenAI does), the same text in the stream's
+// deltas and as /v1/responses' incomplete function_call item (greedy, so all three generate the
+// same tokens).
+TEST_F(ServerE2E, ToolCallCutByMaxTokensKeepsWhatWasGenerated) {
+  auto c = server_->client();
+  const ojson params = ojson::parse(R"({"type":"object","properties":{"zname":{"type":"string","maxLength":40},
+    "adult":{"type":"boolean"}},"required":["zname","adult"]})");
+  const ojson body = {{"model", "tiny-e"}, {"messages", ojson::array({{{"role", "user"}, {"content", "Register Zoe."}}})},
+                      {"tools", ojson::array({{{"type", "function"}, {"function", {{"name", "register"}, {"parameters", params}}}}})},
+                      {"tool_choice", {{"type", "function"}, {"function", {{"name", "register"}}}}},
+                      {"temperature", 0}, {"max_tokens", 6}};
+  Reply r = send(c, "POST", "/v1/chat/completions", body.dump());
+  ASSERT_EQ(r.status, 200) << r.raw;
+  const json& choice = r.body["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "length") << r.raw;
+  EXPECT_EQ(r.body["usage"]["completion_tokens"], 6) << r.raw;
+  ASSERT_TRUE(choice["message"]["tool_calls"].is_array() && choice["message"]["tool_calls"].size() == 1) << r.raw;
+  const json& call = choice["message"]["tool_calls"][0];
+  EXPECT_EQ(call["function"]["name"], "register");
+  const std::string args = call["function"]["arguments"];
+  EXPECT_EQ(args.substr(0, 2), "{\"") << args;  // the generated start of {"zname":"...
+  EXPECT_TRUE(json::parse(args, nullptr, false).is_discarded()) << args;  // cut: not closed
+  EXPECT_FALSE(r.body["g4"].contains("tool_call_errors")) << r.raw;
+
+  Stream s = post_ordered_stream(c, "/v1/chat/completions", body);
+  ASSERT_EQ(s.status, 200) << s.raw;
+  std::string streamed_args, finish;
+  for (const auto& p : s.payloads) {
+    if (p == "[DONE]") continue;
+    const json ev = json::parse(p);
+    if (!ev.contains("choices") || ev["choices"].empty()) continue;
+    const json& ch = ev["choices"][0];
+    if (ch["delta"].contains("tool_calls")) {
+      EXPECT_EQ(ch["delta"]["tool_calls"][0]["function"]["name"], "register");
+      streamed_args += ch["delta"]["tool_calls"][0]["function"]["arguments"].get<std::string>();
+    }
+    if (ch["finish_reason"].is_string()) finish = ch["finish_reason"];
+  }
+  EXPECT_EQ(streamed_args, args);
+  EXPECT_EQ(finish, "length");
+
+  const ojson rbody = {{"model", "tiny-e"}, {"input", "Register Zoe."},
+                       {"tools", ojson::array({{{"type", "function"}, {"name", "register"}, {"parameters", params}}})},
+                       {"tool_choice", {{"type", "function"}, {"name", "register"}}}, {"temperature", 0}, {"max_output_tokens", 6}};
+  Reply rr = send(c, "POST", "/v1/responses", rbody.dump());
+  ASSERT_EQ(rr.status, 200) << rr.raw;
+  EXPECT_EQ(rr.body["status"], "incomplete") << rr.raw;
+  EXPECT_EQ(rr.body["incomplete_details"]["reason"], "max_output_tokens");
+  ASSERT_EQ(rr.body["output"].size(), 1u) << rr.raw;
+  const json& item = rr.body["output"][0];
+  EXPECT_EQ(item["type"], "function_call") << rr.raw;
+  EXPECT_EQ(item["status"], "incomplete");
+  EXPECT_EQ(item["name"], "register");
+  EXPECT_EQ(item["arguments"], args);
+  Stream rs = post_ordered_stream(c, "/v1/responses", rbody);
+  ASSERT_EQ(rs.status, 200) << rs.raw;
+  std::string done_args, last_type;
+  for (const auto& p : rs.payloads) {
+    const json ev = json::parse(p);
+    if (ev["type"] == "response.function_call_arguments.done") done_args = ev["arguments"];
+    last_type = ev["type"];
+  }
+  EXPECT_EQ(done_args, args) << rs.raw;
+  EXPECT_EQ(last_type, "response.incomplete") << rs.raw;
 }
 
 // n choices: each is what the same request with n = 1 and seed + i returns (the independent

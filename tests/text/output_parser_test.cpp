@@ -1,4 +1,5 @@
 #include "text/output_parser.h"
+#include "text/tool_syntax.h"
 
 #include <gtest/gtest.h>
 
@@ -68,6 +69,51 @@ TEST(OutputParser, MalformedCallsBecomeErrorObjects) {
     EXPECT_FALSE(j["error"]["message"].get<std::string>().empty());
     EXPECT_TRUE(j["error"].contains("raw"));
   }
+}
+
+// A value cut anywhere converts to a prefix of the JSON of the whole value (no number is cut
+// here: an unfinished number is written as it stands, a finished one normalised), and a whole
+// value converts to exactly parse_tool_value + dump(). A <|"|> cut at the end is left out.
+TEST(ToolValueJsonPrefix, EveryCutIsAPrefixOfTheWholeValue) {
+  const std::string text =
+      "{zname:<|\"|>Zo\"e\n<|\"|>, adult : true,<|\"|>a key<|\"|>:[1,{y:null,x:<|\"|><|\"|>}],\"q\":\"a\\\"b\",n:-2}";
+  size_t pos = 0;
+  const std::string whole = parse_tool_value(text, pos).dump();
+  ASSERT_EQ(whole, R"({"zname":"Zo\"e\n","adult":true,"a key":[1,{"y":null,"x":""}],"q":"a\"b","n":-2})");
+  EXPECT_EQ(tool_value_json_prefix(text), whole);
+  for (size_t k = 0; k < text.size(); ++k) {
+    const std::string cut = tool_value_json_prefix(text.substr(0, k));
+    EXPECT_EQ(whole.substr(0, cut.size()), cut) << "cut after " << k << " bytes: " << text.substr(0, k);
+  }
+  EXPECT_EQ(tool_value_json_prefix("{city:<|\"|>Par"), R"({"city":"Par)");
+  EXPECT_EQ(tool_value_json_prefix("{city:<|\"|>Paris<|\""), R"({"city":"Paris)");
+  EXPECT_EQ(tool_value_json_prefix("{city:<|"), R"({"city":)");
+  EXPECT_EQ(tool_value_json_prefix("{days:1.50,t:tr"), R"({"days":1.5,"t":tr)");
+  EXPECT_EQ(tool_value_json_prefix("{a:1} trailing"), R"({"a":1})");
+}
+
+TEST(OutputParser, CutToolCallKeepsWhatWasWritten) {
+  ToolCall c = parse_cut_tool_call("call:get_weather{city:<|\"|>Par");
+  EXPECT_TRUE(c.ok() && c.cut) << c.error;
+  EXPECT_EQ(c.name, "get_weather");
+  EXPECT_EQ(c.arguments_json(), R"({"city":"Par)");
+  c = parse_cut_tool_call("call:get_weather{city:<|\"|>Paris<|\"|>}");  // arguments done, <tool_call|> not
+  EXPECT_EQ(c.arguments_json(), R"({"city":"Paris"})");
+  c = parse_cut_tool_call("call:get_wea");
+  EXPECT_TRUE(c.ok());
+  EXPECT_EQ(c.name, "get_wea");
+  EXPECT_EQ(c.arguments_json(), "");
+  c = parse_cut_tool_call("cal");
+  EXPECT_TRUE(c.ok());
+  EXPECT_EQ(c.name, "");
+  c = parse_cut_tool_call("nonsense{a:1");  // not the start of a call: still the error it was
+  EXPECT_FALSE(c.ok());
+  EXPECT_TRUE(c.unterminated);
+  // parse_model_output marks a call the output ends inside, for the server to decide.
+  const ParsedOutput p = parse_model_output("<|tool_call>call:f{a:1");
+  ASSERT_EQ(p.tool_calls.size(), 1u);
+  EXPECT_TRUE(p.tool_calls[0].unterminated);
+  EXPECT_FALSE(p.tool_calls[0].ok());
 }
 
 TEST(OutputParser, ThinkingThenToolCall) {

@@ -20,11 +20,13 @@ const tools = [
   },
 ];
 
-function checkToolCalls(calls) {
+// Arguments are a JSON string; a call max_tokens cut short ("length") has the partial one.
+function checkToolCalls(calls, finish) {
   for (const call of calls ?? []) {
     assert.equal(call.type, "function");
     assert.equal(typeof call.function.name, "string");
-    JSON.parse(call.function.arguments); // arguments are a JSON string
+    if (finish === "length") assert.equal(typeof call.function.arguments, "string");
+    else JSON.parse(call.function.arguments);
   }
 }
 
@@ -74,13 +76,16 @@ async function main() {
   const withTools = await client.chat.completions.create({ model, messages, tools, tool_choice: "auto", max_tokens: 24 });
   assert.ok(withTools.usage.prompt_tokens > plain.usage.prompt_tokens, "tool declarations are in the prompt");
   assert.ok(["stop", "length", "tool_calls"].includes(withTools.choices[0].finish_reason));
-  checkToolCalls(withTools.choices[0].message.tool_calls);
+  checkToolCalls(withTools.choices[0].message.tool_calls, withTools.choices[0].finish_reason);
   const named = await client.chat.completions.create({
     model, messages, tools, tool_choice: { type: "function", function: { name: "get_weather" } }, max_tokens: 8,
   });
-  checkToolCalls(named.choices[0].message.tool_calls);
+  checkToolCalls(named.choices[0].message.tool_calls, named.choices[0].finish_reason);
   const toolStream = await client.chat.completions.create({ model, messages, tools, max_tokens: 16, stream: true });
-  for await (const chunk of toolStream) checkToolCalls(chunk.choices[0]?.delta?.tool_calls?.map((c) => ({ type: "function", ...c })));
+  const toolChunks = [];
+  for await (const chunk of toolStream) toolChunks.push(chunk);
+  const toolFinish = toolChunks.map((c) => c.choices[0]?.finish_reason).find((f) => f);
+  for (const chunk of toolChunks) checkToolCalls(chunk.choices[0]?.delta?.tool_calls?.map((c) => ({ type: "function", ...c })), toolFinish);
   // a conversation with an earlier tool call and its result renders and runs
   const followUp = await client.chat.completions.create({
     model, tools, max_tokens: 8,
@@ -107,6 +112,17 @@ async function main() {
     const v = JSON.parse(r.choices[0].message.content);
     assert.ok(typeof v.name === "string" && Number.isInteger(v.age) && Object.keys(v).length === 2, JSON.stringify(v));
   }
+  // properties come back in the schema's declared order, not sorted
+  const declared = {
+    type: "object", additionalProperties: false, required: ["zname", "adult"],
+    properties: { zname: { type: "string", maxLength: 6 }, adult: { type: "boolean" } },
+  };
+  const ordered = await client.chat.completions.create({
+    model, messages, max_tokens: 200, temperature: 1, seed: 5,
+    response_format: { type: "json_schema", json_schema: { name: "person", strict: true, schema: declared } },
+  });
+  assert.equal(ordered.choices[0].finish_reason, "stop");
+  assert.deepEqual(Object.keys(JSON.parse(ordered.choices[0].message.content)), ["zname", "adult"], ordered.choices[0].message.content);
   const obj = await client.chat.completions.create({ model, messages, max_tokens: 300, temperature: 0, response_format: { type: "json_object" } });
   assert.ok(obj.choices[0].message.content.startsWith("{"), "json_object starts an object");
   if (obj.choices[0].finish_reason === "stop") assert.equal(typeof JSON.parse(obj.choices[0].message.content), "object");
@@ -121,6 +137,15 @@ async function main() {
     const args = JSON.parse(call.function.arguments);
     assert.ok(typeof args.q === "string" && Number.isInteger(args.limit), call.function.arguments);
   }
+  // a forced call cut by max_tokens: the call with its partial arguments, finish_reason "length"
+  const cut = await client.chat.completions.create({
+    model, messages, tools: [{ type: "function", function: { name: "register", parameters: declared } }],
+    tool_choice: { type: "function", function: { name: "register" } }, max_tokens: 4, temperature: 0,
+  });
+  assert.equal(cut.choices[0].finish_reason, "length");
+  const cutCall = cut.choices[0].message.tool_calls?.[0];
+  assert.equal(cutCall?.function.name, "register", JSON.stringify(cut.choices[0].message));
+  assert.ok(cutCall.function.arguments.startsWith("{"), cutCall.function.arguments);
   // what g4 cannot honour is refused, naming the field
   await assert.rejects(client.chat.completions.create({
     model, max_tokens: 4,
