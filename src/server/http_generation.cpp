@@ -46,10 +46,18 @@ ApiError engine_error_of(const ResponseBuilder& failed) {
 }
 
 // Cancels on a deadline and waits (bounded) for the engine to confirm, so the cache is freed.
-void expire(GenerationService& service, ActiveRequest& a, ChoiceResponses& b) {
+// Returns the stream chunks of what was generated meanwhile, and of what the builder still held
+// (a tool call cut short comes out with its partial arguments): a stream sends them before its
+// error event. The closing chunk (finish_reason "cancelled") is left out: the error ends it.
+std::vector<json> expire(GenerationService& service, ActiveRequest& a, ChoiceResponses& b) {
   service.cancel(a.engine_id);
+  std::vector<json> deltas;
   GenerationEvent ev;
-  while (!b.finished() && a.pop(ev, Clock::now() + std::chrono::seconds(10))) b.on_event(ev);
+  while (!b.finished() && a.pop(ev, Clock::now() + std::chrono::seconds(10)))
+    for (json& c : b.on_event(ev))
+      if (c.contains("choices") && !c["choices"].empty() && c["choices"][0]["finish_reason"].is_null())
+        deltas.push_back(std::move(c));
+  return deltas;
 }
 
 // A response that is not streamed: every event until finished, or the error to send (deadline,
@@ -58,7 +66,7 @@ std::optional<ApiError> await_all(GenerationService& service, ActiveRequest& a, 
   GenerationEvent ev;
   while (!b.finished()) {
     if (!a.pop(ev, a.deadline)) {
-      expire(service, a, b);
+      (void)expire(service, a, b);
       t_record.fields["deadline_exceeded"] = true;
       return deadline_error_of(a);
     }
@@ -85,14 +93,16 @@ void start_event_stream(httplib::Response& res, httplib::ContentProviderWithoutL
 // What waiting for a stream's next engine event came to.
 enum class StreamWait { event, deadline, client_gone };
 
-// Waits for the next event until the deadline, which expires the generation. While idle (queued
-// or slow prefill) an SSE comment each second keeps proxies open and finds a client that went away.
+// Waits for the next event until the deadline, which expires the generation (`expired` gets
+// expire's chunks). While idle (queued or slow prefill) an SSE comment each second keeps proxies
+// open and finds a client that went away.
 StreamWait next_stream_event(ActiveRequest& a, ChoiceResponses& b, GenerationService& service, httplib::DataSink& sink,
-                             GenerationEvent& ev) {
+                             GenerationEvent& ev, std::vector<json>* expired = nullptr) {
   for (;;) {
     const auto now = Clock::now();
     if (now >= a.deadline) {
-      expire(service, a, b);
+      std::vector<json> deltas = expire(service, a, b);
+      if (expired) *expired = std::move(deltas);
       t_record.fields["deadline_exceeded"] = true;
       return StreamWait::deadline;
     }
@@ -117,9 +127,11 @@ struct ChatStream {
     for (const json& c : builder->opening_chunks())
       if (!write(sse_event(c))) return false;
     GenerationEvent ev;
+    std::vector<json> expired;
     while (!builder->finished()) {
-      switch (next_stream_event(*active, *builder, *service, sink, ev)) {
+      switch (next_stream_event(*active, *builder, *service, sink, ev, &expired)) {
         case StreamWait::deadline:
+          for (const json& c : expired) write(sse_event(c));  // what was generated, then the error
           t_record.fields["error"] = deadline_error.message;
           write(sse_event(error_body(deadline_error)));
           write(sse_done());

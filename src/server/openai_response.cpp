@@ -149,7 +149,8 @@ std::vector<json> ResponseBuilder::on_event(const GenerationEvent& ev) {
       for (auto& c : rest.tool_calls) d.tool_calls.push_back(std::move(c));
       // A call max_tokens cut short comes back with what was generated, its arguments as far as
       // they got (OpenAI does the same, finish_reason "length"), rather than as a parse error.
-      if (ev.finish_reason == "length")
+      // "cancelled" is a deadline (a stream sends this before its error event) or a client gone.
+      if (ev.finish_reason == "length" || ev.finish_reason == "cancelled")
         for (auto& c : d.tool_calls)
           if (c.unterminated) c = text::parse_cut_tool_call(c.raw);
     }

@@ -839,6 +839,37 @@ TEST(ServerE2EAlone, ApiKey) {
   EXPECT_EQ(send(c, "GET", "/metrics").status, 200);
 }
 
+// A chat stream past its deadline sends what was generated before its error event: a forced
+// call the deadline cut comes out with its partial arguments. The call cannot end: its argument
+// is 1000 strings of at least 1000 characters each, far past max_tokens, and 4000 tokens take
+// this model longer than the 100 ms deadline (it decodes about 7500 tokens/s on a 2-core VM).
+TEST(ServerE2EAlone, DeadlineSendsAStreamsCutToolCallBeforeTheError) {
+  TempDir dir;
+  synth_model(dir / "tiny-e");
+  ServerProcess srv({"--model", (dir / "tiny-e").string(), "--ctx", "8192", "--ready-interval", "0"}, dir / "server.log");
+  srv.wait_ready();
+  auto c = srv.client();
+  const ojson params = ojson::parse(R"({"type":"object","properties":{"lines":{"type":"array","minItems":1000,
+    "items":{"type":"string","minLength":1000}}},"required":["lines"]})");
+  const ojson body = {{"model", "tiny-e"}, {"messages", ojson::array({{{"role", "user"}, {"content", "Write."}}})},
+                      {"tools", ojson::array({{{"type", "function"}, {"function", {{"name", "write"}, {"parameters", params}}}}})},
+                      {"tool_choice", {{"type", "function"}, {"function", {{"name", "write"}}}}},
+                      {"temperature", 1}, {"seed", 1}, {"max_tokens", 4000}, {"g4", {{"deadline_ms", 100}}}};
+  Stream s = post_ordered_stream(c, "/v1/chat/completions", body);
+  ASSERT_EQ(s.status, 200) << s.raw;
+  ASSERT_GE(s.payloads.size(), 3u) << s.raw;
+  EXPECT_EQ(s.payloads.back(), "[DONE]");
+  EXPECT_EQ(json::parse(s.payloads[s.payloads.size() - 2])["error"]["code"], "deadline_exceeded") << s.raw;
+  const json cut = json::parse(s.payloads[s.payloads.size() - 3]);
+  const json& calls = cut["choices"][0]["delta"]["tool_calls"];
+  ASSERT_TRUE(calls.is_array() && calls.size() == 1) << s.raw;
+  EXPECT_EQ(calls[0]["function"]["name"], "write");
+  // The prompt's "{" and what was generated after it (under a sanitizer, maybe nothing yet).
+  const std::string args = calls[0]["function"]["arguments"], start = R"({"lines":[")";
+  ASSERT_FALSE(args.empty());
+  EXPECT_EQ(args.substr(0, start.size()), start.substr(0, std::min(args.size(), start.size()))) << args;
+}
+
 TEST(ServerE2EAlone, FullQueueAnswers429AndDisconnectCancels) {
   TempDir dir;
   synth_model(dir / "tiny-e");
