@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# README command 1: install dependencies, build, make a small random-weight Gemma 4 model with
-# `g4 synth` (nothing is downloaded) and run g4 on it.
+# README command 1: install dependencies, build the g4 binary (only it: the tests and benchmarks
+# are README command 2's), make a small random-weight Gemma 4 model with `g4 synth` (nothing is
+# downloaded) and run g4 on it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+scripts/build.sh g4
 G4=build/g4
 MODEL=models/tiny-e
 echo "== g4 synth: a random-weight Gemma 4 (E2B-like, tiny) with its own tokenizer in $MODEL"

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-600}"
 G4="${G4_BINARY:-${G4_BUILD_DIR:-build}/g4}"
-[ -x "$G4" ] || scripts/build.sh
+[ -x "$G4" ] || scripts/build.sh g4
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/g4-soak.XXXXXX")"
 SERVER_PID=""
 cleanup() {
