@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -40,6 +42,31 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+};
+
+// Sets environment variables for one test (nullopt unsets) and puts the old values back.
+class ScopedEnv {
+ public:
+  ScopedEnv() = default;
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  void set(const std::string& name, const std::optional<std::string>& value) {
+    if (!saved_.count(name)) {
+      const char* old = std::getenv(name.c_str());
+      saved_[name] = old ? std::optional<std::string>(old) : std::nullopt;
+    }
+    apply(name, value);
+  }
+  ~ScopedEnv() {
+    for (const auto& [name, value] : saved_) apply(name, value);
+  }
+
+ private:
+  static void apply(const std::string& name, const std::optional<std::string>& value) {
+    if (value) setenv(name.c_str(), value->c_str(), 1);
+    else unsetenv(name.c_str());
+  }
+  std::map<std::string, std::optional<std::string>> saved_;
 };
 
 inline std::string read_file(const std::filesystem::path& p) {
