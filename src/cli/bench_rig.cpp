@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "cli/bench_stats.h"
+#include "cli/model_arg.h"
 #include "platform/device.h"
 #include "platform/error.h"
 
@@ -13,8 +14,9 @@ namespace {
 
 // The load, then the weights as the run holds them: re-encoded (--weights), placed, interleaved.
 void load_weights(const Args& a, BenchRig& r) {
+  const ModelArg m = model_arg(a.require("--model"));
   auto t0 = BenchClock::now();
-  r.model = load_model(a.require("--model"));
+  r.model = load_model(m.path);
   r.load_s = seconds_since(t0);
   std::fprintf(stderr, "[bench] loaded %s in %.2f s\n", r.model->path.string().c_str(), r.load_s);
 

@@ -11,13 +11,14 @@
 #include "cli/bench_rig.h"
 #include "cli/bench_runs.h"
 #include "cli/command.h"
+#include "cli/model_arg.h"
 #include "cli/output_grammar.h"
 
 namespace g4::cli {
 namespace {
 
-const char* kUsage =
-    "usage: g4 bench --model DIR [--prompt-len 512] [--gen 128] [--depth 4096] [--threads N]\n"
+const std::string kUsage = std::string(
+    "usage: g4 bench --model MODEL [--prompt-len 512] [--gen 128] [--depth 4096] [--threads N]\n"
     "                [--repeat 5] [--kv f32|f16|bf16|int8] [--weights q8|q4] [--weight-memory auto|huge|mapped]\n"
     "                [--compute f32|bf16] [--reference] [--json FILE]\n"
     "                [--json-schema FILE | --json-object | --grammar FILE] [--streams LIST] [--chat-turns N]\n\n"
@@ -68,7 +69,8 @@ const char* kUsage =
     "messages, 16-token answers, everything resent each turn), with the prefix cache and without:\n"
     "time to first token per turn and the prompt tokens the cache restored.\n"
     "--json FILE also writes the figures with the device, the dtype policy, the kernels, the decode\n"
-    "streaming plan and the prefill panel rows as one JSON object.";
+    "streaming plan and the prefill panel rows as one JSON object.") +
+    kModelHelp;
 
 int run(const std::vector<std::string>& argv) {
   Args a(argv, {"--model", "--prompt-len", "--gen", "--depth", "--threads", "--repeat", "--json", "--kv", "--weights", "--weight-memory", "--compute",

@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/model_arg.h"
 #include "cli/compute_choice.h"
 #include "cli/output_grammar.h"
 #include "cli/weights_at_load.h"
@@ -26,8 +27,8 @@
 namespace g4::cli {
 namespace {
 
-const char* kUsage =
-    "usage: g4 generate --model DIR|FILE.gguf (--prompt TEXT | --tokens LIST) [-n N] [--temperature T]\n"
+const std::string kUsage = std::string(
+    "usage: g4 generate --model MODEL (--prompt TEXT | --tokens LIST) [-n N] [--temperature T]\n"
     "                   [--seed S] [--top-k K] [--top-p P] [--min-p P] [--chat] [--system TEXT]\n"
     "                   [--tokenizer FILE] [--kv f32|f16|bf16|int8] [--chunk N] [--stop-on-degenerate]\n"
     "                   [--threads N] [--reference] [--weights q8|q4] [--weight-memory auto|huge|mapped]\n"
@@ -57,7 +58,8 @@ const char* kUsage =
     "                       confirmed AVX512_BF16 and the weights are bf16; see `g4 info`; f32 also\n"
     "                       keeps activations f32 for q8/q4 weights instead of int8 products on VNNI)\n"
     "  --weight-memory M    auto (default): copy the streamed matrices into 2 MiB huge pages when THP\n"
-    "                       is on and they fit in MemAvailable; huge: always; mapped: read the mapping";
+    "                       is on and they fit in MemAvailable; huge: always; mapped: read the mapping") +
+    kModelHelp;
 
 class DetokStream : public TokenTextStream {
  public:
@@ -206,8 +208,8 @@ int run(const std::vector<std::string>& argv) {
           "--tokenizer", "--kv", "--chunk", "--system", "--threads", "--weights", "--weight-memory", "--compute",
           "--json-schema", "--grammar"},
          {"--chat", "--stop-on-degenerate", "--reference", "--json-object"});
-  const std::filesystem::path dir = a.require("--model");
   if (a.has("--prompt") == a.has("--tokens")) throw Error("give exactly one of --prompt or --tokens");
+  const std::filesystem::path dir = model_arg(a.require("--model")).path;
   auto model = load_model(dir);
   const int threads = int(a.get_int("--threads", int(std::max(1u, std::thread::hardware_concurrency()))));
   if (threads < 1) throw Error("--threads must be >= 1");

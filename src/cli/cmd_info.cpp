@@ -3,6 +3,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/model_arg.h"
 #include "cli/kernel_checks.h"
 #include "platform/error.h"
 #include "engine/kv_cache.h"
@@ -21,11 +22,13 @@
 namespace g4::cli {
 namespace {
 
-const char* kUsage =
-    "usage: g4 info --model DIR|FILE.gguf [--ctx N]\n\n"
+const std::string kUsage = std::string(
+    "usage: g4 info --model MODEL [--ctx N]\n\n"
     "Loads and validates the checkpoint, then prints the resolved config, a per-layer table\n"
     "(type, head dim, KV heads, KV source layer, MLP width, MoE), parameter count, bytes by dtype,\n"
-    "and the KV cache size per token and per sequence at context N (default 4096) for each KV dtype.";
+    "and the KV cache size per token and per sequence at context N (default 4096) for each KV dtype.\n"
+    "A repo id adds a 'source' line: the snapshot files it resolved to, the commit and the cache.") +
+    kModelHelp;
 
 std::string human_bytes(uint64_t b) {
   char buf[64];
@@ -143,7 +146,9 @@ int run(const std::vector<std::string>& argv) {
   Args a(argv, {"--model", "--ctx"}, {});
   const long long ctx = a.get_int("--ctx", 4096);
   if (ctx < 1) throw Error("--ctx must be >= 1");
-  auto m = load_model(a.require("--model"));
+  const ModelArg arg = model_arg(a.require("--model"));
+  auto m = load_model(arg.path);
+  if (arg.cache) std::printf("source     %s\n", arg.cache->describe().c_str());
   print_config(*m);
   print_layers(m->config);
   print_sizes(*m, ctx);

@@ -6,6 +6,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/model_arg.h"
 #include "cli/compute_choice.h"
 #include "cli/weights_at_load.h"
 #include "engine/kv_cache.h"
@@ -21,21 +22,22 @@
 namespace g4::cli {
 namespace {
 
-const char* kUsage =
-    "usage: g4 logits --model DIR --tokens 5,17,... [--out FILE] [--mode full|incremental|chunked]\n"
+const std::string kUsage = std::string(
+    "usage: g4 logits --model MODEL --tokens 5,17,... [--out FILE] [--mode full|incremental|chunked]\n"
     "                 [--chunk N] [--kv f32|f16|bf16|int8] [--threads N [--compute f32|bf16] [--weights q8|q4]]\n\n"
     "Runs the forward pass over the sequence (positions from 0, no BOS added) and prints the top-5\n"
     "of the last row. --mode full (default): the f32 reference over the whole sequence at once;\n"
     "incremental: one token at a time through the KV cache; chunked: --chunk tokens per step\n"
     "(default 64). All modes give the same logits (f32 KV) on the reference loops. --kv needs\n"
     "incremental or chunked, --chunk needs chunked (refused otherwise).\n\n"
-    "  --model DIR     Hugging Face checkpoint directory (config.json + safetensors) or a .gguf file\n"
+    "  --model MODEL   a checkpoint directory, a .gguf file or a repo id (below)\n"
     "  --tokens LIST   comma-separated token ids\n"
     "  --out FILE      write float32 little-endian logits of shape [T, vocab]; row i = logits after token i\n"
     "  --threads N     incremental/chunked only: the SIMD kernels the engine runs, on N threads, with\n"
     "                  the device policy's compute and KV dtype (as g4 generate; --kv overrides)\n"
     "  --compute C     f32|bf16, as g4 generate (needs --threads)\n"
-    "  --weights W     q8|q4: re-encode the weight matrices at load, as g4 generate (needs --threads)";
+    "  --weights W     q8|q4: re-encode the weight matrices at load, as g4 generate (needs --threads)") +
+    kModelHelp;
 
 // The fast path's setup as g4 generate does it: weights re-encoded (--weights), placed and
 // interleaved for the kernels the policy picks. `mm` must outlive the returned Exec.
@@ -72,7 +74,7 @@ int run(const std::vector<std::string>& argv) {
     if (a.has(f) && !simd) throw Error(std::string(f) + " needs --threads (the SIMD path)");
   const auto tokens = parse_int_list(a.require("--tokens"), "--tokens");
   auto t0 = std::chrono::steady_clock::now();
-  auto model = load_model(a.require("--model"));
+  auto model = load_model(model_arg(a.require("--model")).path);
   std::optional<ThreadPool> pool;
   std::optional<ops::MatmulContext> mm;
   blocks::Exec ex;

@@ -5,6 +5,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/model_arg.h"
 #include "engine/gguf_tokenizer.h"
 #include "model/gguf_writer.h"
 #include "model/model.h"
@@ -14,22 +15,24 @@
 namespace g4::cli {
 namespace {
 
-const char* kUsage =
+const std::string kUsage = std::string(
     "usage: g4 quantize IN OUT --type q8_0|q4_0|q4_1|q4_k|q5_k|q6_k|q4_k_m|f16|bf16|f32\n\n"
-    "Reads IN (a Hugging Face directory or a .gguf file), validates it, and writes OUT as a GGUF\n"
-    "(llama.cpp's gemma4 layout) with every 2-D/3-D weight matrix stored as --type. K-quant\n"
+    "Reads IN (a MODEL, below: a Hugging Face directory, a .gguf file or a repo id), validates it,\n"
+    "and writes OUT as a GGUF (llama.cpp's gemma4 layout) with every 2-D/3-D weight matrix stored\n"
+    "as --type. K-quant\n"
     "matrices whose rows are not a multiple of 256 fall back to Q8_0; rows that are not whole\n"
     "blocks at all, norms, scalars and 1-D tensors stay F32. q4_k_m is llama.cpp's Q4_K_M mix:\n"
     "Q6_K for the output head (the embedding table when it is tied) and for the attn_v and\n"
     "ffn_down matrices of the first and last eighth of their layers and every third between,\n"
     "Q4_K for the rest. The tokenizer is carried over\n"
     "(IN's GGUF metadata, or IN/tokenizer.json + tokenizer_config.json). Written to OUT.tmp and\n"
-    "renamed, so an interrupted run leaves nothing that loads.";
+    "renamed, so an interrupted run leaves nothing that loads.") +
+    kModelHelp;
 
 int run(const std::vector<std::string>& argv) {
   Args a(argv, {"--type"}, {}, 2);
   if (a.positional().size() != 2) throw Error("give IN and OUT (see g4 quantize --help)");
-  const std::filesystem::path in = a.positional()[0], out = a.positional()[1];
+  const std::filesystem::path in = model_arg(a.positional()[0]).path, out = a.positional()[1];
   const std::string tname = a.require("--type");
   const bool q4_k_m = tname == "q4_k_m" || tname == "Q4_K_M";
   const auto type = q4_k_m ? std::optional<DType>(DType::Q4_K) : dtype_from_any_name(tname);

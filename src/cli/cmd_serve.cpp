@@ -12,6 +12,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/model_arg.h"
 #include "ops/matmul/dot_kernels.h"
 #include "platform/device.h"
 #include "platform/dtype_policy.h"
@@ -31,8 +32,8 @@
 namespace g4::cli {
 namespace {
 
-const char* kUsage =
-    "usage: g4 serve --model DIR [--tokenizer FILE] [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
+const std::string kUsage = std::string(
+    "usage: g4 serve --model MODEL [--tokenizer FILE] [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
     "                [--max-seqs N] [--ctx N] [--queue N] [--name ID] [--kv f32|f16|bf16|int8]\n"
     "                [--max-tokens-default N] [--request-timeout S] [--drain-timeout S] [--max-body BYTES]\n"
     "                [--ready-interval S] [--ready-tokens N] [--threads N] [--stop-on-degenerate]\n"
@@ -49,7 +50,8 @@ const char* kUsage =
     "  --max-seqs N         sequences decoding at once (default 8)\n"
     "  --ctx N              context per sequence, prompt + completion (default 4096, capped by the model)\n"
     "  --queue N            requests waiting for a slot before 429 + Retry-After (default 64)\n"
-    "  --name ID            the model id clients send (default: the model directory's name)\n"
+    "  --name ID            the model id clients send (default: the model directory's name, or the\n"
+    "                       repo id as given when MODEL is one)\n"
     "  --request-timeout S  per-request deadline in seconds (default 600); 504 / SSE error when passed\n"
     "  --drain-timeout S    on SIGTERM/SIGINT, how long in-flight requests may finish (default 30)\n"
     "  --max-body BYTES     largest request body (default 8388608); larger gets 413\n"
@@ -71,7 +73,8 @@ const char* kUsage =
     "  --weights q8|q4      re-encode the weight matrices as Q8_0 / Q4_0 in memory at load; the startup\n"
     "                       line and /v1/models report the time and how far the logits moved on an\n"
     "                       8-token probe (the checkpoint's weights with f32 compute against the\n"
-    "                       path the server runs)";
+    "                       path the server runs)") +
+    kModelHelp;
 
 sigset_t shutdown_signals() {
   sigset_t set;
@@ -227,7 +230,9 @@ int run(const std::vector<std::string>& argv) {
   signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
 
   const auto t0 = std::chrono::steady_clock::now();
-  server::ServedModel model = server::ServedModel::load(a.require("--model"), a.get_or("--tokenizer", ""), a.get_or("--name", ""));
+  const ModelArg arg = model_arg(a.require("--model"));
+  server::ServedModel model =
+      server::ServedModel::load(arg.path, a.get_or("--tokenizer", ""), a.get_or("--name", arg.cache ? arg.cache->spec : ""));
 
   server::ServiceOptions so;
   EngineOptions& e = so.engine;
@@ -255,7 +260,11 @@ int run(const std::vector<std::string>& argv) {
   server::HttpServer http(service, metrics, ho);
   const int port = http.bind();
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  server::log_line(listening_line(model, so, ho, port, load_s, prefix_mb));
+  nlohmann::json listening = listening_line(model, so, ho, port, load_s, prefix_mb);
+  if (arg.cache)  // which snapshot a repo id resolved to, for whoever reads the log
+    listening["source"] = {{"repo", arg.cache->repo}, {"revision", arg.cache->revision}, {"commit", arg.cache->commit},
+                           {"path", arg.cache->path.string()}, {"cache", arg.cache->root.path.string()}};
+  server::log_line(listening);
   std::fprintf(stderr, "%s", describe_policy(model.policy).c_str());
   std::fflush(stderr);
   serve_until_signalled(sigs, service, http, drain_s);

@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/model_arg.h"
 #include "engine/gguf_tokenizer.h"
 #include "platform/error.h"
 #include "text/chat_template.h"
@@ -17,29 +18,30 @@ namespace {
 
 using json = nlohmann::json;
 
-const char* kUsage =
-    "usage: g4 tokenize (--tokenizer FILE | --model DIR) (--text TEXT | --jsonl FILE | --decode IDS | --chat FILE)\n"
+const std::string kUsage = std::string(
+    "usage: g4 tokenize (--tokenizer FILE | --model MODEL) (--text TEXT | --jsonl FILE | --decode IDS | --chat FILE)\n"
     "                   [--bos] [--skip-special] [--thinking] [--no-generation-prompt]\n\n"
     "  --tokenizer FILE  a tokenizer.json (tokenizer_config.json beside it is read when present), or a .gguf\n"
-    "  --model DIR       a checkpoint directory holding tokenizer.json\n"
+    "  --model MODEL     a checkpoint directory holding tokenizer.json, a .gguf file or a repo id\n"
     "  --text TEXT       prints the ids as a JSON array\n"
     "  --jsonl FILE      one JSON object with a \"text\" field per line -> one JSON array of ids per line\n"
     "  --bos             prepend the bos token (off by default, as Hugging Face encodes)\n"
     "  --decode 1,2,3    prints the decoded text (--skip-special drops control tokens)\n"
     "  --chat FILE.json  an OpenAI-style messages array (or {\"messages\": [...], \"tools\": [...]}),\n"
     "                    rendered with the Gemma 4 template; prints {\"text\": ..., \"ids\": [...]}\n"
-    "  --thinking        --chat with thinking enabled (<|think|> in the system turn)";
+    "  --thinking        --chat with thinking enabled (<|think|> in the system turn)") +
+    kModelHelp;
 
 text::Tokenizer load(const Args& a) {
-  if (a.has("--tokenizer") == a.has("--model")) throw Error("give exactly one of --tokenizer FILE or --model DIR");
-  const std::string src = a.has("--tokenizer") ? a.require("--tokenizer") : a.require("--model");
+  if (a.has("--tokenizer") == a.has("--model")) throw Error("give exactly one of --tokenizer FILE or --model MODEL");
+  const std::string src = a.has("--tokenizer") ? a.require("--tokenizer") : model_arg(a.require("--model")).path.string();
   if (looks_like_gguf(src)) {  // a GGUF's tokenizer.ggml.* metadata
     auto tok = tokenizer_from_gguf(*GgufFile::open(src));
     if (!tok) throw Error(src + ": this GGUF carries no tokenizer (no tokenizer.ggml.tokens)");
     return std::move(*tok);
   }
   if (a.has("--tokenizer")) return text::Tokenizer::from_file(a.require("--tokenizer"));
-  return text::Tokenizer::from_dir(a.require("--model"));
+  return text::Tokenizer::from_dir(src);
 }
 
 json read_json_file(const std::string& path) {

@@ -31,6 +31,9 @@ static void print_help() {
       "usage: g4 COMMAND [options]      (g4 COMMAND --help for a command's options)\n\n"
       "commands:\n");
   for (const auto& c : cmds) std::printf("  %-10s %s\n", c.name.c_str(), c.summary.c_str());
+  std::printf(
+      "\n--model takes a model directory, a .gguf file, or a Hugging Face repo id org/name[:REV|:QUANT]\n"
+      "found in the local Hugging Face cache (nothing is downloaded; g4 info --help has the details).\n");
 }
 
 int main(int argc, char** argv) {
