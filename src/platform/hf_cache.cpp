@@ -25,7 +25,7 @@ fs::path expand_user(const std::string& p) {
   return p;
 }
 
-std::string lower(std::string s) {
+std::string lowercase(std::string s) {
   for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
@@ -62,7 +62,7 @@ std::string where(const HfCacheRoot& r) {
   return "Hugging Face cache " + r.path.string() + " (from " + r.chosen_by + ")";
 }
 
-std::string join(const std::vector<std::string>& v) {
+std::string comma_list(const std::vector<std::string>& v) {
   if (v.empty()) return "none";
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
@@ -101,7 +101,7 @@ std::string download_hint(const std::string& repo) {
   } else {
     msg += " has no " + folder;
     for (const auto& d : dirs_in(root.path))  // the hub is case-insensitive, the cache folder is not
-      if (lower(d) == lower(folder) && d != folder) msg += " (it has " + d + ")";
+      if (lowercase(d) == lowercase(folder) && d != folder) msg += " (it has " + d + ")";
   }
   throw Error(msg + ". " + download_hint(repo));
 }
@@ -110,7 +110,7 @@ std::string read_ref(const fs::path& repo_dir, const std::string& revision, cons
   const fs::path ref = repo_dir / "refs" / revision;
   if (!fs::is_regular_file(ref)) {
     throw Error(spec + ": revision '" + revision + "' is not in " + repo_dir.string() + " (refs present: " +
-                join(files_under(repo_dir / "refs")) + "; a full 40-hex commit also works)");
+                comma_list(files_under(repo_dir / "refs")) + "; a full 40-hex commit also works)");
   }
   std::ifstream f(ref, std::ios::binary);
   std::string commit(std::istreambuf_iterator<char>(f), {});
@@ -123,7 +123,7 @@ std::string read_ref(const fs::path& repo_dir, const std::string& revision, cons
 std::vector<std::string> model_ggufs(const fs::path& snapshot) {
   std::vector<std::string> out;
   for (const auto& f : files_under(snapshot)) {
-    const std::string name = lower(fs::path(f).filename().string());
+    const std::string name = lowercase(fs::path(f).filename().string());
     if (fs::path(name).extension() == ".gguf" && name.find("mmproj") == std::string::npos) out.push_back(f);
   }
   return out;
@@ -137,12 +137,12 @@ std::string pick_gguf(const std::vector<std::string>& ggufs, const HfResolved& r
   if (r.quant.empty()) {
     if (ggufs.size() == 1) return ggufs[0];
     throw Error(r.spec + ": " + std::to_string(ggufs.size()) + " .gguf files in " + at + "; pick one with " + r.repo +
-                ":TAG (a quant tag such as Q4_K_M, matched against the file names): " + join(ggufs));
+                ":TAG (a quant tag such as Q4_K_M, matched against the file names): " + comma_list(ggufs));
   }
-  const std::string tag = lower(r.quant);
+  const std::string tag = lowercase(r.quant);
   std::vector<std::string> exact, partial;
   for (const auto& f : ggufs) {
-    const std::string stem = lower(fs::path(f).stem().string());
+    const std::string stem = lowercase(fs::path(f).stem().string());
     const size_t n = tag.size();
     const bool ends = stem.size() >= n && stem.compare(stem.size() - n, n, tag) == 0 &&
                       (stem.size() == n || std::string("-._").find(stem[stem.size() - n - 1]) != std::string::npos);
@@ -153,12 +153,12 @@ std::string pick_gguf(const std::vector<std::string>& ggufs, const HfResolved& r
   if (hits.size() == 1) return hits[0];
   if (hits.size() > 1)
     throw Error(r.spec + ": quant tag '" + r.quant + "' matches " + std::to_string(hits.size()) + " .gguf files in " +
-                at + ": " + join(hits) + "; give a longer tag");
+                at + ": " + comma_list(hits) + "; give a longer tag");
   if (ggufs.empty())
     throw Error(r.spec + ": '" + suffix + "' is no revision of " + r.repo + " (refs present: " +
-                join(files_under(r.snapshot.parent_path().parent_path() / "refs")) +
+                comma_list(files_under(r.snapshot.parent_path().parent_path() / "refs")) +
                 ") and, as a quant tag, finds no .gguf file in snapshot " + r.snapshot.string());
-  throw Error(r.spec + ": no .gguf file in " + at + " matches the quant tag '" + r.quant + "' (files: " + join(ggufs) +
+  throw Error(r.spec + ": no .gguf file in " + at + " matches the quant tag '" + r.quant + "' (files: " + comma_list(ggufs) +
               "; mmproj files are not models)");
 }
 
@@ -188,7 +188,7 @@ void choose_files(HfResolved& r, const std::string& suffix) {
   }
   if (r.quant.empty() && ggufs.empty())
     throw Error(r.spec + ": snapshot " + r.snapshot.string() + " holds neither config.json nor a .gguf file (files: " +
-                join(files_under(r.snapshot)) + ")");
+                comma_list(files_under(r.snapshot)) + ")");
   const std::string f = pick_gguf(ggufs, r, suffix);
   check_link(r, f);
   r.path = r.snapshot / f;
@@ -230,7 +230,7 @@ HfResolved resolve_hf_model(const HfRepoSpec& spec, const HfCacheRoot& root) {
     // A ref wins over a commit, a commit over a quant tag: "org/name:v1" is a revision when
     // refs/v1 exists, and only a GGUF repository gives the suffix a second meaning.
     if (fs::is_regular_file(repo_dir / "refs" / spec.suffix)) r.revision = spec.suffix;
-    else if (is_commit_hash(spec.suffix)) r.revision = r.commit = lower(spec.suffix);
+    else if (is_commit_hash(spec.suffix)) r.revision = r.commit = lowercase(spec.suffix);
     else r.quant = spec.suffix;
   }
   if (r.commit.empty()) r.commit = read_ref(repo_dir, r.revision, r.spec);
@@ -238,7 +238,7 @@ HfResolved resolve_hf_model(const HfRepoSpec& spec, const HfCacheRoot& root) {
   if (!fs::is_directory(r.snapshot)) {
     const std::string how = r.revision == r.commit ? "commit " + r.commit : "refs/" + r.revision + " names commit " + r.commit;
     throw Error(r.spec + ": " + how + " but " + r.snapshot.string() + " does not exist (snapshots present: " +
-                join(dirs_in(repo_dir / "snapshots")) + "). " + download_hint(r.repo));
+                comma_list(dirs_in(repo_dir / "snapshots")) + "). " + download_hint(r.repo));
   }
   choose_files(r, spec.suffix);
   return r;
