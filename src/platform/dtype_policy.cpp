@@ -327,17 +327,18 @@ void resolve_kernel(const DeviceInfo& d, DevicePolicy& p) {
     p.kernel_reason += "; " + fallback + ", so g4 falls back to " + p.kernel_family;
 }
 
-// aarch64: SDOT takes Q8_0 and Q4_0 blocks (ops/matmul/gemm_q8_neon.h); the K-quants and SMMLA
-// have no aarch64 int8 kernel yet, and the reason says so rather than claim one.
+// aarch64: SDOT takes Q8_0, Q4_0 and the K-quants' blocks (ops/matmul/gemm_q8_neon.h); SMMLA has
+// no aarch64 kernel yet, and the reason says so rather than claim one.
 void resolve_arm_activations(const DeviceInfo& d, const UserRequest& r, DevicePolicy& p) {
   const std::string units = arm_int8_units(d.isa), w = name(p.weights);
   if (d.int8_dot() == Int8Dot::NeonDot && !(r.compute && *r.compute == NumFormat::F32)) {
     p.activations = NumFormat::Q8;
-    p.activations_reason = "activations q8: Q8_0 and Q4_0 weights multiply activations quantized to int8 per 32 "
-                           "values on " + std::string(int8_dot_instruction(Int8Dot::NeonDot)) +
+    p.activations_reason = "activations q8: " + w + " weights (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K blocks) multiply "
+                           "activations quantized to int8 per 32 values on " +
+                           std::string(int8_dot_instruction(Int8Dot::NeonDot)) +
                            " (self-test passed): exact int32 block sums, plus at most half a step (absmax/254) of "
-                           "rounding per activation; K-quant blocks (Q4_K, Q5_K, Q6_K) have no aarch64 int8 kernel "
-                           "yet and are widened to f32 in registers (f32 block dots)" +
+                           "rounding per activation; Q4_1 has no aarch64 int8 kernel and is widened to f32 in "
+                           "registers" +
                            (d.isa.i8mm ? std::string("; SMMLA (i8mm) is present but has no g4 kernel yet") : "") +
                            "; --compute f32 keeps them f32";
     return;

@@ -246,9 +246,9 @@ TEST(DtypePolicy, Int8TiersAreCheckedOneByOneNotByOrder) {
   }
 }
 
-// aarch64 profiles: Highway's NEON f32 kernels, and SDOT int8 kernels for Q8_0 and Q4_0 blocks.
-// Whatever SMMLA, BF16, FP16 or SVE a CPU offers, the policy keeps f32 compute, takes q8
-// activations on SDOT for quantized weights (saying the K-quants have no aarch64 int8 kernel), names
+// aarch64 profiles: Highway's NEON f32 kernels, and SDOT int8 kernels for Q8_0, Q4_0 and K-quant
+// blocks. Whatever SMMLA, BF16, FP16 or SVE a CPU offers, the policy keeps f32 compute, takes q8
+// activations on SDOT for quantized weights, names
 // each idle unit the probe found in its reasons, and claims no kernel g4 lacks (nor any x86 unit).
 TEST(DtypePolicy, ArmProfilesNameTheirUnitsAndClaimNoKernel) {
   struct Profile {
@@ -284,8 +284,8 @@ TEST(DtypePolicy, ArmProfilesNameTheirUnitsAndClaimNoKernel) {
       if (ckpt == F::Q8 || ckpt == F::Q4) {
         EXPECT_EQ(p.activations, F::Q8) << text;
         EXPECT_NE(p.activations_reason.find("SDOT (NEON dotprod)"), std::string::npos) << p.activations_reason;
-        EXPECT_NE(p.activations_reason.find("K-quant blocks (Q4_K, Q5_K, Q6_K) have no aarch64 int8 kernel"),
-                  std::string::npos) << p.activations_reason;
+        EXPECT_NE(p.activations_reason.find("Q8_0, Q4_0, Q4_K, Q5_K, Q6_K blocks"), std::string::npos)
+            << p.activations_reason;
         EXPECT_EQ(p.activations_reason.find("SMMLA") != std::string::npos, d.isa.i8mm) << p.activations_reason;
         // --compute f32 keeps them f32, and says why.
         const DevicePolicy f32 = resolve_policy(d, ckpt, {F::F32, {}, {}});

@@ -9,8 +9,6 @@
 #if defined(__aarch64__)
 #include <arm_neon.h>
 
-#include <cstring>
-
 #include "platform/target_attributes.h"
 
 // Only the functions marked G4_TARGET_NEON_DOTPROD are compiled for dotprod: they run only where
@@ -19,24 +17,18 @@
 namespace g4::ops {
 namespace {
 
-float f16_at(const std::byte* p) {
-  __fp16 h;
-  std::memcpy(&h, p, sizeof h);
-  return float(h);
-}
-
 // One block of a row as 32 signed values (low: values 0-15, high: 16-31) and its scale.
 template <bool kQ4>
 G4_TARGET_NEON_DOTPROD inline void load_block(const std::byte* blk, int8x16_t& lo, int8x16_t& hi, float& d) {
   if constexpr (kQ4) {
-    d = f16_at(blk + q4_0::kDAt);
+    d = neon_f16_at(blk + q4_0::kDAt);
     // Byte j: value j in the low nibble, value j + 16 in the high one; codes 0..15 stand for -8..7.
     const uint8x16_t packed = vld1q_u8(reinterpret_cast<const uint8_t*>(blk + q4_0::kQsAt));
     const int8x16_t eight = vdupq_n_s8(8);
     lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(packed, vdupq_n_u8(0x0F))), eight);
     hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(packed, 4)), eight);
   } else {
-    d = f16_at(blk + q8_0::kDAt);
+    d = neon_f16_at(blk + q8_0::kDAt);
     lo = vld1q_s8(reinterpret_cast<const int8_t*>(blk + q8_0::kQsAt));
     hi = vld1q_s8(reinterpret_cast<const int8_t*>(blk + q8_0::kQsAt + 16));
   }
@@ -104,7 +96,8 @@ void gemm_q8_rows_neon(const Q8Activations& a, const std::byte* w, DType dtype, 
                        float* y, int64_t ldy) {
   if (dtype == DType::Q8_0) return rows<false>(a, w, o_begin, o_end, y, ldy);
   if (dtype == DType::Q4_0) return rows<true>(a, w, o_begin, o_end, y, ldy);
-  throw Error("gemm_q8_rows_neon: the NEON int8 kernels read Q8_0 and Q4_0 blocks, not " +
+  if (dtype_is_kquant(dtype)) return gemm_kquant_rows_neon(a, w, dtype, o_begin, o_end, y, ldy);
+  throw Error("gemm_q8_rows_neon: the NEON int8 kernels read Q8_0, Q4_0 and K-quant blocks, not " +
               std::string(dtype_name(dtype)));
 }
 

@@ -47,7 +47,9 @@ void force_int8_kernel_tier(std::optional<Int8Dot> tier) {
 bool int8_kernel_reads(DType dtype) {
   const Int8Dot tier = int8_kernel_tier();
   if (tier == Int8Dot::None) return false;
-  if (tier == Int8Dot::NeonDot) return dtype == DType::Q8_0 || dtype == DType::Q4_0;  // gemm_q8_neon.h
+  if (tier == Int8Dot::NeonDot)  // gemm_q8_neon.h: row-major blocks only
+    return dtype == DType::Q8_0 || dtype == DType::Q4_0 || dtype == DType::Q4_K || dtype == DType::Q5_K ||
+           dtype == DType::Q6_K;
   switch (dtype) {
     case DType::Q8_0:
     case DType::Q4_0:
