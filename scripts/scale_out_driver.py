@@ -145,6 +145,11 @@ class Load:
             user = " ".join(rnd.choice(WORDS) for _ in range(30)) + f" ({session} turn {turn} {rnd.random():.6f})"
             if responses:
                 rec = self.responses_turn(session, affinity, user, history, prev_id)
+                if rec.get("function_call"):
+                    # The random-weight model sometimes writes a tool call with arguments that are
+                    # not JSON; g4 then refuses a follow-up naming that response (400 invalid_prompt,
+                    # a g4 issue apart from scale-out). Start a new conversation instead.
+                    return
                 if rec.get("response_id"):
                     prev_id = rec["response_id"]
                     history += [{"role": "user", "content": user},
@@ -227,6 +232,7 @@ class Load:
             rec["prompt"] = u.get("input_tokens", 0)
             rec["cached"] = (u.get("input_tokens_details") or {}).get("cached_tokens", 0)
             rec["response_id"] = obj.get("id")
+            rec["function_call"] = any(item.get("type") == "function_call" for item in obj.get("output", []))
             rec["text"] = "".join(p.get("text", "") for item in obj.get("output", []) if item.get("type") == "message"
                                   for p in item.get("content", []))
         else:
