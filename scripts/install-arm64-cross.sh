@@ -23,7 +23,8 @@ fi
 # how the toolchain file's CMAKE_CROSSCOMPILING_EMULATOR calls it: qemu-user-binfmt (its
 # recommendation, which registers arm64 binaries with the kernel) is not needed.
 PKGS=(crossbuild-essential-arm64 cmake ninja-build pkg-config nlohmann-json3-dev
-      libhwy-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64 libcpp-httplib-dev:arm64)
+      libhwy-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64 libcpp-httplib-dev:arm64
+      libpng-dev:arm64 libjpeg62-turbo-dev:arm64 libwebp-dev:arm64)
 missing=()
 for p in "${PKGS[@]}"; do installed "$p" || missing+=("$p"); done
 installed qemu-user || missing+=(qemu-user)

@@ -3,6 +3,7 @@
 set -euo pipefail
 PKGS=(g++ cmake ninja-build pkg-config git
       nlohmann-json3-dev libcpp-httplib-dev libhwy-dev
+      libpng-dev libjpeg62-turbo-dev libwebp-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       clang libclang-rt-14-dev curl universal-ctags)
 missing=()
