@@ -11,16 +11,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-60}"
 BUILD_DIR="${G4_FUZZ_BUILD_DIR:-build-fuzz}"
-TARGETS="${G4_FUZZ_TARGETS:-safetensors gguf config tokenizer_json chat_template tokenizer_encode openai_request grammar}"
+TARGETS="${G4_FUZZ_TARGETS:-safetensors gguf config tokenizer_json chat_template tokenizer_encode openai_request grammar image_decode}"
 JOBS="${G4_JOBS:-$(nproc)}"
 
 # Longest input per target: a header, a config or a request is small; tokenizer.json and GGUF
-# metadata seeds are ~30 KB.
+# metadata seeds are ~30 KB; 16 KB holds small images of every format with room to grow.
 max_len() {
   case "$1" in
     tokenizer_json | gguf) echo 65536 ;;
     safetensors) echo 16384 ;;
     tokenizer_encode | grammar) echo 4096 ;;
+    image_decode) echo 16384 ;;
     *) echo 8192 ;;
   esac
 }
