@@ -4,7 +4,8 @@
 // downscaled detail averages instead of aliasing. Taps sit at pixel centres, each output
 // pixel's weights are normalised to sum 1, and the arithmetic stays in floating point through
 // both passes with one rounding to uint8 at the end (torchvision's order; Pillow instead
-// rounds between the passes, which differs by a level or more at clipped edges).
+// rounds between the passes, which differs by a level or more at clipped edges). Without that
+// rounding the passes commute, so the cheaper order is taken.
 #pragma once
 #include "media/image_target_size.h"
 #include "media/rgb_image.h"
