@@ -5,7 +5,11 @@ PKGS=(g++ cmake ninja-build pkg-config git
       nlohmann-json3-dev libcpp-httplib-dev libhwy-dev
       libpng-dev libjpeg62-turbo-dev libwebp-dev
       libgtest-dev libgmock-dev libbenchmark-dev
-      clang libclang-rt-14-dev curl universal-ctags)
+      clang libclang-rt-14-dev curl universal-ctags
+      # Vulkan (src/gpu/): loader and headers, the GLSL-to-SPIR-V compiler the build runs, Mesa's
+      # lavapipe (a conformant CPU Vulkan device, so the GPU tests run on GPU-less machines),
+      # vulkaninfo, and the Khronos validation layer for debugging shaders.
+      libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools vulkan-validationlayers)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

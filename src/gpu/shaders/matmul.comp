@@ -1,0 +1,72 @@
+#version 450
+// y[T, out] = x[T, in] * W[out, in]^T, one workgroup per BM x BN block of y, stepping over `in`
+// BK at a time through shared memory. The tile and workgroup size are specialization constants
+// chosen on the host by the tile planner (src/gpu/shader_tiles.h), which also computes the shared
+// bytes below: (BM + BN) * (BK + 1) floats. The +1 column keeps threads reading one column of a
+// tile on different banks. The weight format is a compile-time variant (WEIGHT_F16, WEIGHT_BF16,
+// else f32); 16-bit weights are widened to f32 on load, so no 16-bit arithmetic is needed.
+#ifdef WEIGHT_F16
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
+
+layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 1) const uint BM = 32;
+layout(constant_id = 2) const uint BN = 32;
+layout(constant_id = 3) const uint BK = 16;
+layout(local_size_x_id = 0) in;
+
+layout(push_constant) uniform Shape { uint T; uint N; uint K; } shape;
+
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+#if defined(WEIGHT_F16)
+layout(std430, binding = 1) readonly buffer W { float16_t w[]; };
+float weight(uint i) { return float(w[i]); }
+#elif defined(WEIGHT_BF16)
+// bf16 as its 16-bit words, two per uint (little-endian): widening is a shift into an f32's top half.
+layout(std430, binding = 1) readonly buffer W { uint w[]; };
+float weight(uint i) { return uintBitsToFloat(((w[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu) << 16); }
+#else
+layout(std430, binding = 1) readonly buffer W { float w[]; };
+float weight(uint i) { return w[i]; }
+#endif
+layout(std430, binding = 2) writeonly buffer Y { float y[]; };
+
+shared float xs[BM * (BK + 1)];
+shared float ws[BN * (BK + 1)];
+
+void main() {
+  const uint tid = gl_LocalInvocationID.x;
+  const uint row0 = gl_WorkGroupID.y * BM;
+  const uint col0 = gl_WorkGroupID.x * BN;
+  const uint per_thread = (BM * BN) / WG;  // the host checks WG divides BM * BN
+  float acc[(BM * BN) / WG];
+  for (uint i = 0; i < per_thread; ++i) acc[i] = 0.0;
+
+  for (uint k0 = 0; k0 < shape.K; k0 += BK) {
+    for (uint e = tid; e < BM * BK; e += WG) {
+      const uint r = e / BK, kk = e % BK;
+      const bool inside = row0 + r < shape.T && k0 + kk < shape.K;
+      xs[r * (BK + 1) + kk] = inside ? x[(row0 + r) * shape.K + k0 + kk] : 0.0;
+    }
+    for (uint e = tid; e < BN * BK; e += WG) {
+      const uint c = e / BK, kk = e % BK;
+      const bool inside = col0 + c < shape.N && k0 + kk < shape.K;
+      ws[c * (BK + 1) + kk] = inside ? weight((col0 + c) * shape.K + k0 + kk) : 0.0;
+    }
+    barrier();
+    for (uint i = 0; i < per_thread; ++i) {
+      const uint o = tid + i * WG;
+      const uint r = o / BN, c = o % BN;
+      float sum = acc[i];
+      for (uint kk = 0; kk < BK; ++kk) sum += xs[r * (BK + 1) + kk] * ws[c * (BK + 1) + kk];
+      acc[i] = sum;
+    }
+    barrier();
+  }
+  for (uint i = 0; i < per_thread; ++i) {
+    const uint o = tid + i * WG;
+    const uint r = row0 + o / BN, c = col0 + o % BN;
+    if (r < shape.T && c < shape.N) y[r * shape.N + c] = acc[i];
+  }
+}

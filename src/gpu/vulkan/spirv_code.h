@@ -1,0 +1,22 @@
+// The compute shaders' SPIR-V, compiled from src/gpu/shaders/*.comp by glslc at build time and
+// embedded as words (cmake/g4_vulkan.cmake, cmake/embed_spirv.cmake): nothing is read from disk
+// at run time, so a g4 binary runs wherever it is copied.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace g4::gpu {
+
+struct SpirvCode {
+  const uint32_t* words = nullptr;
+  size_t count = 0;  // 32-bit words
+};
+
+namespace spirv {
+// y = x * W^T with f32 activations and weights stored as f32, f16 or bf16 (matmul.comp variants).
+SpirvCode matmul_f32();
+SpirvCode matmul_f16();
+SpirvCode matmul_bf16();
+}  // namespace spirv
+
+}  // namespace g4::gpu
