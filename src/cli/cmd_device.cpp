@@ -9,6 +9,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/gpu_report.h"
 #include "cli/kernel_checks.h"
 #include "ops/amx/attention_bf16_tiles.h"
 #include "ops/amx/gemm_q8_tiles.h"
@@ -17,6 +18,7 @@
 #include "platform/device.h"
 #include "platform/fma_throughput.h"
 #include "platform/dtype_policy.h"
+#include "gpu/gpu_device.h"
 
 namespace g4::cli {
 namespace {
@@ -31,7 +33,11 @@ const char* kUsage =
     "streams the weights on this CPU (row streams per thread, software prefetch, the next product read\n"
     "ahead, and why), whether attention over a bf16 cache runs on VDPBF16PS or on FMA (and why),\n"
     "and prints the dtype policy g4 resolves\n"
-    "for f32, bf16, q8 and q4 checkpoints (or --checkpoint FMT), with the reason for each decision.\n\n"
+    "for f32, bf16, q8 and q4 checkpoints (or --checkpoint FMT), with the reason for each decision.\n"
+    "Then lists every Vulkan device (or says why there is none: no loader, no driver, a build without\n"
+    "Vulkan): driver, API version, memory heaps, shared memory, storage-buffer range, subgroup size,\n"
+    "f16/int8/bf16 support, integer dot product, cooperative matrix, the GPU dtype policy per\n"
+    "checkpoint format with its reasons, and the matmul shader's tile against the shared memory.\n\n"
     "  --bandwidth     also measure memory-read bandwidth (under a second per thread count; the best\n"
     "                  of one stream, eight streams and prefetching streams per thread)\n"
     "  --fma           also measure multiply-add throughput on 1 thread and on every usable core at once\n"
@@ -49,6 +55,8 @@ struct DeviceReport {
   std::vector<BandwidthResult> bandwidth;                    // per thread count (--bandwidth)
   std::optional<FmaScaling> fma;                              // --fma
   std::vector<MacPeak> dot_peaks;  // the products' dot-product instructions this CPU confirmed (--fma)
+  gpu::VulkanProbe vulkan;         // every Vulkan device, or why none
+  std::vector<NumFormat> checkpoints;
 };
 
 // Resolved before anything is measured or printed, so a bad request fails with its message alone.
@@ -118,6 +126,7 @@ void print_json(const DeviceInfo& device, const DeviceReport& r) {
   const ops::AttentionPlan attention = ops::plan_attention(device);
   out["attention_plan"] = {{"bf16_dots", attention.bf16_dots}, {"reason", attention.reason}};
   add_kernel_checks_json(out);
+  out["vulkan"] = vulkan_to_json(r.vulkan, r.checkpoints);
   std::printf("%s\n", out.dump(2).c_str());
 }
 
@@ -159,6 +168,7 @@ void print_text(const DeviceInfo& device, const DeviceReport& r) {
   for (const auto& [ckpt, policy] : r.policies) {
     std::printf("\ncheckpoint %s -> %s", std::string(num_format_name(ckpt)).c_str(), describe_policy(policy).c_str());
   }
+  std::printf("%s", describe_vulkan(r.vulkan, r.checkpoints).c_str());
 }
 
 int run(const std::vector<std::string>& argv) {
@@ -166,6 +176,8 @@ int run(const std::vector<std::string>& argv) {
   const DeviceInfo& device = host_cpu();
   DeviceReport report;
   report.policies = resolve_policies(a, device);
+  for (const auto& entry : report.policies) report.checkpoints.push_back(entry.first);
+  report.vulkan = gpu::probe_vulkan();
   if (a.has("--bandwidth")) report.bandwidth = measure_bandwidths(a, device);
   if (a.has("--fma")) measure_compute(device, report);
   if (a.has("--json")) print_json(device, report);
@@ -173,7 +185,7 @@ int run(const std::vector<std::string>& argv) {
   return 0;
 }
 
-const Registration reg{"device", "probe this machine; print ISA, self-tests, bandwidth, FMA scaling, dot-product peaks, dtype policy", kUsage,
+const Registration reg{"device", "probe this machine; print ISA, self-tests, bandwidth, FMA scaling, dot-product peaks, dtype policy, Vulkan devices", kUsage,
                        run};
 
 }  // namespace
