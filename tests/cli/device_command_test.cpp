@@ -53,5 +53,34 @@ TEST(DeviceCommand, ReportsTheTileKernelCheck) {
       << out;
 }
 
+// Vulkan devices are listed beside the CPU (lavapipe where mesa-vulkan-drivers is installed),
+// each with its tile plan and GPU policy, or the report says in one line why there is none.
+TEST(DeviceCommand, ListsVulkanDevicesOrSaysWhyNone) {
+  std::string out;
+  ASSERT_EQ(0, test::g4_command("device --json --checkpoint bf16", &out)) << out;
+  const nlohmann::json vk = nlohmann::json::parse(out.substr(out.find('{'))).at("vulkan");
+  const std::string state = vk.at("state").get<std::string>();
+  EXPECT_FALSE(vk.at("message").get<std::string>().empty());
+  ASSERT_EQ(0, test::g4_command("device --checkpoint bf16", &out)) << out;
+  EXPECT_NE(out.find("Vulkan: " + vk.at("message").get<std::string>()), std::string::npos) << out;
+  if (state != "found") {
+    EXPECT_TRUE(vk.at("devices").empty());
+    GTEST_SKIP() << "no Vulkan device listed: " << vk.at("message");
+  }
+  ASSERT_FALSE(vk.at("devices").empty());
+  for (const nlohmann::json& d : vk.at("devices")) {
+    EXPECT_GT(d.at("max_compute_shared_memory_bytes").get<uint64_t>(), 0u) << d.dump();
+    EXPECT_TRUE(d.at("shader_tiles")[0].contains("tile") || d.at("shader_tiles")[0].contains("refused")) << d.dump();
+    const nlohmann::json& policy = d.at("policy_by_checkpoint").at("bf16");
+    if (d.at("bf16").get<std::string>() != "yes") {
+      EXPECT_NE(policy.at("compute").get<std::string>(), "bf16") << d.dump();
+    }
+    EXPECT_EQ(policy.at("reasons").size(), 2u);
+    EXPECT_NE(out.find("vulkan:" + std::to_string(d.at("index").get<int>()) + " " + d.at("name").get<std::string>()),
+              std::string::npos)
+        << out;
+  }
+}
+
 }  // namespace
 }  // namespace g4
