@@ -40,6 +40,13 @@ function(g4_spirv symbol source)
   set(G4_SPIRV_SOURCES ${G4_SPIRV_SOURCES} ${cpp} PARENT_SCOPE)
 endfunction()
 
+# The Vulkan headers with VK_NO_PROTOTYPES (every call goes through the dlopen'd table) for a
+# target that includes src/gpu/vulkan/ headers.
+function(g4_vulkan_headers target)
+  target_include_directories(${target} PRIVATE ${Vulkan_INCLUDE_DIRS})
+  target_compile_definitions(${target} PRIVATE VK_NO_PROTOTYPES)
+endfunction()
+
 # The gpu layer: src/gpu/*.cpp always (policy, planner, probe records); src/gpu/vulkan/*.cpp and
 # the embedded shaders with G4_VULKAN, else src/gpu/without_vulkan/*.cpp (the probe that says so).
 function(g4_gpu_layer)
@@ -63,10 +70,9 @@ function(g4_gpu_layer)
   target_link_libraries(g4_gpu PUBLIC g4_platform)
   if(G4_VULKAN)
     # Headers only: the loader is opened with dlopen at run time (src/gpu/vulkan/vk_api.h), so a
-    # g4 built with Vulkan still starts on a machine without libvulkan1. PUBLIC: the tests include
-    # the Vulkan-facing headers too, and every includer must see the same VK_NO_PROTOTYPES.
-    target_include_directories(g4_gpu PUBLIC ${Vulkan_INCLUDE_DIRS})
-    target_compile_definitions(g4_gpu PUBLIC VK_NO_PROTOTYPES G4_VULKAN=1)
+    # g4 built with Vulkan still starts on a machine without libvulkan1. PRIVATE: src/gpu's own
+    # headers carry no Vulkan type; g4_vulkan_headers() gives the tests of src/gpu/vulkan/ the same.
+    g4_vulkan_headers(g4_gpu)
     target_link_libraries(g4_gpu PRIVATE ${CMAKE_DL_LIBS})
   endif()
 endfunction()
