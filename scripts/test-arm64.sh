@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Cross-builds g4's tests for aarch64 Linux (Debian's cross compiler and arm64 multiarch packages,
-# cmake/aarch64-linux-gnu.cmake) and runs the platform, ops, model, text and engine test binaries
+# cmake/aarch64-linux-gnu.cmake) and runs the platform, ops, model, text, media and engine test binaries
 # under qemu-aarch64 (user mode; the tiny fixture models). Each binary runs once with a gtest
 # filter rather than once per test through ctest: that would start qemu ~650 times.
 # Prints the build time, each binary's time under qemu, and the totals; exits non-zero on any
@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-arm64-cross.sh
 B="${G4_ARM64_BUILD_DIR:-build-arm64}"
-LAYERS=(platform ops model text engine)
+LAYERS=(platform ops model text media engine)
 
 declare -A EXCLUDE
 # platform:
