@@ -7,6 +7,8 @@
 #include <functional>
 #include <string>
 
+#include "test_util.h"
+
 namespace g4::test {
 
 class FakeHfRepo {
@@ -34,8 +36,7 @@ class FakeHfRepo {
     return dir_ / "blobs" / sha;
   }
   void copy_in(const std::string& commit, const std::string& file, const std::filesystem::path& from) {
-    std::ifstream f(from, std::ios::binary);
-    add(commit, file, std::string(std::istreambuf_iterator<char>(f), {}));
+    add(commit, file, read_file(from));
   }
   void ref(const std::string& name, const std::string& commit) {
     const auto p = dir_ / "refs" / name;
