@@ -344,13 +344,17 @@ void resolve_arm_activations(const DeviceInfo& d, const UserRequest& r, DevicePo
     return;
   }
   p.activations = NumFormat::F32;
-  p.activations_reason =
-      "activations f32: " +
-      (d.int8_dot() == Int8Dot::NeonDot ? std::string("--compute f32 keeps activations unquantized, so ")
-       : units.empty()                  ? std::string("this CPU has no SDOT or SMMLA, and ")
-                                        : "this CPU offers " + units + ", but its SDOT self-test did not pass, and ") +
-      "g4's aarch64 int8 kernels need SDOT, so " + w + " blocks are widened to f32 in registers (f32 block dots): expect " +
-      w + " decode several times below the memory roofline";
+  if (d.int8_dot() == Int8Dot::NeonDot) {  // only --compute f32 gets here
+    p.activations_reason = "activations f32: --compute f32 keeps activations unquantized (" + w +
+                           " blocks widened to f32 in registers; slower than int8 products on SDOT)";
+    return;
+  }
+  const std::string why = d.isa.neon_dotprod ? "the SDOT (dotprod) self-test did not pass"
+                                             : "this CPU has no SDOT (dotprod)";
+  p.activations_reason = "activations f32: " + why + ", which g4's aarch64 int8 kernels need" +
+                         (units.empty() ? std::string() : " (present: " + units + ")") + ", so " + w +
+                         " blocks are widened to f32 in registers (f32 block dots): expect " + w +
+                         " decode several times below the memory roofline";
 }
 
 // Quantized weights on a CPU with int8 dot products multiply int8-quantized activations (the

@@ -306,7 +306,13 @@ TEST(DtypePolicy, ArmProfilesNameTheirUnitsAndClaimNoKernel) {
   EXPECT_EQ(a72.int8_dot(), Int8Dot::None);
   const DevicePolicy old = resolve_policy(a72, F::Q4);
   EXPECT_EQ(old.activations, F::F32);
-  EXPECT_NE(old.activations_reason.find("no SDOT or SMMLA"), std::string::npos) << old.activations_reason;
+  EXPECT_NE(old.activations_reason.find("this CPU has no SDOT (dotprod)"), std::string::npos) << old.activations_reason;
+  // dotprod listed but its self-test failed: said so, not "no SDOT".
+  DeviceInfo failed = presets::neoverse_n1();
+  failed.neon_dotprod_selftest = {SelfTestOutcome::Failed, "lane 0 differs"};
+  const DevicePolicy broken = resolve_policy(failed, F::Q8);
+  EXPECT_EQ(broken.activations, F::F32);
+  EXPECT_NE(broken.activations_reason.find("self-test did not pass"), std::string::npos) << broken.activations_reason;
   EXPECT_NE(old.activations_reason.find("below the memory roofline"), std::string::npos) << old.activations_reason;
   // Neoverse N1 has no BF16: said so, not "offers"; forcing bf16 is emulation, with its cost.
   const DevicePolicy n1 = resolve_policy(presets::neoverse_n1(), F::BF16, {F::BF16, {}, {}});
