@@ -23,6 +23,15 @@
 
 namespace g4::ops {
 
+namespace {
+// Every tier's entry refuses a format its kernels cannot read, naming both.
+void refuse_unread(DType dtype) {
+  if (!int8_kernel_reads(dtype))
+    throw Error("gemm_q8_rows: the " + std::string(int8_dot_name(int8_kernel_tier())) + " int8 kernels do not read " +
+                std::string(dtype_name(dtype)) + " weights");
+}
+}  // namespace
+
 #if defined(__x86_64__)
 namespace {
 
@@ -421,9 +430,7 @@ TileFn pick(int r, int c) {
 void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,
                   int64_t ldy, DecodeStreaming decode) {
   const Int8Dot tier = int8_kernel_tier();
-  if (!int8_kernel_reads(dtype))
-    throw Error("gemm_q8_rows: the " + std::string(int8_dot_name(tier)) + " int8 kernels do not read " +
-                std::string(dtype_name(dtype)) + " weights");
+  refuse_unread(dtype);
   if (dtype_is_kquant(dtype)) {
     if (tier == Int8Dot::Avx512Vnni) gemm_kquant_rows(a, w, dtype, o_begin, o_end, y, ldy);
     else gemm_kquant_rows_256(a, w, dtype, o_begin, o_end, y, ldy, tier);
@@ -462,9 +469,7 @@ void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64
 
 void gemm_q8_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin, int64_t o_end, float* y,
                   int64_t ldy, DecodeStreaming) {
-  if (!int8_kernel_reads(dtype))
-    throw Error("gemm_q8_rows: the " + std::string(int8_dot_name(int8_kernel_tier())) + " int8 kernels do not read " +
-                std::string(dtype_name(dtype)) + " weights");
+  refuse_unread(dtype);
   gemm_q8_rows_neon(a, w, dtype, o_begin, o_end, y, ldy);
 }
 
