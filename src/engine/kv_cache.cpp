@@ -19,6 +19,7 @@ KvFootprint kv_footprint(const ModelConfig& c, KvDType dtype) {
 
 KvCache::KvCache(const ModelConfig& c, KvCacheOptions o) : cfg_(c), opts_(o) {
   if (opts_.block_tokens < 1) throw Error("KV cache: block_tokens must be >= 1");
+  if (opts_.ring_extra_slots < 0) throw Error("KV cache: ring_extra_slots must be >= 0");
   if (opts_.max_total_tokens < opts_.block_tokens)
     throw Error("KV cache: max_total_tokens " + std::to_string(opts_.max_total_tokens) + " is below one block (" +
                 std::to_string(opts_.block_tokens) + ")");
@@ -36,10 +37,10 @@ int KvCache::add_sequence(bool history) {
     const LayerPlan& p = cfg_.layers[i];
     if (p.kv_shared) continue;
     if (p.type == LayerType::Sliding) {
-      const int64_t W = cfg_.sliding_window;
-      s.rings[int(i)] = std::make_unique<Ring>(Ring{KvRows(opts_.dtype, W, p.kv_heads, p.head_dim),
-                                                    KvRows(opts_.dtype, W, p.kv_heads, p.head_dim),
-                                                    std::vector<int64_t>(size_t(W), -1)});
+      const int64_t R = ring_slots();
+      s.rings[int(i)] = std::make_unique<Ring>(Ring{KvRows(opts_.dtype, R, p.kv_heads, p.head_dim),
+                                                    KvRows(opts_.dtype, R, p.kv_heads, p.head_dim),
+                                                    std::vector<int64_t>(size_t(R), -1)});
       if (history) s.history[int(i)];
     } else {
       s.block_table[int(i)];
@@ -110,16 +111,16 @@ int KvCache::restore_prefix(int seq, int64_t m) {
   const int id = add_sequence(/*history=*/true);
   Sequence& dst = seqs_.at(id);
   for (const auto& [layer, table] : src.block_table) dst.block_table[layer] = share_blocks(layer, table, m);
-  const int64_t W = cfg_.sliding_window;
+  const int64_t R = ring_slots();
   for (const auto& [layer, table] : src.history) {
     dst.history[layer] = share_blocks(layer, table, m);
     Ring& r = *dst.rings.at(layer);
     const auto& pool = blocks_.at(layer);
-    for (int64_t pos = std::max<int64_t>(0, m - W); pos < m; ++pos) {
+    for (int64_t pos = std::max<int64_t>(0, m - R); pos < m; ++pos) {
       const Block& b = *pool[size_t(table[size_t(pos / bt)])];
-      r.k.copy_rows(pos % W, b.k, pos % bt, 1);
-      r.v.copy_rows(pos % W, b.v, pos % bt, 1);
-      r.slot_pos[size_t(pos % W)] = pos;
+      r.k.copy_rows(pos % R, b.k, pos % bt, 1);
+      r.v.copy_rows(pos % R, b.v, pos % bt, 1);
+      r.slot_pos[size_t(pos % R)] = pos;
     }
   }
   dst.length = m;
@@ -224,7 +225,7 @@ void KvCache::check_read_range(const Sequence& s, int seq, int64_t begin, int64_
 }
 
 void KvCache::check_slot(const Ring& r, int layer, int64_t pos) const {
-  const int64_t slot = pos % cfg_.sliding_window;
+  const int64_t slot = pos % ring_slots();
   // The slot must hold exactly this absolute position; anything else is a window bug.
   if (r.slot_pos[size_t(slot)] != pos)
     throw Error("KV ring invariant: layer " + std::to_string(layer) + " slot " + std::to_string(slot) + " holds position " +
@@ -238,9 +239,9 @@ void KvCache::read(int layer, int seq, int64_t begin, int64_t end, float* k, flo
   check_read_range(s, seq, begin, end);
   if (p.type == LayerType::Sliding) {
     const Ring& r = *s.rings.at(layer);
-    const int64_t W = cfg_.sliding_window;
+    const int64_t R = ring_slots();
     for (int64_t pos = begin; pos < end; ++pos) {
-      const int64_t slot = pos % W;
+      const int64_t slot = pos % R;
       check_slot(r, layer, pos);
       r.k.read(slot, k + (pos - begin) * row_w);
       r.v.read(slot, v + (pos - begin) * row_w);
@@ -283,9 +284,9 @@ bool KvCache::view(int layer, int seq, int64_t begin, int64_t end, std::vector<o
   check_read_range(s, seq, begin, end);
   if (p.type == LayerType::Sliding) {
     const Ring& r = *s.rings.at(layer);
-    const int64_t W = cfg_.sliding_window;
+    const int64_t R = ring_slots();
     for (int64_t pos = begin; pos < end;) {
-      const int64_t slot = pos % W, run = std::min(end - pos, W - slot);  // up to where the slots wrap
+      const int64_t slot = pos % R, run = std::min(end - pos, R - slot);  // up to where the slots wrap
       for (int64_t q = pos; q < pos + run; ++q) check_slot(r, layer, q);
       out.push_back(span_of(r.k, r.v, slot, run));
       pos += run;
@@ -312,10 +313,10 @@ void KvCache::write(int layer, int seq, int64_t begin, int64_t n, const float* k
   const int64_t row_w = int64_t(p.kv_heads) * p.head_dim;
   if (p.type == LayerType::Sliding) {
     Ring& r = *s.rings.at(layer);
-    const int64_t W = cfg_.sliding_window;
-    // Only the last W positions of the chunk survive in the ring.
-    for (int64_t pos = std::max(begin, begin + n - W); pos < begin + n; ++pos) {
-      const int64_t slot = pos % W;
+    const int64_t R = ring_slots();
+    // Only the last R positions of the chunk survive in the ring.
+    for (int64_t pos = std::max(begin, begin + n - R); pos < begin + n; ++pos) {
+      const int64_t slot = pos % R;
       r.k.write(slot, k + (pos - begin) * row_w);
       r.v.write(slot, v + (pos - begin) * row_w);
       r.slot_pos[size_t(slot)] = pos;
@@ -365,6 +366,45 @@ void KvCache::fill_for_benchmark(int seq, int64_t new_length, uint64_t seed) {
     }
   }
   commit(seq, new_length);
+}
+
+void KvCache::cut_table(int layer, std::vector<int32_t>& table, int64_t positions) {
+  const int64_t bt = opts_.block_tokens, keep = (positions + bt - 1) / bt;
+  while (int64_t(table.size()) > keep) {
+    release(layer, table.back());
+    table.pop_back();
+  }
+  if (positions % bt == 0 || table.empty()) return;
+  int32_t& last = table.back();  // later writes land here: it must be this sequence's alone
+  if (refs_.at(layer).at(size_t(last)) == 1) return;
+  const int32_t nb = take_block(layer);
+  auto& pool = blocks_.at(layer);
+  *pool[size_t(nb)] = *pool[size_t(last)];
+  release(layer, last);
+  last = nb;
+}
+
+void KvCache::truncate(int seq, int64_t new_length) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) throw Error("KV cache: unknown sequence " + std::to_string(seq));
+  Sequence& s = it->second;
+  if (new_length < 0 || new_length > s.length)
+    throw Error("KV cache: truncating sequence " + std::to_string(seq) + " of " + std::to_string(s.length) +
+                " positions to " + std::to_string(new_length));
+  if (new_length == s.length) return;
+  // A slot emptied here held, before its forgotten position, the one R positions older; the
+  // window at new_length needs everything from new_length - W on, so the rollback must stay
+  // within the extra slots.
+  if (!s.rings.empty() && s.length - new_length > opts_.ring_extra_slots)
+    throw Error("KV cache: rolling sequence " + std::to_string(seq) + " back " + std::to_string(s.length - new_length) +
+                " positions would lose sliding-window positions (the rings keep " +
+                std::to_string(opts_.ring_extra_slots) + " extra slots)");
+  for (auto& [layer, table] : s.block_table) cut_table(layer, table, new_length);
+  for (auto& [layer, table] : s.history) cut_table(layer, table, new_length);
+  for (auto& [layer, ring] : s.rings)
+    for (int64_t& p : ring->slot_pos)
+      if (p >= new_length) p = -1;
+  s.length = new_length;
 }
 
 void KvCache::commit(int seq, int64_t new_length) {

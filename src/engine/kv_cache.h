@@ -1,6 +1,7 @@
 // KvCache: per-sequence K/V storage for the Gemma 4 decoder, addressed by absolute position.
-//  - a sliding layer that owns KV keeps a ring of exactly `sliding_window` slots per sequence,
-//    slot = position mod W, and records which position each slot holds (checked on every read);
+//  - a sliding layer that owns KV keeps a ring of R = `sliding_window` + ring_extra_slots slots per
+//    sequence, slot = position mod R, and records which position each slot holds (checked on every
+//    read);
 //  - a full layer that owns KV keeps fixed-size blocks from a shared pool, one block table per
 //    sequence, allocated as the sequence grows (nothing reserved for max context up front);
 //  - KV-shared layers own nothing: the forward pass reads their source layer;
@@ -22,6 +23,11 @@ struct KvCacheOptions {
   KvDType dtype = KvDType::F32;
   int64_t block_tokens = 64;        // full-layer block size
   int64_t max_total_tokens = 1 << 20;  // full-layer capacity summed over sequences (blocks x block_tokens)
+  // Ring slots beyond the window. Speculative decoding writes k draft positions and may roll
+  // back k of them (truncate): a ring of W slots would have overwritten positions the window
+  // still needs. The assistant drafter also reads W + 1 positions. Extra E allows rollbacks of up
+  // to E positions with every position the window needs kept.
+  int64_t ring_extra_slots = 0;
 };
 
 // Bytes of K+V per token, and per sequence at a context length (sliding layers stop at W).
@@ -70,6 +76,12 @@ class KvCache : public KvStore {
   // Full-layer blocks `seq` still needs to hold `new_length` positions (0 when it has them).
   int64_t blocks_needed(int seq, int64_t new_length) const;
   int64_t free_blocks() const;
+  // Forgets positions [new_length, length) of `seq` (speculative rollback): full-layer blocks past
+  // the new end are released, the block the new end falls in is made private if shared, ring
+  // slots holding forgotten positions are emptied. Throws when a ring would lose a position its
+  // window still needs (a rollback longer than ring_extra_slots) or new_length is out of range.
+  void truncate(int seq, int64_t new_length);
+  int64_t ring_slots() const { return cfg_.sliding_window + opts_.ring_extra_slots; }
   uint64_t bytes_in_use() const;
   const KvCacheOptions& options() const { return opts_; }
 
@@ -114,6 +126,8 @@ class KvCache : public KvStore {
   // shared (one more reference), the block `positions` falls inside copied.
   std::vector<int32_t> share_blocks(int layer, const std::vector<int32_t>& table, int64_t positions);
   void release(int layer, int32_t block);  // one reference fewer; free at none
+  // Drops table entries past `positions` and makes the one `positions` falls inside private.
+  void cut_table(int layer, std::vector<int32_t>& table, int64_t positions);
   int64_t full_blocks_in_use() const;      // distinct blocks of one full owning layer
 
   const ModelConfig& cfg_;

@@ -6,13 +6,29 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <initializer_list>
 #include <functional>
 #include <vector>
 
 #include "engine/kv_cache.h"
 #include "model/forward_cached.h"
+#include "model/presets.h"
+#include "model/synth.h"
 
 namespace g4::test {
+
+// Random-weight checkpoints of `presets` with a sliding window of `window` in `dir`/<preset>, so
+// short sequences wrap the rings many times.
+inline void write_windowed_synths(const std::filesystem::path& dir, std::initializer_list<const char*> presets,
+                                  int64_t window) {
+  for (const char* p : presets) {
+    ModelConfig c = preset_config(p);
+    c.sliding_window = window;
+    c.finalize();
+    write_synth_checkpoint(c, SynthOptions{}, dir / p);
+  }
+}
 
 // `tokens` of sequence `seq` (already in kv, empty), `chunk` per step: logits [tokens, V].
 inline std::vector<float> feed_chunked(const Model& m, KvCache& kv, int seq, const std::vector<int>& tokens,

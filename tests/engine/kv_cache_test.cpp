@@ -95,12 +95,7 @@ class CachedSynth : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new test::TempDir();
-    for (const char* p : {"tiny-e", "tiny-31b", "tiny-moe"}) {
-      ModelConfig c = preset_config(p);
-      c.sliding_window = 4;
-      c.finalize();
-      write_synth_checkpoint(c, SynthOptions{}, *dir_ / p);
-    }
+    test::write_windowed_synths(dir_->path(), {"tiny-e", "tiny-31b", "tiny-moe"}, 4);
   }
   static void TearDownTestSuite() { delete dir_; }
   static std::unique_ptr<Model> model(const std::string& p) { return load_model(*dir_ / p); }
