@@ -9,8 +9,18 @@
 
 namespace g4 {
 
+namespace {
+
+// Rollback after a verify step forgets up to k_max positions; the drafter reads W + 1.
+KvCacheOptions with_ring_room(KvCacheOptions kv, const SpeculativeOptions& spec) {
+  kv.ring_extra_slots = std::max<int64_t>(kv.ring_extra_slots, int64_t(spec.k_max) + 1);
+  return kv;
+}
+
+}  // namespace
+
 Engine::Engine(const Model& model, EngineOptions o, TextStreamFactory text)
-    : model_(model), opts_(o), text_(std::move(text)), kv_(model.config, o.kv) {
+    : model_(model), opts_(o), text_(std::move(text)), kv_(model.config, with_ring_room(o.kv, o.speculative)) {
   // A checkpoint truncated after load_model validated it is refused here, before any weight is
   // read (a read past the end of a shrunken mapping is SIGBUS, not an error).
   model.check_unchanged();
@@ -23,6 +33,8 @@ Engine::Engine(const Model& model, EngineOptions o, TextStreamFactory text)
                                        opts_.int8_activations);
   }
   if (opts_.prefill_chunk < 1) throw Error("engine: prefill_chunk must be >= 1");
+  if (opts_.speculative.k_max < 1 || opts_.speculative.k_max > 16)
+    throw Error("engine: draft k_max " + std::to_string(opts_.speculative.k_max) + " is outside 1..16");
   if (opts_.prefix_cache_bytes > 0)
     prefix_ = std::make_unique<PrefixCache>(kv_, opts_.prefix_cache_bytes, opts_.prefix_cache_min_tokens);
   if (opts_.max_batch_tokens < opts_.max_seqs)
@@ -40,6 +52,11 @@ int Engine::submit(GenerationRequest r, EventCallback cb) {
       throw Error("request: prompt token " + std::to_string(r.prompt[i]) + " at index " + std::to_string(i) +
                   " is outside the vocabulary [0, " + std::to_string(c.vocab_size) + ")");
   r.sampling.validate(c.vocab_size);
+  if (r.speculative.value_or(opts_.speculative.mode) == SpecMode::Draft && !opts_.speculative.make_drafter)
+    throw Error("request: speculative \"draft\" needs a drafter model, and this engine has none (--draft-model)");
+  if (r.draft_k < 0 || r.draft_k > opts_.speculative.k_max)
+    throw Error("request: draft_k " + std::to_string(r.draft_k) + " is outside 0.." + std::to_string(opts_.speculative.k_max) +
+                " (the engine's --draft-k)");
   if (r.n < 1 || r.n > opts_.max_seqs)
     throw Error("request: n = " + std::to_string(r.n) + " choices; each needs a running slot and this engine runs 1 to " +
                 std::to_string(opts_.max_seqs) + " sequences at once (max_seqs)");
@@ -123,6 +140,11 @@ void Engine::start_state(Sequence& s) {
   s.guard = std::make_unique<DegeneracyGuard>(s.req.prompt);
   if (text_) s.text = text_();
   if (s.req.grammar) s.matcher = std::make_unique<grammar::GrammarMatcher>(s.req.grammar);
+  const SpecMode mode = s.req.speculative.value_or(opts_.speculative.mode);
+  s.draft_k = s.req.draft_k > 0 ? s.req.draft_k : opts_.speculative.k_max;
+  if (mode == SpecMode::Ngram) s.drafter = std::make_unique<NgramDrafter>();
+  if (mode == SpecMode::Draft) s.drafter = opts_.speculative.make_drafter(s.req, s.choice);
+  if (s.drafter) s.draft_length = std::make_unique<DraftLength>(s.draft_k);
 }
 
 // Called once the prompt is in the cache and its logits are out, before the first sample: the
@@ -206,6 +228,7 @@ void Engine::finish(Sequence& s, const std::string& reason, const std::string& e
   ev.verdict = s.guard ? s.guard->verdict() : DegeneracyVerdict{};
   ev.grammar_seconds = s.grammar_seconds;
   ev.grammar_masks = s.grammar_masks;
+  ev.spec = s.spec;
   ev.prompt_tokens = int64_t(s.req.prompt.size());
   ev.cached_tokens = s.cached;
   ev.generated_tokens = int64_t(s.generated.size());
@@ -217,6 +240,8 @@ void Engine::finish(Sequence& s, const std::string& reason, const std::string& e
     ev.ttft_seconds = std::chrono::duration<double>(s.first_token - s.submitted).count();
   }
   if (s.kv_seq >= 0) {
+    // Ended inside a verify step: the rows past the last emitted token are not the sequence's.
+    if (kv_.length(s.kv_seq) > s.fed) kv_.truncate(s.kv_seq, s.fed);
     // A sequence that ended normally leaves its KV to the prefix cache: the tokens it fed, one
     // per cached position (the last sampled token was never fed).
     if (prefix_ && (reason == "stop" || reason == "length")) {
@@ -239,13 +264,6 @@ void Engine::finish(Sequence& s, const std::string& reason, const std::string& e
     s.cb(other);
   }
 }
-
-// Rows of one step's forward pass and the sequence each belongs to (a sequence's rows adjacent).
-struct Engine::StepBatch {
-  std::vector<BatchRow> rows;
-  std::vector<Sequence*> owner;
-  int64_t prompt_rows = 0;  // of rows, prompt tokens being prefilled
-};
 
 // Under the lock: drops cancelled requests that are still waiting and admits new ones; then
 // ends the running sequences that were cancelled.
@@ -274,12 +292,14 @@ void Engine::cancel_and_admit() {
 Engine::StepBatch Engine::build_batch() {
   StepBatch b;
   int64_t budget = opts_.max_batch_tokens;
+  for (auto& sp : running_)
+    if (!sp->done && sp->pending >= 0) --budget;  // every decoding sequence's own row comes first
   for (auto& sp : running_) {
     Sequence& s = *sp;
     if (s.done || s.pending < 0) continue;
     b.rows.push_back({s.kv_seq, s.fed, s.pending, true});
     b.owner.push_back(&s);
-    --budget;
+    if (s.drafter) add_drafts(s, b, budget);  // after it, from what the budget has left
   }
   for (auto& sp : running_) {
     Sequence& s = *sp;
@@ -329,6 +349,13 @@ void Engine::run_batch(const StepBatch& b) {
       // Rows of one sequence are contiguous; advance its fed count once per run.
       int64_t n = 0;
       for (size_t q = r; q < b.rows.size() && b.owner[q] == &s; ++q) ++n;
+      if (!s.drafts.empty()) {  // a pending token and its drafts: every row wants logits
+        verify_and_emit(s, &logits[out_row * size_t(V)], size_t(n));
+        out_row += size_t(n);
+        r += size_t(n) - 1;
+        prev = &s;
+        continue;
+      }
       s.fed += n;
       if (s.pending >= 0) {
         s.generated.push_back(s.pending);

@@ -17,6 +17,7 @@
 #include "engine/kv_cache.h"
 #include "engine/prefix_cache.h"
 #include "engine/sampler.h"
+#include "engine/speculative.h"
 #include "engine/stop_matcher.h"
 #include "model/executor.h"
 #include "model/model.h"
@@ -52,6 +53,9 @@ struct EngineOptions {
   // that starts with cached tokens prefills only the rest, with the same logits. 0: off.
   uint64_t prefix_cache_bytes = 0;
   int64_t prefix_cache_min_tokens = 16;  // shorter common prefixes are prefilled
+  // Speculative decoding (speculative.h): the default mode, k_max and the drafter factory. The
+  // rings keep k_max + 1 extra slots whatever the mode, so a request may turn it on.
+  SpeculativeOptions speculative;
   // When set (g4 bench), every step adds its weight products' and attention's wall time here.
   blocks::StepTimes* step_times = nullptr;
 };
@@ -68,6 +72,10 @@ struct GenerationRequest {
   // side by side. Choice i samples with seed + i, so it equals a request of n = 1 with that seed.
   // Each choice holds a running slot: 1 <= n <= max_seqs.
   int n = 1;
+  // Speculative decoding for this request: nullopt takes the engine's mode; draft_k 0 its k_max.
+  // The output is the same with and without (tokens, logprobs, seeded samples); only speed changes.
+  std::optional<SpecMode> speculative = std::nullopt;
+  int draft_k = 0;
 };
 
 struct TokenInfo {
@@ -94,6 +102,7 @@ struct GenerationEvent {
   double grammar_seconds = 0;  // time in the grammar matcher (masks and advancing; the sampler's
                                // use of the mask is part of sampling)
   int64_t grammar_masks = 0;   // how many masks were computed
+  SpeculationStats spec;       // drafts proposed and accepted (zeros without speculation)
 };
 using EventCallback = std::function<void(const GenerationEvent&)>;
 
@@ -131,10 +140,14 @@ class Engine {
   void start_state(Sequence& s);  // sampler, stop matcher, guard, text stream, grammar matcher
   bool fork_choices(Sequence& s);
   void sample_and_emit(Sequence& s, const float* logits);
+  // Speculative decoding (engine_verify.cpp): drafts for a decoding sequence's rows, and the
+  // verification of its pending token and drafts from their rows' logits ([rows, V]).
+  struct StepBatch;
+  void add_drafts(Sequence& s, StepBatch& b, int64_t& budget);
+  void verify_and_emit(Sequence& s, const float* logits, size_t rows);
   const grammar::TokenMask* grammar_mask(Sequence& s);
   bool accept_in_grammar(Sequence& s, int token, bool& complete);
   // One step: cancel_and_admit, build_batch, make_room_for (prefix cache on), run_batch.
-  struct StepBatch;
   void cancel_and_admit();
   StepBatch build_batch();
   void make_room_for(const StepBatch& batch);

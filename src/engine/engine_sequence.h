@@ -3,6 +3,8 @@
 #pragma once
 #include <chrono>
 
+#include "model/forward_cached.h"
+
 #include "engine/engine.h"
 
 namespace g4 {
@@ -31,6 +33,19 @@ struct Engine::Sequence {
   grammar::TokenMask mask;
   double grammar_seconds = 0;
   int64_t grammar_masks = 0;
+  // Speculative decoding: the source, how many drafts to ask for, this step's drafts.
+  std::unique_ptr<Drafter> drafter;
+  std::unique_ptr<DraftLength> draft_length;
+  int draft_k = 0;
+  std::vector<int> drafts;
+  SpeculationStats spec;
+};
+
+// Rows of one step's forward pass and the sequence each belongs to (a sequence's rows adjacent).
+struct Engine::StepBatch {
+  std::vector<BatchRow> rows;
+  std::vector<Sequence*> owner;
+  int64_t prompt_rows = 0;  // of rows, prompt tokens being prefilled
 };
 
 }  // namespace g4

@@ -15,6 +15,7 @@
 #include "model/forward_cached.h"
 #include "model/presets.h"
 #include "model/synth.h"
+#include "test_util.h"
 
 namespace g4::test {
 
@@ -29,6 +30,20 @@ inline void write_windowed_synths(const std::filesystem::path& dir, std::initial
     write_synth_checkpoint(c, SynthOptions{}, dir / p);
   }
 }
+
+// A suite's random-weight tiny-e, tiny-31b and tiny-moe with a window of 4, written once per
+// suite (`Tag` keeps each suite's directory its own).
+template <class Tag>
+class WindowedSynthSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    write_windowed_synths(dir_->path(), {"tiny-e", "tiny-31b", "tiny-moe"}, 4);
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::unique_ptr<Model> model(const std::string& p) { return load_model(*dir_ / p); }
+  static inline TempDir* dir_ = nullptr;
+};
 
 // `tokens` of sequence `seq` (already in kv, empty), `chunk` per step: logits [tokens, V].
 inline std::vector<float> feed_chunked(const Model& m, KvCache& kv, int seq, const std::vector<int>& tokens,

@@ -91,17 +91,7 @@ TEST_P(CachedFixture, GreedyContinuationMatchesFixture) {
 
 INSTANTIATE_TEST_SUITE_P(AllVariants, CachedFixture, ::testing::Values("tiny-e", "tiny-31b", "tiny-moe"));
 
-class CachedSynth : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new test::TempDir();
-    test::write_windowed_synths(dir_->path(), {"tiny-e", "tiny-31b", "tiny-moe"}, 4);
-  }
-  static void TearDownTestSuite() { delete dir_; }
-  static std::unique_ptr<Model> model(const std::string& p) { return load_model(*dir_ / p); }
-  static test::TempDir* dir_;
-};
-test::TempDir* CachedSynth::dir_ = nullptr;
+class CachedSynth : public test::WindowedSynthSuite<CachedSynth> {};
 
 // A window of 4 run for 300 tokens: the ring wraps 75 times; every step equals the reference.
 TEST_F(CachedSynth, Window4For300TokensEqualsFullSequence) {

@@ -19,17 +19,7 @@
 namespace g4 {
 namespace {
 
-class KvRollback : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new test::TempDir();
-    test::write_windowed_synths(dir_->path(), {"tiny-e", "tiny-31b"}, 4);
-  }
-  static void TearDownTestSuite() { delete dir_; }
-  static std::unique_ptr<Model> model(const std::string& p) { return load_model(*dir_ / p); }
-  static test::TempDir* dir_;
-};
-test::TempDir* KvRollback::dir_ = nullptr;
+class KvRollback : public test::WindowedSynthSuite<KvRollback> {};
 
 // Feeds `tokens` the way verification does: each step the true next token plus k drafts, of
 // which the first `a` are the true continuation and the rest wrong; keeps the a + 1 valid rows'

@@ -1,0 +1,57 @@
+// Draft sources for speculative decoding. A drafter proposes tokens to follow a sequence; the
+// engine feeds them beside the sequence's pending token in one batched step and keeps only those
+// plain decoding would have produced (engine.cpp), so no drafter can change an answer, only how
+// many tokens one pass over the weights yields.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace g4 {
+
+// What a drafter sees of one sequence: its tokens so far, oldest first: the prompt, then the
+// generated tokens, the last of which (`pending`) is sampled but not yet fed.
+struct DraftContext {
+  std::span<const int> prompt;
+  std::span<const int> generated;  // fed generated tokens
+  int pending = -1;
+  int64_t position = 0;  // the pending token's absolute position
+};
+
+class Drafter {
+ public:
+  virtual ~Drafter() = default;
+  // Up to `k` tokens proposed to follow the pending token (fewer, or none, when unsure).
+  virtual std::vector<int> propose(const DraftContext& c, int k) = 0;
+  virtual std::string name() const = 0;
+};
+
+// Prompt lookup: the longest suffix of the sequence (up to `max_ngram` tokens, at least
+// `min_ngram`) that occurred before proposes the tokens that followed its latest occurrence.
+// Copy-heavy work (edits, retrieval answers, code) repeats long runs of its context.
+class NgramDrafter : public Drafter {
+ public:
+  explicit NgramDrafter(int max_ngram = 4, int min_ngram = 2) : max_n_(max_ngram), min_n_(min_ngram) {}
+  std::vector<int> propose(const DraftContext& c, int k) override;
+  std::string name() const override { return "ngram"; }
+
+ private:
+  int max_n_, min_n_;
+  std::vector<int> seq_;  // prompt + generated + pending (storage kept across calls)
+};
+
+// Proposes a known continuation (benchmarks' ceiling, tests' "true continuation" drafter): the
+// tokens of `script` after the ones generated so far, as long as the sequence has followed it.
+class ReplayDrafter : public Drafter {
+ public:
+  explicit ReplayDrafter(std::vector<int> script) : script_(std::move(script)) {}
+  std::vector<int> propose(const DraftContext& c, int k) override;
+  std::string name() const override { return "replay"; }
+
+ private:
+  std::vector<int> script_;
+};
+
+}  // namespace g4

@@ -1,0 +1,34 @@
+#include <algorithm>
+
+#include "engine/drafter.h"
+
+namespace g4 {
+
+std::vector<int> NgramDrafter::propose(const DraftContext& c, int k) {
+  // Rebuilt each call (a copy of at most the context, small beside one forward step).
+  seq_.assign(c.prompt.begin(), c.prompt.end());
+  seq_.insert(seq_.end(), c.generated.begin(), c.generated.end());
+  seq_.push_back(c.pending);
+  const int64_t L = int64_t(seq_.size());
+  if (k <= 0) return {};
+  for (int n = std::min<int64_t>(max_n_, L - 1); n >= min_n_; --n) {
+    const int* key = &seq_[size_t(L - n)];
+    // The latest earlier occurrence whose continuation lies inside the sequence.
+    for (int64_t start = L - n - 1; start >= 0; --start) {
+      if (!std::equal(key, key + n, &seq_[size_t(start)])) continue;
+      const int64_t from = start + n, avail = std::min<int64_t>(k, L - from);
+      return std::vector<int>(seq_.begin() + from, seq_.begin() + from + avail);
+    }
+  }
+  return {};
+}
+
+std::vector<int> ReplayDrafter::propose(const DraftContext& c, int k) {
+  const size_t g = c.generated.size();
+  if (g >= script_.size() || !std::equal(c.generated.begin(), c.generated.end(), script_.begin()) || script_[g] != c.pending)
+    return {};
+  const size_t from = g + 1, n = std::min(script_.size() - from, size_t(std::max(k, 0)));
+  return std::vector<int>(script_.begin() + ptrdiff_t(from), script_.begin() + ptrdiff_t(from + n));
+}
+
+}  // namespace g4

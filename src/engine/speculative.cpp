@@ -1,0 +1,63 @@
+#include "engine/speculative.h"
+
+#include <algorithm>
+
+namespace g4 {
+
+const char* spec_mode_name(SpecMode m) {
+  switch (m) {
+    case SpecMode::Off: return "off";
+    case SpecMode::Ngram: return "ngram";
+    case SpecMode::Draft: return "draft";
+  }
+  return "off";
+}
+
+std::optional<SpecMode> parse_spec_mode(const std::string& s) {
+  for (SpecMode m : {SpecMode::Off, SpecMode::Ngram, SpecMode::Draft})
+    if (s == spec_mode_name(m)) return m;
+  return std::nullopt;
+}
+
+void SpeculationStats::add(const SpeculationStats& o) {
+  verify_steps += o.verify_steps;
+  drafted += o.drafted;
+  accepted += o.accepted;
+  draft_seconds += o.draft_seconds;
+  auto sum = [](std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+    if (a.size() < b.size()) a.resize(b.size(), 0);
+    for (size_t i = 0; i < b.size(); ++i) a[i] += b[i];
+  };
+  sum(accepted_at, o.accepted_at);
+  sum(drafted_at, o.drafted_at);
+}
+
+int DraftLength::next() {
+  if (pause_ > 0) {
+    --pause_;
+    return 0;
+  }
+  return k_;
+}
+
+void DraftLength::observe(int proposed, int accepted) {
+  if (proposed <= 0) return;  // the source was unsure: nothing learned
+  if (accepted == proposed) {
+    k_ = std::min(k_max_, k_ + 1);
+    misses_ = 0;
+    backoff_ = 0;
+    return;
+  }
+  k_ = std::max(1, accepted + 1);
+  if (accepted > 0) {
+    misses_ = 0;
+    return;
+  }
+  if (++misses_ >= 2) {
+    backoff_ = std::min(64, std::max(4, backoff_ * 2));
+    pause_ = backoff_;
+    misses_ = 0;
+  }
+}
+
+}  // namespace g4

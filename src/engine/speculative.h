@@ -1,0 +1,53 @@
+// Speculative decoding's settings, per-sequence draft length policy and statistics. The
+// verification itself is part of the engine's step (engine.cpp, engine_verify.cpp).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/drafter.h"
+
+namespace g4 {
+
+struct GenerationRequest;
+
+enum class SpecMode { Off, Ngram, Draft };
+const char* spec_mode_name(SpecMode m);
+std::optional<SpecMode> parse_spec_mode(const std::string& s);  // "off", "ngram", "draft"
+
+struct SpeculativeOptions {
+  SpecMode mode = SpecMode::Off;  // requests that do not choose
+  int k_max = 4;                  // drafts per verify step at most; the rings keep k_max + 1 extra slots
+  // The assistant drafter (mode Draft), or any other source (tests, `g4 bench`'s replay ceiling):
+  // one drafter per sequence. Null: mode Draft is refused.
+  std::function<std::unique_ptr<Drafter>(const GenerationRequest&, int choice)> make_drafter;
+};
+
+// Per sequence (summed per request by the server).
+struct SpeculationStats {
+  int64_t verify_steps = 0;  // steps that fed drafts
+  int64_t drafted = 0, accepted = 0;
+  std::vector<int64_t> accepted_at;  // [k]: verify steps whose draft at position j+1 was accepted
+  std::vector<int64_t> drafted_at;   // [k]: verify steps that proposed a draft at position j+1
+  double draft_seconds = 0;          // in the drafter
+  void add(const SpeculationStats& o);
+};
+
+// How many drafts to ask for next. Full acceptance grows k; a rejection shrinks it to one more
+// than what was accepted; repeated zero acceptance pauses drafting for a doubling number of
+// steps, so a workload that accepts nothing pays for almost no draft rows.
+class DraftLength {
+ public:
+  explicit DraftLength(int k_max) : k_max_(k_max), k_(k_max) {}
+  int next();  // 0 while paused
+  void observe(int proposed, int accepted);
+
+ private:
+  int k_max_, k_;
+  int misses_ = 0, pause_ = 0, backoff_ = 0;
+};
+
+}  // namespace g4

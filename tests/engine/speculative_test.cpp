@@ -1,0 +1,297 @@
+// Speculative decoding never changes an answer. The truth is plain decoding in the same engine
+// configuration (and, for greedy, the fixtures' continuations): tokens, logprobs and text must be
+// identical, bit for bit, whatever the drafter proposes. Adversarial drafters: random tokens
+// (every rollback length), the true continuation (always accepted: the bonus token, k = k_max),
+// and the true continuation corrupted at a random place (every accept length).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "engine/cache_feed.h"
+#include "engine/engine.h"
+#include "model/forward_reference.h"
+#include "platform/error.h"
+#include "test_util.h"
+
+namespace g4 {
+namespace speculative_test {
+
+struct Out {
+  std::vector<int> tokens;
+  std::vector<float> logprobs;
+  std::vector<std::vector<TokenLogprob>> tops;
+  std::string finish;
+  int finished = 0;
+  SpeculationStats spec;
+};
+
+// Events by (request index, choice).
+using Outs = std::map<std::pair<int, int>, Out>;
+
+class RandomDrafter : public Drafter {
+ public:
+  RandomDrafter(int vocab, unsigned seed) : vocab_(vocab), rng_(seed) {}
+  std::vector<int> propose(const DraftContext&, int k) override {
+    std::vector<int> d(size_t(rng_() % unsigned(k + 1)));
+    for (int& t : d) t = int(rng_() % unsigned(vocab_));
+    return d;
+  }
+  std::string name() const override { return "random"; }
+
+ private:
+  int vocab_;
+  std::mt19937 rng_;
+};
+
+// The true continuation with one token (at a random place, half the time) replaced.
+class CorruptedReplay : public Drafter {
+ public:
+  CorruptedReplay(std::vector<int> script, int vocab, unsigned seed) : inner_(std::move(script)), vocab_(vocab), rng_(seed) {}
+  std::vector<int> propose(const DraftContext& c, int k) override {
+    auto d = inner_.propose(c, k);
+    if (!d.empty() && rng_() % 2) {
+      int& t = d[rng_() % d.size()];
+      t = (t + 1 + int(rng_() % unsigned(vocab_ - 1))) % vocab_;
+    }
+    return d;
+  }
+  std::string name() const override { return "corrupted-replay"; }
+
+ private:
+  ReplayDrafter inner_;
+  int vocab_;
+  std::mt19937 rng_;
+};
+
+Outs run(const Model& m, EngineOptions o, const std::vector<GenerationRequest>& reqs) {
+  Engine eng(m, o);
+  Outs out;
+  for (size_t i = 0; i < reqs.size(); ++i)
+    eng.submit(reqs[i], [&out, i](const GenerationEvent& e) {
+      Out& c = out[{int(i), e.choice}];
+      for (const auto& t : e.tokens) {
+        c.tokens.push_back(t.token);
+        c.logprobs.push_back(t.logprob);
+        c.tops.push_back(t.top_logprobs);
+      }
+      if (e.finished) {
+        ++c.finished;
+        c.finish = e.finish_reason;
+        c.spec = e.spec;
+      }
+    });
+  eng.run_until_idle();
+  return out;
+}
+
+void expect_same(const Outs& plain, const Outs& spec, const std::string& what) {
+  ASSERT_EQ(plain.size(), spec.size()) << what;
+  for (const auto& [key, p] : plain) {
+    const Out& s = spec.at(key);
+    EXPECT_EQ(s.finished, 1) << what;
+    EXPECT_EQ(p.tokens, s.tokens) << what << " request " << key.first << " choice " << key.second;
+    EXPECT_EQ(p.finish, s.finish) << what;
+    ASSERT_EQ(p.logprobs.size(), s.logprobs.size()) << what;
+    for (size_t i = 0; i < p.logprobs.size(); ++i) {
+      EXPECT_EQ(p.logprobs[i], s.logprobs[i]) << what << " token " << i;  // bit-identical rows
+      ASSERT_EQ(p.tops[i].size(), s.tops[i].size());
+      for (size_t j = 0; j < p.tops[i].size(); ++j) EXPECT_EQ(p.tops[i][j].logprob, s.tops[i][j].logprob);
+    }
+  }
+}
+
+enum class Adversary { Random, Truth, Corrupted };
+const char* name_of(Adversary a) { return a == Adversary::Random ? "random" : a == Adversary::Truth ? "truth" : "corrupted"; }
+
+// An engine whose requests draft with `a`; `truth` holds plain decoding's output per request.
+EngineOptions with_drafter(EngineOptions o, Adversary a, int vocab, const std::vector<GenerationRequest>& reqs,
+                           const Outs& truth, int k_max) {
+  o.speculative.mode = SpecMode::Draft;
+  o.speculative.k_max = k_max;
+  o.speculative.make_drafter = [=](const GenerationRequest& r, int choice) -> std::unique_ptr<Drafter> {
+    // Which request this is (a choice's copy carries seed + choice).
+    size_t i = 0;
+    while (i < reqs.size() && !(reqs[i].prompt == r.prompt && reqs[i].n == r.n &&
+                                reqs[i].sampling.seed + uint64_t(choice) == r.sampling.seed &&
+                                reqs[i].sampling.stop_token_ids == r.sampling.stop_token_ids))
+      ++i;
+    const auto& script = truth.at({int(i), choice}).tokens;
+    const unsigned seed = unsigned(i * 31 + size_t(choice));
+    if (a == Adversary::Random) return std::make_unique<RandomDrafter>(vocab, seed);
+    if (a == Adversary::Truth) return std::make_unique<ReplayDrafter>(script);
+    return std::make_unique<CorruptedReplay>(script, vocab, seed);
+  };
+  return o;
+}
+
+GenerationRequest request(std::vector<int> prompt, float temperature, uint64_t seed, int max_tokens) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.sampling.temperature = temperature;
+  r.sampling.top_k = temperature > 0 ? 40 : 0;
+  r.sampling.seed = seed;
+  r.sampling.max_tokens = max_tokens;
+  r.sampling.logprobs = true;
+  r.sampling.top_logprobs = 3;
+  return r;
+}
+
+class SpeculativeSynth : public test::WindowedSynthSuite<SpeculativeSynth> {};
+
+// Windows of 4, 48 generated tokens: the rings wrap through every rollback. Three sequences
+// decode side by side with different accept lengths each step; greedy and seeded sampling; the
+// reference loops and the SIMD kernels.
+TEST_F(SpeculativeSynth, EveryAdversaryGivesPlainDecodingsOutput) {
+  for (const char* p : {"tiny-e", "tiny-31b", "tiny-moe"}) {
+    auto m = model(p);
+    const int V = int(m->config.vocab_size);
+    std::vector<GenerationRequest> reqs;
+    for (int i = 0; i < 3; ++i)
+      reqs.push_back(request(test::random_tokens(5 + 3 * size_t(i), V, unsigned(40 + i)), i == 0 ? 0.0f : 1.0f,
+                             uint64_t(7 + i), 48));
+    for (int threads : {0, 2}) {
+      EngineOptions o;
+      o.max_seqs = 3;
+      o.threads = threads;
+      const Outs plain = run(*m, o, reqs);
+      for (Adversary a : {Adversary::Random, Adversary::Truth, Adversary::Corrupted}) {
+        const Outs spec = run(*m, with_drafter(o, a, V, reqs, plain, 6), reqs);
+        expect_same(plain, spec, std::string(p) + " " + name_of(a) + " threads " + std::to_string(threads));
+        int64_t drafted = 0, accepted = 0;
+        for (const auto& [k, s] : spec) drafted += s.spec.drafted, accepted += s.spec.accepted;
+        EXPECT_GT(drafted, 0) << p << " " << name_of(a);
+        if (a == Adversary::Truth) {
+          EXPECT_EQ(accepted, drafted) << p;  // every draft stands
+        }
+        if (a == Adversary::Corrupted) {
+          EXPECT_LT(accepted, drafted) << p;
+        }
+      }
+    }
+  }
+}
+
+// The true continuation is always accepted, so a verify step yields k_max + 1 tokens: one pass
+// over the weights per k_max + 1 tokens.
+TEST_F(SpeculativeSynth, TheTrueContinuationYieldsKPlusOneTokensPerStep) {
+  auto m = model("tiny-e");
+  const int V = int(m->config.vocab_size);
+  const std::vector<GenerationRequest> reqs{request(test::random_tokens(6, V, 3), 0.0f, 0, 41)};
+  const Outs plain = run(*m, {}, reqs);
+  const Outs spec = run(*m, with_drafter({}, Adversary::Truth, V, reqs, plain, 4), reqs);
+  expect_same(plain, spec, "truth");
+  const SpeculationStats& st = spec.at({0, 0}).spec;
+  ASSERT_EQ(spec.at({0, 0}).tokens.size(), 41u) << spec.at({0, 0}).finish;
+  // 41 tokens: the first from the prompt's row, then 8 steps of 5.
+  EXPECT_EQ(st.verify_steps, 8);
+  EXPECT_EQ(st.accepted, 32);
+  ASSERT_EQ(st.accepted_at.size(), 4u);
+  EXPECT_EQ(st.accepted_at[3], 8);
+}
+
+// Stop tokens and stop strings that end the output in the middle of an accepted run, n > 1
+// choices, and the prefix cache (a second turn restoring the first's KV) with speculation.
+TEST_F(SpeculativeSynth, StopsChoicesAndPrefixCacheUnderSpeculation) {
+  auto m = model("tiny-31b");
+  const int V = int(m->config.vocab_size);
+  std::vector<GenerationRequest> reqs{request(test::random_tokens(7, V, 5), 1.0f, 3, 40)};
+  reqs.push_back(reqs[0]);
+  reqs[1].n = 3;
+  EngineOptions o;
+  o.max_seqs = 4;
+  o.prefix_cache_bytes = 64 << 20;
+  o.prefix_cache_min_tokens = 2;
+  const Outs first = run(*m, o, reqs);
+  // A stop token the output reaches at its 12th token: it falls inside a run of drafts.
+  reqs[0].sampling.stop_token_ids = {first.at({0, 0}).tokens[11]};
+  reqs[1].sampling.stop_token_ids = {first.at({1, 1}).tokens[9]};
+  // A second turn over the first's prompt and output: a prefix-cache hit.
+  GenerationRequest turn2 = reqs[0];
+  turn2.prompt.insert(turn2.prompt.end(), first.at({0, 0}).tokens.begin(), first.at({0, 0}).tokens.begin() + 11);
+  turn2.sampling.stop_token_ids.clear();
+  reqs.push_back(turn2);
+  const Outs plain = run(*m, o, reqs);
+  EXPECT_EQ(plain.at({0, 0}).finish, "stop");
+  for (Adversary a : {Adversary::Truth, Adversary::Corrupted, Adversary::Random})
+    expect_same(plain, run(*m, with_drafter(o, a, V, reqs, plain, 5), reqs), name_of(a));
+}
+
+// n-gram drafts from the sequence's own tokens: a prompt that repeats a run, greedy output (a
+// random model's greedy text loops, so the n-grams match often).
+TEST_F(SpeculativeSynth, NgramDraftsChangeNothingAndAreAccepted) {
+  auto m = model("tiny-e");
+  const int V = int(m->config.vocab_size);
+  auto run_tokens = test::random_tokens(12, V, 8);
+  std::vector<int> prompt = run_tokens;
+  prompt.insert(prompt.end(), run_tokens.begin(), run_tokens.end());
+  const std::vector<GenerationRequest> reqs{request(prompt, 0.0f, 0, 60), request(prompt, 1.0f, 5, 60)};
+  EngineOptions o;
+  o.max_seqs = 2;
+  const Outs plain = run(*m, o, reqs);
+  o.speculative.mode = SpecMode::Ngram;
+  const Outs spec = run(*m, o, reqs);
+  expect_same(plain, spec, "ngram");
+  EXPECT_GT(spec.at({0, 0}).spec.accepted, 0);
+}
+
+// Requests choose: off on an engine that drafts, ngram on one that does not, draft_k below
+// k_max; asking for more than k_max, or for a drafter model the engine lacks, is refused.
+TEST_F(SpeculativeSynth, PerRequestChoiceAndRefusals) {
+  auto m = model("tiny-e");
+  const int V = int(m->config.vocab_size);
+  GenerationRequest r = request(test::random_tokens(6, V, 9), 0.0f, 0, 30);
+  EngineOptions o;
+  o.speculative.k_max = 4;
+  Engine eng(*m, o);
+  r.draft_k = 5;
+  EXPECT_THROW(eng.submit(r, [](const GenerationEvent&) {}), Error);
+  r.draft_k = 0;
+  r.speculative = SpecMode::Draft;
+  EXPECT_THROW(eng.submit(r, [](const GenerationEvent&) {}), Error);
+  r.speculative = SpecMode::Ngram;
+  r.draft_k = 2;
+  const Outs plain = run(*m, o, {request(r.prompt, 0.0f, 0, 30)});
+  const Outs spec = run(*m, o, {r});
+  expect_same(plain, spec, "per-request ngram");
+  for (int64_t d : spec.at({0, 0}).spec.drafted_at) EXPECT_GE(d, 0);
+  EXPECT_LE(spec.at({0, 0}).spec.drafted_at.size(), 2u);
+  o.speculative.mode = SpecMode::Ngram;
+  r.speculative = SpecMode::Off;
+  const Outs off = run(*m, o, {r});
+  EXPECT_EQ(off.at({0, 0}).spec.verify_steps, 0);
+}
+
+// A drafter that never guesses right costs few draft rows: after two empty verifications the
+// engine pauses drafting for a doubling number of steps.
+TEST(DraftLength, BacksOffWhenNothingIsAccepted) {
+  DraftLength d(4);
+  int rows = 0;
+  for (int step = 0; step < 200; ++step) {
+    const int k = d.next();
+    rows += k;
+    d.observe(k, 0);
+  }
+  EXPECT_LT(rows, 40);  // 200 steps of 4 drafts would be 800 rows
+  DraftLength full(4);
+  for (int step = 0; step < 10; ++step) full.observe(full.next(), full.next() > 0 ? full.next() : 0);
+  EXPECT_EQ(full.next(), 4);
+}
+
+TEST(NgramDrafter, ProposesWhatFollowedTheLatestOccurrence) {
+  NgramDrafter d(3, 2);
+  const std::vector<int> prompt = {1, 2, 3, 4, 5, 9, 2, 3, 7, 8};
+  const std::vector<int> gen = {1};
+  // sequence ... 8, 1, then pending 2: suffix {1, 2} occurred at the start, followed by 3, 4, 5.
+  EXPECT_EQ(d.propose({prompt, gen, 2, 12}, 3), (std::vector<int>{3, 4, 5}));
+  // suffix {9, 2, 3}: the 3-gram first; k caps the proposal.
+  const std::vector<int> gen2 = {9, 2}, none;
+  EXPECT_EQ(d.propose({prompt, gen2, 3, 13}, 1), (std::vector<int>{7}));
+  EXPECT_TRUE(d.propose({prompt, none, 42, 10}, 4).empty());  // no earlier occurrence
+}
+
+}  // namespace speculative_test
+}  // namespace g4
