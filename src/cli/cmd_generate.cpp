@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cli/args.h"
+#include "cli/speculative_args.h"
 #include "cli/command.h"
 #include "cli/model_arg.h"
 #include "cli/compute_choice.h"
@@ -32,7 +33,8 @@ const std::string kUsage = std::string(
     "                   [--seed S] [--top-k K] [--top-p P] [--min-p P] [--chat] [--system TEXT]\n"
     "                   [--tokenizer FILE] [--kv f32|f16|bf16|int8] [--chunk N] [--stop-on-degenerate]\n"
     "                   [--threads N] [--reference] [--weights q8|q4] [--weight-memory auto|huge|mapped]\n"
-    "                   [--compute f32|bf16] [--json-schema FILE | --json-object | --grammar FILE]\n\n"
+    "                   [--compute f32|bf16] [--json-schema FILE | --json-object | --grammar FILE]\n"
+    "                   [--speculative off|ngram] [--draft-k N]\n\n"
     "Generates up to N tokens (default 64), printing text as it streams, then a summary line on\n"
     "stderr: prompt and generated tokens, prefill and decode tok/s, finish reason, degeneracy verdict.\n\n"
     "  --prompt TEXT        encoded with exactly one <bos> in front (needs a tokenizer)\n"
@@ -58,8 +60,8 @@ const std::string kUsage = std::string(
     "                       confirmed AVX512_BF16 and the weights are bf16; see `g4 info`; f32 also\n"
     "                       keeps activations f32 for q8/q4 weights instead of int8 products on VNNI)\n"
     "  --weight-memory M    auto (default): copy the streamed matrices into 2 MiB huge pages when THP\n"
-    "                       is on and they fit in MemAvailable; huge: always; mapped: read the mapping") +
-    kModelHelp;
+    "                       is on and they fit in MemAvailable; huge: always; mapped: read the mapping\n") +
+    kSpeculativeHelp + kModelHelp;
 
 class DetokStream : public TokenTextStream {
  public:
@@ -144,6 +146,7 @@ ComputeChoice set_engine_options(const Args& a, const Model& m, int threads, Eng
   eo.kv.dtype = resolve_kv(a, compute, a.has("--reference"));
   eo.bf16_compute = !a.has("--reference") && compute.bf16;
   eo.int8_activations = !a.has("--reference") && compute.int8;
+  eo.speculative = speculative_options(a);
   return compute;
 }
 
@@ -196,6 +199,8 @@ void print_summary(const GenerationEvent& last) {
                (long long)last.prompt_tokens, (long long)last.generated_tokens, prefill_tps, decode_tps,
                last.ttft_seconds, last.finish_reason.c_str(), last.stopped_degenerate ? " (loop certain, stopped early)" : "",
                verdict.dump().c_str());
+  if (last.spec.verify_steps > 0)
+    std::fprintf(stderr, "[g4] speculative: %s\n", speculation_json(last.spec).dump().c_str());
   if (last.grammar_masks > 0)
     std::fprintf(stderr, "[g4] grammar: %lld masks, %.3f ms per token (decode step %.2f ms)\n", (long long)last.grammar_masks,
                  1e3 * last.grammar_seconds / double(last.grammar_masks),
@@ -204,9 +209,9 @@ void print_summary(const GenerationEvent& last) {
 
 int run(const std::vector<std::string>& argv) {
   Args a(argv,
-         {"--model", "--prompt", "--tokens", "-n", "--temperature", "--seed", "--top-k", "--top-p", "--min-p",
-          "--tokenizer", "--kv", "--chunk", "--system", "--threads", "--weights", "--weight-memory", "--compute",
-          "--json-schema", "--grammar"},
+         with_speculative_flags({"--model", "--prompt", "--tokens", "-n", "--temperature", "--seed", "--top-k", "--top-p",
+                                 "--min-p", "--tokenizer", "--kv", "--chunk", "--system", "--threads", "--weights",
+                                 "--weight-memory", "--compute", "--json-schema", "--grammar"}),
          {"--chat", "--stop-on-degenerate", "--reference", "--json-object"});
   if (a.has("--prompt") == a.has("--tokens")) throw Error("give exactly one of --prompt or --tokens");
   const std::filesystem::path dir = model_arg(a.require("--model")).path;

@@ -13,6 +13,7 @@
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/model_arg.h"
+#include "cli/speculative_args.h"
 #include "ops/matmul/dot_kernels.h"
 #include "platform/device.h"
 #include "platform/dtype_policy.h"
@@ -38,7 +39,7 @@ const std::string kUsage = std::string(
     "                [--max-tokens-default N] [--request-timeout S] [--drain-timeout S] [--max-body BYTES]\n"
     "                [--ready-interval S] [--ready-tokens N] [--threads N] [--stop-on-degenerate]\n"
     "                [--listen-backlog N] [--weight-memory auto|huge|mapped] [--compute f32|bf16]\n"
-    "                [--weights q8|q4] [--prefix-cache-mb N]\n\n"
+    "                [--weights q8|q4] [--prefix-cache-mb N] [--speculative off|ngram] [--draft-k N]\n\n"
     "Serves the model over HTTP in the OpenAI wire format (see README, \"Serving\"):\n"
     "  POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize; GET /v1/models,\n"
     "  /health (liveness), /ready (200 once a real generation through the whole path passed its\n"
@@ -73,7 +74,10 @@ const std::string kUsage = std::string(
     "  --weights q8|q4      re-encode the weight matrices as Q8_0 / Q4_0 in memory at load; the startup\n"
     "                       line and /v1/models report the time and how far the logits moved on an\n"
     "                       8-token probe (the checkpoint's weights with f32 compute against the\n"
-    "                       path the server runs)") +
+    "                       path the server runs)\n") +
+    kSpeculativeHelp +
+    "                       (a request may choose with {\"g4\": {\"speculative\": M, \"draft_k\": K}}; the\n"
+    "                       response's g4.speculative gives its acceptance per draft position)\n" +
     kModelHelp;
 
 sigset_t shutdown_signals() {
@@ -98,8 +102,11 @@ void set_engine_sizes(const Args& a, const Model& m, EngineOptions& e) {
   const int64_t ctx = a.get_int("--ctx", 4096);
   if (ctx < 16) throw Error("--ctx must be at least 16");
   e.max_context = std::min<int64_t>(ctx, m.config.max_position_embeddings);
+  e.speculative = speculative_options(a);
   e.prefill_chunk = a.get_int("--chunk", 256);
   e.max_batch_tokens = std::max<int64_t>(e.prefill_chunk, e.max_seqs) + e.max_seqs;
+  // Drafts take their rows from the same budget, ahead of prompt chunks: room for them too.
+  if (e.speculative.mode != SpecMode::Off) e.max_batch_tokens += int64_t(e.max_seqs) * e.speculative.k_max;
 }
 
 // Placement (--weight-memory) and the kernels' interleaved layouts, noted for the startup line.
@@ -183,6 +190,7 @@ nlohmann::json listening_line(const server::ServedModel& model, const server::Se
           {"queue", so.queue_limit},
           {"listen_backlog", ho.listen_backlog},
           {"prefix_cache_mb", prefix_mb},
+          {"speculative", speculative_options_json(so.engine.speculative)},
           {"dtype_policy", policy_to_json(model.policy)},
           {"device", host_cpu().name},
           {"synthetic", model.synthetic},
@@ -219,10 +227,10 @@ void serve_until_signalled(const sigset_t& sigs, server::GenerationService& serv
 
 int run(const std::vector<std::string>& argv) {
   Args a(argv,
-         {"--model", "--tokenizer", "--host", "--port", "--api-key", "--max-seqs", "--ctx", "--queue", "--name", "--kv",
-          "--max-tokens-default", "--request-timeout", "--drain-timeout", "--max-body", "--ready-interval",
-          "--ready-tokens", "--chunk", "--threads", "--listen-backlog", "--weight-memory", "--compute",
-          "--weights", "--prefix-cache-mb"},
+         with_speculative_flags({"--model", "--tokenizer", "--host", "--port", "--api-key", "--max-seqs", "--ctx", "--queue",
+                                 "--name", "--kv", "--max-tokens-default", "--request-timeout", "--drain-timeout",
+                                 "--max-body", "--ready-interval", "--ready-tokens", "--chunk", "--threads",
+                                 "--listen-backlog", "--weight-memory", "--compute", "--weights", "--prefix-cache-mb"}),
          {"--stop-on-degenerate"});
   // Shutdown signals go to one thread (sigwait); every thread started from here inherits the mask.
   sigset_t sigs = shutdown_signals();

@@ -29,7 +29,8 @@ class Drafter {
 };
 
 // Prompt lookup: the longest suffix of the sequence (up to `max_ngram` tokens, at least
-// `min_ngram`) that occurred before proposes the tokens that followed its latest occurrence.
+// `min_ngram`) that occurred before proposes the tokens that followed its latest occurrence
+// (continued periodically where they run into the end: a repeating run drafts its repetition).
 // Copy-heavy work (edits, retrieval answers, code) repeats long runs of its context.
 class NgramDrafter : public Drafter {
  public:

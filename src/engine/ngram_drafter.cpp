@@ -16,8 +16,12 @@ std::vector<int> NgramDrafter::propose(const DraftContext& c, int k) {
     // The latest earlier occurrence whose continuation lies inside the sequence.
     for (int64_t start = L - n - 1; start >= 0; --start) {
       if (!std::equal(key, key + n, &seq_[size_t(start)])) continue;
-      const int64_t from = start + n, avail = std::min<int64_t>(k, L - from);
-      return std::vector<int>(seq_.begin() + from, seq_.begin() + from + avail);
+      // What followed it, up to k tokens; where that reaches the end of the sequence the
+      // proposal repeats with the period L - from (a loop continues as it went).
+      const int64_t from = start + n, period = L - from;
+      std::vector<int> d;
+      for (int64_t i = 0; i < k; ++i) d.push_back(i < period ? seq_[size_t(from + i)] : d[size_t(i - period)]);
+      return d;
     }
   }
   return {};

@@ -1,6 +1,7 @@
 #include "engine/speculative.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 namespace g4 {
 
@@ -30,6 +31,21 @@ void SpeculationStats::add(const SpeculationStats& o) {
   };
   sum(accepted_at, o.accepted_at);
   sum(drafted_at, o.drafted_at);
+}
+
+nlohmann::json speculation_json(const SpeculationStats& s) {
+  nlohmann::json at = nlohmann::json::array();
+  for (size_t j = 0; j < s.drafted_at.size(); ++j)
+    at.push_back(s.drafted_at[j] > 0 ? double(s.accepted_at[j]) / double(s.drafted_at[j]) : 0.0);
+  // A verify step emits its accepted drafts plus one token of its own.
+  const double per_step = s.verify_steps > 0 ? double(s.accepted + s.verify_steps) / double(s.verify_steps) : 0.0;
+  return {{"verify_steps", s.verify_steps},
+          {"drafted", s.drafted},
+          {"accepted", s.accepted},
+          {"acceptance", s.drafted > 0 ? double(s.accepted) / double(s.drafted) : 0.0},
+          {"acceptance_at", at},
+          {"tokens_per_step", per_step},
+          {"draft_s", s.draft_seconds}};
 }
 
 int DraftLength::next() {

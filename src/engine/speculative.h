@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,9 @@ struct SpeculationStats {
   double draft_seconds = 0;          // in the drafter
   void add(const SpeculationStats& o);
 };
+// {"verify_steps", "drafted", "accepted", "acceptance", "acceptance_at": [rate per position],
+//  "tokens_per_step", "draft_s"}: for responses, logs and benchmarks.
+nlohmann::json speculation_json(const SpeculationStats& s);
 
 // How many drafts to ask for next. Full acceptance grows k; a rejection shrinks it to one more
 // than what was accepted; repeated zero acceptance pauses drafting for a doubling number of

@@ -180,6 +180,8 @@ std::variant<GenerationRequest, ApiError> GenerationService::engine_request(cons
     req.sampling.stop_strings.push_back("<turn|>");  // degraded template: end of turn is plain text
   req.stop_on_degenerate = opts_.stop_on_degenerate;
   req.n = spec.n;
+  req.speculative = spec.speculative;
+  req.draft_k = spec.draft_k;
   auto g = grammar_for(spec);
   if (auto* e = std::get_if<ApiError>(&g)) return *e;
   req.grammar = std::get<std::shared_ptr<grammar::CompiledGrammar>>(g);
@@ -217,6 +219,7 @@ EventCallback GenerationService::event_callback(std::shared_ptr<ActiveRequest> a
     if (ev.finished) {
       if (metrics) {
         metrics->count_tokens(ev.choice == 0 ? ev.prompt_tokens : 0, ev.generated_tokens);  // one prefill
+        metrics->count_speculation(ev.spec);
         if (ev.generated_tokens > 0 && ev.choice == 0) metrics->observe_ttft(ev.ttft_seconds);
         metrics->count_verdict(std::string(degeneracy_kind_name(ev.verdict.kind)), ev.stopped_degenerate);
         if (ev.finish_reason == "cancelled" && ev.choice == 0) metrics->count_cancelled();

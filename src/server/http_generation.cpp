@@ -32,6 +32,7 @@ void record_generation(const ChoiceResponses& choices, bool stream) {
   if (f.verdict.degenerate()) v["detail"] = f.verdict.detail;
   r["degeneracy"] = v;
   if (f.stopped_degenerate) r["stopped_degenerate"] = true;
+  if (f.spec.verify_steps > 0) r["speculative"] = speculation_json(f.spec);
   r["ttft_s"] = f.ttft_seconds;
 }
 

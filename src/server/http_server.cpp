@@ -240,6 +240,9 @@ json HttpServer::model_object() const {
                  {"queue_limit", service_.options().queue_limit},
                  {"kv_dtype", kv_dtype_name(service_.options().engine.kv.dtype)},
                  {"prefix_cache_bytes", service_.options().engine.prefix_cache_bytes},
+                 {"speculative",
+                  {{"mode", spec_mode_name(service_.options().engine.speculative.mode)},
+                   {"k_max", service_.options().engine.speculative.k_max}}},
                  {"stop_on_degenerate", service_.options().stop_on_degenerate},
                  {"request_timeout_s", service_.options().request_timeout_s}};
   return json{{"id", m.id}, {"object", "model"}, {"created", 0}, {"owned_by", "g4"},

@@ -50,6 +50,12 @@ void Metrics::count_request(const std::string& route, int status) {
   std::lock_guard<std::mutex> l(mu_);
   ++requests_[{route, status}];
 }
+void Metrics::count_speculation(const SpeculationStats& s) {
+  std::lock_guard<std::mutex> l(mu_);
+  spec_steps_ += uint64_t(s.verify_steps);
+  spec_drafted_ += uint64_t(s.drafted);
+  spec_accepted_ += uint64_t(s.accepted);
+}
 void Metrics::count_tokens(int64_t p, int64_t g) {
   std::lock_guard<std::mutex> l(mu_);
   prompt_tokens_ += uint64_t(p);
@@ -140,6 +146,11 @@ std::string Metrics::render(const MetricGauges& g) const {
            "reason", rejected_);
   single(o, "g4_cancelled_requests_total", "counter", "Generations cancelled (client gone or deadline passed).",
          std::to_string(cancelled_));
+  single(o, "g4_speculative_verify_steps_total", "counter", "Decode steps that verified drafted tokens.",
+         std::to_string(spec_steps_));
+  single(o, "g4_speculative_draft_tokens_total", "counter", "Tokens drafted for verification.", std::to_string(spec_drafted_));
+  single(o, "g4_speculative_accepted_tokens_total", "counter", "Drafted tokens that verification kept.",
+         std::to_string(spec_accepted_));
   render_gauges(o, g);
   return o;
 }

@@ -3,6 +3,7 @@
 // gauges (queue depth, running sequences, KV cache use, readiness) are sampled at scrape time.
 #pragma once
 #include "engine/prefix_cache.h"
+#include "engine/speculative.h"
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -46,6 +47,7 @@ class Metrics {
   void count_verdict(const std::string& kind, bool stopped_early);
   void count_rejected(const std::string& reason);  // 429 queue full, 503 draining, ...
   void count_cancelled();
+  void count_speculation(const SpeculationStats& s);
 
   std::string render(const MetricGauges& gauges) const;
 
@@ -58,6 +60,7 @@ class Metrics {
   uint64_t stopped_degenerate_ = 0;
   std::map<std::string, uint64_t> rejected_;
   uint64_t cancelled_ = 0;
+  uint64_t spec_steps_ = 0, spec_drafted_ = 0, spec_accepted_ = 0;
 };
 
 }  // namespace g4::server

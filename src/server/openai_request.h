@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/speculative.h"
 #include "engine/sampling_params.h"
 #include "server/api_error.h"
 
@@ -57,6 +58,9 @@ struct GenerationSpec {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   double deadline_seconds = 0;  // 0: the server's --request-timeout; g4.deadline_ms lowers it
+  // g4.speculative ("off" | "ngram" | "draft") and g4.draft_k: nullopt / 0 take the server's.
+  std::optional<SpecMode> speculative;
+  int draft_k = 0;
 };
 
 // Body bytes -> JSON object. Refuses invalid UTF-8 (naming the byte offset), malformed JSON and

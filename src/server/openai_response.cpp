@@ -235,6 +235,7 @@ json ResponseBuilder::g4_extension() const {
     if (!c.ok()) errors.push_back(text::tool_call_json(c)["error"]);
   if (!errors.empty()) g["tool_call_errors"] = errors;
   if (repaired_ > 0) g["repaired_tail_bytes"] = repaired_;
+  if (final_.spec.verify_steps > 0) g["speculative"] = speculation_json(final_.spec);
   return g;
 }
 

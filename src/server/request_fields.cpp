@@ -286,17 +286,37 @@ void read_streaming(Reader& r, GenerationSpec& s) {
   if (!s.stream && !r.error) r.fail(bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options"));
 }
 
-// g4 extension: {"g4": {"deadline_ms": N}} lowers the server's per-request deadline.
+// g4 extension: {"g4": {"deadline_ms": N, "speculative": "off"|"ngram"|"draft", "draft_k": K}}.
+// deadline_ms lowers the server's per-request deadline; speculative and draft_k choose this
+// request's drafting (the engine refuses a drafter it lacks or K above its --draft-k). Any other
+// key is refused, never ignored.
 void read_g4_extension(Reader& r, GenerationSpec& s, const RequestLimits& limits) {
   const RequestJson* ext = r.find("g4");
   if (!ext) return;
   if (!ext->is_object()) {
     r.fail(wrong_type("g4", "an object", *ext));
-  } else if (auto it = ext->find("deadline_ms"); it != ext->end()) {
-    if (!it->is_number() || it->get<double>() <= 0)
-      r.fail(bad_request("'g4.deadline_ms' must be a positive number", "g4.deadline_ms", "invalid_value"));
-    else
-      s.deadline_seconds = std::min(it->get<double>() / 1000.0, limits.max_deadline_seconds);
+    return;
+  }
+  for (auto it = ext->begin(); it != ext->end() && !r.error; ++it) {
+    const std::string field = "g4." + it.key();
+    const RequestJson& v = it.value();
+    if (it.key() == "deadline_ms") {
+      if (!v.is_number() || v.get<double>() <= 0)
+        r.fail(bad_request("'g4.deadline_ms' must be a positive number", field, "invalid_value"));
+      else
+        s.deadline_seconds = std::min(v.get<double>() / 1000.0, limits.max_deadline_seconds);
+    } else if (it.key() == "speculative") {
+      const auto mode = v.is_string() ? parse_spec_mode(v.get<std::string>()) : std::nullopt;
+      if (!mode) r.fail(bad_request("'g4.speculative' must be \"off\", \"ngram\" or \"draft\"", field, "invalid_value"));
+      else s.speculative = mode;
+    } else if (it.key() == "draft_k") {
+      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 16)
+        r.fail(bad_request("'g4.draft_k' must be an integer in 1..16", field, "invalid_value"));
+      else s.draft_k = int(v.get<int64_t>());
+    } else {
+      r.fail(bad_request("'" + field + "' is not a g4 extension field (known: deadline_ms, speculative, draft_k)", field,
+                         "unsupported_parameter"));
+    }
   }
 }
 

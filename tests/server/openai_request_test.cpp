@@ -223,5 +223,28 @@ TEST(OpenAiRequest, ToolChoiceForcesTheCallPrefix) {
   EXPECT_EQ(prefix_for({{"type", "function"}, {"function", {{"name", "get_time"}}}}), "<|tool_call>call:get_time{");
 }
 
+// The g4 extension object: speculative and draft_k are read, anything else in it is refused by
+// name rather than ignored.
+TEST(OpenAiRequest, G4ExtensionFieldsAreReadOrRefusedByName) {
+  auto r = parse_chat_request(chat({{"g4", {{"speculative", "ngram"}, {"draft_k", 3}, {"deadline_ms", 500}}}}), limits());
+  ASSERT_TRUE(std::holds_alternative<GenerationSpec>(r)) << error_body(std::get<ApiError>(r)).dump();
+  const GenerationSpec& s = std::get<GenerationSpec>(r);
+  ASSERT_TRUE(s.speculative.has_value());
+  EXPECT_EQ(*s.speculative, SpecMode::Ngram);
+  EXPECT_EQ(s.draft_k, 3);
+  EXPECT_DOUBLE_EQ(s.deadline_seconds, 0.5);
+  for (const auto& [ext, param] : std::vector<std::pair<json, std::string>>{
+           {{{"speculative", "eagle"}}, "g4.speculative"},
+           {{{"speculative", 1}}, "g4.speculative"},
+           {{{"draft_k", 0}}, "g4.draft_k"},
+           {{{"draft_k", 2.5}}, "g4.draft_k"},
+           {{{"draft_k", 17}}, "g4.draft_k"},
+           {{{"max_image_tokens", 70}}, "g4.max_image_tokens"}}) {
+    const ApiError e = chat_error(chat({{"g4", ext}}));
+    EXPECT_EQ(e.status, 400) << ext.dump();
+    EXPECT_EQ(e.param, param) << ext.dump();
+  }
+}
+
 }  // namespace
 }  // namespace g4::server

@@ -766,6 +766,39 @@ TEST_F(ServerE2E, DeadlineEndsTheRequest) {
   EXPECT_EQ(post(c, "/v1/chat/completions", chat_body()).status, 200);
 }
 
+// A request may turn on n-gram drafting: the answer is the one plain decoding gives (greedy and
+// seeded), and g4.speculative reports the drafts; a drafter model this server lacks and a
+// draft_k above its --draft-k are refused with 400; /metrics counts the drafts.
+TEST_F(ServerE2E, SpeculationPerRequestChangesNothingButSpeed) {
+  auto c = server_->client();
+  const json msgs = {{{"role", "user"}, {"content", "one two three one two three one two three one two"}}};
+  for (const json& sampling : {json{{"temperature", 0}}, json{{"temperature", 1.0}, {"seed", 9}, {"logprobs", true}}}) {
+    json plain = chat_body({{"max_tokens", 40}, {"messages", msgs}});
+    for (auto& [k, v] : sampling.items()) plain[k] = v;
+    json spec = plain;
+    spec["g4"] = {{"speculative", "ngram"}, {"draft_k", 4}};
+    Reply a = post(c, "/v1/chat/completions", plain), b = post(c, "/v1/chat/completions", spec);
+    ASSERT_EQ(a.status, 200) << a.raw;
+    ASSERT_EQ(b.status, 200) << b.raw;
+    EXPECT_EQ(a.body["choices"][0]["message"], b.body["choices"][0]["message"]);
+    EXPECT_EQ(a.body["choices"][0]["logprobs"], b.body["choices"][0]["logprobs"]);
+    EXPECT_FALSE(a.body["g4"].contains("speculative"));
+    if (b.body["g4"].contains("speculative")) {
+      EXPECT_GT(b.body["g4"]["speculative"]["verify_steps"].get<int>(), 0);
+      EXPECT_LE(b.body["g4"]["speculative"]["acceptance_at"].size(), 4u);
+    }
+  }
+  Reply no_model = post(c, "/v1/chat/completions", chat_body({{"g4", {{"speculative", "draft"}}}}));
+  EXPECT_EQ(no_model.status, 400) << no_model.raw;
+  EXPECT_NE(no_model.raw.find("drafter"), std::string::npos) << no_model.raw;
+  Reply big_k = post(c, "/v1/chat/completions", chat_body({{"g4", {{"speculative", "ngram"}, {"draft_k", 9}}}}));
+  EXPECT_EQ(big_k.status, 400) << big_k.raw;
+  auto met = c.Get("/metrics");
+  ASSERT_TRUE(met);
+  EXPECT_GE(metric(met->body, "g4_speculative_verify_steps_total"), 0);
+  EXPECT_GE(metric(met->body, "g4_speculative_draft_tokens_total"), metric(met->body, "g4_speculative_accepted_tokens_total"));
+}
+
 TEST_F(ServerE2E, ConnectBurstWhileNotAcceptingIsServed) {
   // 64 clients connect at once while the server accepts nothing (stopped with SIGSTOP): every
   // handshake must still complete in the kernel's accept queue (httplib alone listens with a
