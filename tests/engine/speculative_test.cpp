@@ -265,6 +265,92 @@ TEST_F(SpeculativeSynth, PerRequestChoiceAndRefusals) {
   EXPECT_EQ(off.at({0, 0}).spec.verify_steps, 0);
 }
 
+// Top-k probabilities of one logits row at temperature 1, in double: token -> p.
+std::map<int, double> top_k_probs(const float* l, int V, int k) {
+  std::vector<int> idx(static_cast<size_t>(V));
+  for (int i = 0; i < V; ++i) idx[size_t(i)] = i;
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int a, int b) { return l[a] > l[b]; });
+  double z = 0;
+  for (int i = 0; i < k; ++i) z += std::exp(double(l[idx[size_t(i)]]) - double(l[idx[0]]));
+  std::map<int, double> p;
+  for (int i = 0; i < k; ++i) p[idx[size_t(i)]] = std::exp(double(l[idx[size_t(i)]]) - double(l[idx[0]])) / z;
+  return p;
+}
+
+// Sampling under speculation draws from the target's distribution: 3000 seeded three-token
+// continuations (top-k 2, temperature 1); after the first token a drafter proposes the likeliest
+// second one (accepted about as often as it is right: both the accepted and the rejected path
+// occur), against the exact joint distribution of the three tokens computed from the f32
+// reference (chi-square, 7 degrees of freedom, p = 0.001 threshold 24.3).
+TEST_F(SpeculativeSynth, SampledTriplesFollowTheTargetsJointDistribution) {
+  auto m = model("tiny-e");
+  const int V = int(m->config.vocab_size);
+  const std::vector<int> prompt = test::random_tokens(6, V, 77);
+  auto next_probs = [&](const std::vector<int>& ctx) {
+    const auto l = forward_reference(*m, ctx);
+    return top_k_probs(&l[(ctx.size() - 1) * size_t(V)], V, 2);
+  };
+  std::map<std::vector<int>, double> joint;
+  std::map<int, int> likeliest_after;  // t1 -> the likeliest t2
+  for (const auto& [t1, q1] : next_probs(prompt)) {
+    auto c1 = prompt;
+    c1.push_back(t1);
+    const auto p2 = next_probs(c1);
+    likeliest_after[t1] = std::max_element(p2.begin(), p2.end(), [](auto& x, auto& y) { return x.second < y.second; })->first;
+    for (const auto& [t2, q2] : p2) {
+      auto c2 = c1;
+      c2.push_back(t2);
+      for (const auto& [t3, q3] : next_probs(c2)) joint[{t1, t2, t3}] = q1 * q2 * q3;
+    }
+  }
+  class Likeliest : public Drafter {
+   public:
+    explicit Likeliest(std::map<int, int> m) : m_(std::move(m)) {}
+    std::vector<int> propose(const DraftContext& c, int) override { return {m_.at(c.pending)}; }
+    std::string name() const override { return "likeliest"; }
+
+   private:
+    std::map<int, int> m_;
+  };
+  EngineOptions o;
+  o.max_seqs = 16;
+  o.speculative.mode = SpecMode::Draft;
+  o.speculative.make_drafter = [likeliest_after](const GenerationRequest&, int) {
+    return std::make_unique<Likeliest>(likeliest_after);
+  };
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  const int n = 600;
+#else
+  const int n = 3000;
+#endif
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < n; ++i) {
+    reqs.push_back(request(prompt, 1.0f, uint64_t(i), 3));
+    reqs.back().sampling.top_k = 2;
+    reqs.back().sampling.logprobs = false;
+    reqs.back().sampling.top_logprobs = 0;
+  }
+  const Outs out = run(*m, o, reqs);
+  std::map<std::vector<int>, int> counts;
+  int64_t drafted = 0, accepted = 0;
+  for (const auto& [key, c] : out) {
+    ASSERT_EQ(c.tokens.size(), 3u);
+    ++counts[c.tokens];
+    drafted += c.spec.drafted;
+    accepted += c.spec.accepted;
+  }
+  double chi2 = 0;
+  for (const auto& [triple, q] : joint) {
+    const double expected = q * n, got = counts.count(triple) ? counts[triple] : 0;
+    chi2 += (got - expected) * (got - expected) / expected;
+  }
+  for (const auto& [triple, c] : counts) EXPECT_TRUE(joint.count(triple)) << "sampled outside the top-k support";
+  EXPECT_LT(chi2, 24.3);
+  EXPECT_EQ(drafted, n);                 // one draft per continuation
+  EXPECT_GT(accepted, n / 10);           // accepted often
+  EXPECT_LT(accepted, n - n / 10);       // and rejected often
+}
+
 // A drafter that never guesses right costs few draft rows: after two empty verifications the
 // engine pauses drafting for a doubling number of steps.
 TEST(DraftLength, BacksOffWhenNothingIsAccepted) {
