@@ -171,6 +171,7 @@ nlohmann::json grammar_masks_json(const GrammarMaskCost& g) {
 
 void add_optional_runs(nlohmann::json& j, const OptionalRuns& o) {
   if (!o.streams.empty()) j["streams"] = streams_json(o.streams);
+  if (o.speculative) j["speculative"] = spec_bench_json(*o.speculative);
   if (!o.turns_cached.empty())
     j["chat_turns"] = {{"with_prefix_cache", turns_json(o.turns_cached)}, {"without", turns_json(o.turns_cold)}};
   if (o.masks) j["grammar_masks"] = grammar_masks_json(*o.masks);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/output_grammar.h"
+#include "cli/speculative_args.h"
 #include "engine/model_text.h"
 #include "platform/error.h"
 
@@ -79,6 +80,8 @@ OptionalRuns run_optional(const Args& a, bool grammar_run, BenchRig& rig) {
   const EngineOptions options = engine_options_of(rig);
   if (auto list = a.get("--streams")) out.streams = streams_runs(*list, rig, options);
   if (auto t = a.get("--chat-turns")) chat_turn_runs(a, *t, rig, options, out);
+  const SpeculativeOptions spec = speculative_options(a);
+  if (spec.mode != SpecMode::Off) out.speculative = bench_speculative(rig, options, spec.mode, spec.k_max);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include "cli/bench_engine.h"
 #include "cli/bench_grammar.h"
 #include "cli/bench_rig.h"
+#include "cli/bench_speculative.h"
 
 namespace g4::cli {
 
@@ -24,6 +25,7 @@ struct OptionalRuns {
   std::optional<GrammarMaskCost> masks;
   std::vector<StreamsRounds> streams;  // one per --streams count, in the order given
   std::vector<ChatTurn> turns_cached, turns_cold;  // with the prefix cache and without
+  std::optional<SpecBench> speculative;            // --speculative ngram|draft
 };
 
 // Runs what the flags ask for, in that order; throws g4::Error naming a flag whose value is out of

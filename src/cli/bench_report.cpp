@@ -241,6 +241,7 @@ void print_bench_table(const BenchRig& r, const BenchResults& res, const BenchFi
   print_paired_steps("depth " + std::to_string(r.flags.depth), res.decode.depth_pairs.size(), fig.depth_paired);
   if (res.optional.masks) print_grammar_masks(*res.optional.masks);
   print_streams(res.optional.streams);
+  if (res.optional.speculative) print_spec_bench(*res.optional.speculative);
   if (!res.optional.turns_cached.empty()) print_chat_turns(res.optional.turns_cached, res.optional.turns_cold);
   print_machine(r, res.rss);
 }

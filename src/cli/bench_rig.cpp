@@ -64,6 +64,7 @@ void make_cache(const Args& a, BenchRig& r) {
   KvCacheOptions& ko = r.kv_options;
   ko.dtype = resolve_kv(a, r.compute, f.reference);
   ko.max_total_tokens = (std::max(f.prompt_len, f.depth) + f.gen + 2 * ko.block_tokens) / ko.block_tokens * ko.block_tokens * 2;
+  ko.ring_extra_slots = 9;  // --speculative times steps of up to 9 rows, each rolled back
   r.kv = std::make_unique<KvCache>(c, ko);
   r.prompt.resize(static_cast<size_t>(f.prompt_len));
   for (int64_t i = 0; i < f.prompt_len; ++i) r.prompt[size_t(i)] = int(4 + (i * 7919) % (c.vocab_size - 4));

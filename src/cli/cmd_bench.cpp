@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "cli/model_arg.h"
 #include "cli/output_grammar.h"
+#include "cli/speculative_args.h"
 
 namespace g4::cli {
 namespace {
@@ -21,7 +22,8 @@ const std::string kUsage = std::string(
     "usage: g4 bench --model MODEL [--prompt-len 512] [--gen 128] [--depth 4096] [--threads N]\n"
     "                [--repeat 5] [--kv f32|f16|bf16|int8] [--weights q8|q4] [--weight-memory auto|huge|mapped]\n"
     "                [--compute f32|bf16] [--reference] [--json FILE]\n"
-    "                [--json-schema FILE | --json-object | --grammar FILE] [--streams LIST] [--chat-turns N]\n\n"
+    "                [--json-schema FILE | --json-object | --grammar FILE] [--streams LIST] [--chat-turns N]\n"
+    "                [--speculative ngram] [--draft-k N]\n\n"
     "Measures, in one run: cold load time; cold and warm prefill tok/s (--prompt-len tokens);\n"
     "time to first token; decode tok/s at depth 0 and at --depth, the runs alternating (the cache\n"
     "is filled with synthetic K/V to that length: attention cost depends on length, not content),\n"
@@ -68,13 +70,22 @@ const std::string kUsage = std::string(
     "--chat-turns N also plays an N-turn chat through the engine (a --prompt-len opening, 32-token\n"
     "messages, 16-token answers, everything resent each turn), with the prefix cache and without:\n"
     "time to first token per turn and the prompt tokens the cache restored.\n"
+    "--speculative ngram (--draft-k N, default 4) also times one sequence's verify step of 1 + k rows\n"
+    "(k = 0..8) at min(--prompt-len, 512) tokens of context, then decodes --gen greedy tokens of a\n"
+    "copy-heavy prompt (a 48-token passage three times) through the engine, --repeat rounds of: plain,\n"
+    "the mode, a replay drafter proposing plain decoding's own tokens (every draft accepted: the\n"
+    "ceiling of the machinery, not of any drafter) and a random drafter (nothing accepted: the cost\n"
+    "when speculation never pays): tok/s, each against plain in the same round, tokens per verify step\n"
+    "and acceptance per draft position.\n"
     "--json FILE also writes the figures with the device, the dtype policy, the kernels, the decode\n"
     "streaming plan and the prefill panel rows as one JSON object.") +
     kModelHelp;
 
 int run(const std::vector<std::string>& argv) {
-  Args a(argv, {"--model", "--prompt-len", "--gen", "--depth", "--threads", "--repeat", "--json", "--kv", "--weights", "--weight-memory", "--compute",
-                            "--json-schema", "--grammar", "--streams", "--chat-turns"},
+  Args a(argv,
+         with_speculative_flags({"--model", "--prompt-len", "--gen", "--depth", "--threads", "--repeat", "--json", "--kv",
+                                 "--weights", "--weight-memory", "--compute", "--json-schema", "--grammar", "--streams",
+                                 "--chat-turns"}),
          {"--reference", "--json-object"});
   const BenchFlags flags = parse_bench_flags(a);
   const bool grammar_run = wants_output_grammar(a);

@@ -384,3 +384,31 @@ INSTANTIATE_TEST_SUITE_P(Presets, BenchPrefillCompute, ::testing::Values("tiny-e
 
 }  // namespace
 }  // namespace g4
+
+namespace g4 {
+namespace {
+
+// `g4 bench --speculative ngram`: the verify steps for k = 0..8 and four decode rows per round.
+// The replay drafter proposes plain decoding's own tokens, so every draft must be accepted and
+// each verify step must yield k + 1 tokens; the random drafter's proposals are never all right.
+TEST(BenchReport, SpeculativeRunsReportTheirAcceptance) {
+  std::string out;
+  const nlohmann::json j = bench_tiny_e("--depth 0 --repeat 2 --gen 21 --speculative ngram --draft-k 4", &out);
+  ASSERT_FALSE(j.is_null()) << out;
+  const nlohmann::json& s = j.at("speculative");
+  EXPECT_EQ(s.at("mode"), "ngram");
+  ASSERT_EQ(s.at("verify").size(), 9u);
+  EXPECT_DOUBLE_EQ(s.at("verify")[0].at("vs_one_row").get<double>(), 1.0);
+  ASSERT_EQ(s.at("decode").size(), 4u);
+  for (const auto& d : s.at("decode")) EXPECT_EQ(d.at("tok_s").size(), 2u) << d.dump();
+  const nlohmann::json& replay = s.at("decode")[2].at("speculation");
+  EXPECT_EQ(s.at("decode")[2].at("name"), "replay (ceiling)");
+  EXPECT_DOUBLE_EQ(replay.at("acceptance").get<double>(), 1.0) << replay.dump();
+  EXPECT_DOUBLE_EQ(replay.at("tokens_per_step").get<double>(), 5.0) << replay.dump();  // 20 tokens after the first, 4 steps of 5
+  const nlohmann::json& random = s.at("decode")[3].at("speculation");
+  EXPECT_LT(random.at("acceptance").get<double>(), 0.5) << random.dump();
+  EXPECT_NE(out.find("decode, replay (ceiling)"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace g4
