@@ -4,6 +4,7 @@ set -euo pipefail
 PKGS=(g++ cmake ninja-build pkg-config git
       nlohmann-json3-dev libcpp-httplib-dev libhwy-dev
       libpng-dev libjpeg62-turbo-dev libwebp-dev
+      libcurl4-openssl-dev libssl-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       clang libclang-rt-14-dev curl universal-ctags
       # Vulkan (src/gpu/): loader and headers, the GLSL-to-SPIR-V compiler the build runs, Mesa's
