@@ -33,6 +33,16 @@ std::vector<json> ChoiceResponses::on_event(const GenerationEvent& ev) {
   return out;
 }
 
+void ChoiceResponses::deadline_passed() {
+  for (auto& c : choices_) c.deadline_passed();
+}
+
+bool ChoiceResponses::has_output() const {
+  for (const auto& c : choices_)
+    if (c.has_output()) return true;
+  return false;
+}
+
 bool ChoiceResponses::finished() const {
   for (const auto& c : choices_)
     if (!c.finished()) return false;

@@ -20,6 +20,8 @@ class ChoiceResponses {
   std::vector<nlohmann::json> on_event(const GenerationEvent& event);
 
   bool finished() const;  // every choice has finished
+  void deadline_passed();   // every choice: see ResponseBuilder::deadline_passed
+  bool has_output() const;  // some choice has content, reasoning or a tool call
   int size() const { return int(choices_.size()); }
   const ResponseBuilder& choice(int i) const { return choices_[size_t(i)]; }
   // The first choice that ended with finish_reason "error", or null.

@@ -47,29 +47,34 @@ ApiError engine_error_of(const ResponseBuilder& failed) {
 }
 
 // Cancels on a deadline and waits (bounded) for the engine to confirm, so the cache is freed.
-// Returns the stream chunks of what was generated meanwhile, and of what the builder still held
-// (a tool call cut short comes out with its partial arguments): a stream sends them before its
-// error event. The closing chunk (finish_reason "cancelled") is left out: the error ends it.
+// Returns the stream chunks of what was generated meanwhile and of what the builder still held
+// (a tool call cut short comes out with its partial arguments), closing chunks included: each
+// choice cut by the deadline ends with finish_reason "length" (ResponseBuilder::deadline_passed).
 std::vector<json> expire(GenerationService& service, ActiveRequest& a, ChoiceResponses& b) {
+  b.deadline_passed();
   service.cancel(a.engine_id);
-  std::vector<json> deltas;
+  std::vector<json> chunks;
   GenerationEvent ev;
   while (!b.finished() && a.pop(ev, Clock::now() + std::chrono::seconds(10)))
-    for (json& c : b.on_event(ev))
-      if (c.contains("choices") && !c["choices"].empty() && c["choices"][0]["finish_reason"].is_null())
-        deltas.push_back(std::move(c));
-  return deltas;
+    for (json& c : b.on_event(ev)) chunks.push_back(std::move(c));
+  return chunks;
 }
 
-// A response that is not streamed: every event until finished, or the error to send (deadline,
-// engine failure). Records the log fields either way.
+// After a deadline: whether what was generated is the answer (some output came: text, or a forced
+// tool call's start; every choice ended), or there is nothing to send but the deadline's error.
+bool deadline_left_output(const ChoiceResponses& b) { return b.finished() && b.has_output(); }
+
+// A response that is not streamed: every event until finished, or the error to send (deadline
+// before any token, engine failure). A deadline after some tokens answers with them
+// (finish_reason "length"), as max_tokens would. Records the log fields either way.
 std::optional<ApiError> await_all(GenerationService& service, ActiveRequest& a, ChoiceResponses& b) {
   GenerationEvent ev;
   while (!b.finished()) {
     if (!a.pop(ev, a.deadline)) {
       (void)expire(service, a, b);
       t_record.fields["deadline_exceeded"] = true;
-      return deadline_error_of(a);
+      if (!deadline_left_output(b)) return deadline_error_of(a);
+      break;
     }
     b.on_event(ev);
   }
@@ -132,9 +137,13 @@ struct ChatStream {
     while (!builder->finished()) {
       switch (next_stream_event(*active, *builder, *service, sink, ev, &expired)) {
         case StreamWait::deadline:
-          for (const json& c : expired) write(sse_event(c));  // what was generated, then the error
-          t_record.fields["error"] = deadline_error.message;
-          write(sse_event(error_body(deadline_error)));
+          if (deadline_left_output(*builder)) {  // what was generated, closed with "length"
+            for (const json& c : expired) write(sse_event(c));
+            record_generation(*builder, true);
+          } else {
+            t_record.fields["error"] = deadline_error.message;
+            write(sse_event(error_body(deadline_error)));
+          }
           write(sse_done());
           sink.done();
           return true;
@@ -197,9 +206,13 @@ struct ResponsesStream {
     };
     if (!write(out->opening())) return false;
     GenerationEvent ev;
+    std::vector<json> expired;
     while (!chat->finished()) {
-      switch (next_stream_event(*active, *chat, *service, sink, ev)) {
-        case StreamWait::deadline: return fail(deadline_error);
+      switch (next_stream_event(*active, *chat, *service, sink, ev, &expired)) {
+        case StreamWait::deadline:
+          if (!deadline_left_output(*chat)) return fail(deadline_error);
+          write(out->on_chat_chunks(expired));  // then closed as incomplete, as max_output_tokens would
+          continue;                             // every choice has finished
         case StreamWait::client_gone: return false;
         case StreamWait::event: break;
       }

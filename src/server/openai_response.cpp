@@ -183,6 +183,7 @@ std::vector<json> ResponseBuilder::on_event(const GenerationEvent& ev) {
   }
   if (ev.finished) {
     finished_ = true;
+    ended_by_deadline_ = deadline_passed_ && ev.finish_reason == "cancelled";
     final_ = ev;
     final_.text.clear();
     final_.tokens.clear();
@@ -195,6 +196,7 @@ std::vector<json> ResponseBuilder::on_event(const GenerationEvent& ev) {
 }
 
 std::string ResponseBuilder::finish_reason() const {
+  if (ended_by_deadline_) return "length";
   const std::string& r = final_.finish_reason;
   if (r == "stop") {
     for (const auto& c : calls_)
@@ -224,7 +226,7 @@ json ResponseBuilder::usage_chunk(json usage) const {
 json ResponseBuilder::g4_extension() const {
   json g = {{"degeneracy", final_.verdict},
             {"stopped_degenerate", final_.stopped_degenerate},
-            {"finish_detail", final_.finish_reason},
+            {"finish_detail", ended_by_deadline_ ? "deadline_exceeded" : final_.finish_reason},
             {"timings",
              {{"queue_s", final_.queue_seconds},
               {"prefill_s", final_.prefill_seconds},

@@ -50,6 +50,12 @@ class ResponseBuilder {
 
   bool finished() const { return finished_; }
   const GenerationEvent& final_event() const { return final_; }
+  // The request's deadline passed and its generation is being cancelled: a choice that ends
+  // "cancelled" now ended by the deadline, and reports what it generated with finish_reason
+  // "length" (g4.finish_detail "deadline_exceeded"), a tool call with its partial arguments.
+  void deadline_passed() { deadline_passed_ = true; }
+  bool ended_by_deadline() const { return ended_by_deadline_; }
+  bool has_output() const { return !content_.empty() || !reasoning_.empty() || !calls_.empty(); }
   // The OpenAI finish_reason: stop, length, tool_calls (or the engine's reason otherwise).
   std::string finish_reason() const;
   nlohmann::json usage() const;
@@ -86,6 +92,7 @@ class ResponseBuilder {
   nlohmann::json chat_logprobs_ = nlohmann::json::array();
   nlohmann::json legacy_logprobs_;
   bool finished_ = false;
+  bool deadline_passed_ = false, ended_by_deadline_ = false;
   GenerationEvent final_;
 };
 
