@@ -171,10 +171,21 @@ struct ChatStream {
 };
 
 // Stores a finished response's conversation (its input and output) for previous_response_id.
+// A function call cut short (max_output_tokens, deadline) has arguments that are not a JSON
+// object, which no chat template can render back: such a response is stored as a reason to
+// refuse continuing it, not as a conversation that would fail later with a confusing error.
 void remember_response(const ResponsesRequest& rr, const ChoiceResponses& chat, ResponseStore& store, const std::string& id) {
   if (!rr.store) return;
   json conversation = rr.conversation;
-  for (auto& m : ResponsesBuilder::output_as_messages(chat)) conversation.push_back(m);
+  for (auto& m : ResponsesBuilder::output_as_messages(chat)) {
+    for (const json& call : m.value("tool_calls", json::array())) {
+      const json args = json::parse(call["function"].value("arguments", std::string()), nullptr, false);
+      if (!args.is_object())
+        return store.put(id, json{{"unusable", "its function call '" + call["function"].value("name", std::string()) +
+                                                   "' was cut short before its arguments were complete"}});
+    }
+    conversation.push_back(m);
+  }
   store.put(id, std::move(conversation));
 }
 

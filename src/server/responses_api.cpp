@@ -121,6 +121,10 @@ std::optional<ApiError> read_conversation(const RequestJson& body, const Respons
     if (!prev)
       return bad_request("no stored response '" + p->get<std::string>() + "' (g4 keeps the most recent responses in memory)",
                          "previous_response_id", "previous_response_not_found");
+    if (prev->is_object() && prev->contains("unusable"))
+      return bad_request("stored response '" + p->get<std::string>() + "' cannot be continued: " +
+                             (*prev)["unusable"].get<std::string>() + "; send the conversation as input instead",
+                         "previous_response_id", "previous_response_unusable");
     r.previous_response_id = p->get<std::string>();
     r.conversation = *prev;
   } else {

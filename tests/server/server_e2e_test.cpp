@@ -734,6 +734,17 @@ TEST_F(ServerE2E, ResponsesApiIsTheChatPathInOtherClothes) {
   EXPECT_EQ(item["type"], "function_call") << call.raw;
   EXPECT_EQ(item["name"], "get_weather");
   EXPECT_TRUE(json::parse(item["arguments"].get<std::string>())["city"].is_string()) << item;
+  // The same call cut by max_output_tokens: incomplete, its partial arguments returned; continuing
+  // it is refused by name (its arguments cannot be rendered back), not with a template error.
+  Reply cut = post(c, "/v1/responses", {{"model", "tiny-e"}, {"input", "Weather in Paris?"}, {"tools", tools},
+                                        {"tool_choice", {{"type", "function"}, {"name", "get_weather"}}},
+                                        {"max_output_tokens", 2}, {"temperature", 1}});
+  ASSERT_EQ(cut.status, 200) << cut.raw;
+  EXPECT_EQ(cut.body["status"], "incomplete") << cut.raw;
+  Reply cont = post(c, "/v1/responses", {{"model", "tiny-e"}, {"previous_response_id", cut.body["id"]}, {"input", "Go on."}});
+  EXPECT_EQ(cont.status, 400) << cont.raw;
+  EXPECT_EQ(cont.body["error"]["param"], "previous_response_id") << cont.raw;
+  EXPECT_EQ(cont.body["error"]["code"], "previous_response_unusable") << cont.raw;
 
   // Refusals name the field.
   for (const auto& [bad, param] : std::vector<std::pair<json, std::string>>{
