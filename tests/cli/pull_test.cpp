@@ -201,6 +201,17 @@ TEST_F(Pull, FetchesTheTextDecoderIntoTheHubCacheLayout) {
   EXPECT_EQ(fs::read_symlink(snapshot("tiny") / "original/consolidated.pth").string().rfind("../../../blobs/", 0), 0u);
 }
 
+// On a terminal (a pseudo-terminal from script(1) here) a progress line shows bytes, total and
+// rate; into a pipe (every other test) it stays quiet.
+TEST_F(Pull, ShowsProgressOnATerminal) {
+  std::string out;
+  ASSERT_EQ(test::run_command("script -qec '" + test::g4_binary().string() + " pull org/tiny' /dev/null 2>&1", &out), 0) << out;
+  EXPECT_NE(out.find("model.safetensors"), std::string::npos) << out;
+  EXPECT_NE(out.find(" MiB/s"), std::string::npos) << out;
+  ASSERT_EQ(pull("org/tiny-GGUF"), 0) << out_;
+  EXPECT_EQ(out_.find("MiB/s"), std::string::npos) << out_;
+}
+
 TEST_F(Pull, GgufRepositoriesGiveTheNamedQuantOnly) {
   ASSERT_EQ(pull("org/tiny-GGUF"), 0) << out_;  // Q4_K_M by default
   EXPECT_TRUE(fs::exists(snapshot("tiny-GGUF") / "tiny-Q4_K_M.gguf"));
