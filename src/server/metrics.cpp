@@ -55,6 +55,7 @@ void Metrics::count_speculation(const SpeculationStats& s) {
   spec_steps_ += uint64_t(s.verify_steps);
   spec_drafted_ += uint64_t(s.drafted);
   spec_accepted_ += uint64_t(s.accepted);
+  spec_draft_seconds_ += s.draft_seconds;
 }
 void Metrics::count_tokens(int64_t p, int64_t g) {
   std::lock_guard<std::mutex> l(mu_);
@@ -151,6 +152,8 @@ std::string Metrics::render(const MetricGauges& g) const {
   single(o, "g4_speculative_draft_tokens_total", "counter", "Tokens drafted for verification.", std::to_string(spec_drafted_));
   single(o, "g4_speculative_accepted_tokens_total", "counter", "Drafted tokens that verification kept.",
          std::to_string(spec_accepted_));
+  single(o, "g4_speculative_draft_seconds_total", "counter", "Time spent proposing drafts.",
+         std::to_string(spec_draft_seconds_));
   render_gauges(o, g);
   return o;
 }

@@ -61,6 +61,7 @@ class Metrics {
   std::map<std::string, uint64_t> rejected_;
   uint64_t cancelled_ = 0;
   uint64_t spec_steps_ = 0, spec_drafted_ = 0, spec_accepted_ = 0;
+  double spec_draft_seconds_ = 0;
 };
 
 }  // namespace g4::server

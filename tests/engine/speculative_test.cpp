@@ -24,7 +24,7 @@ struct Out {
   std::vector<int> tokens;
   std::vector<float> logprobs;
   std::vector<std::vector<TokenLogprob>> tops;
-  std::string finish;
+  std::string text, finish;
   int finished = 0;
   SpeculationStats spec;
 };
@@ -67,12 +67,20 @@ class CorruptedReplay : public Drafter {
   std::mt19937 rng_;
 };
 
+// Text for stop strings: token 7 -> "[7]" (no tokenizer involved).
+class BracketText : public TokenTextStream {
+ public:
+  std::string push(int t) override { return "[" + std::to_string(t) + "]"; }
+  std::string flush() override { return ""; }
+};
+
 Outs run(const Model& m, EngineOptions o, const std::vector<GenerationRequest>& reqs) {
-  Engine eng(m, o);
+  Engine eng(m, o, [] { return std::make_unique<BracketText>(); });
   Outs out;
   for (size_t i = 0; i < reqs.size(); ++i)
     eng.submit(reqs[i], [&out, i](const GenerationEvent& e) {
       Out& c = out[{int(i), e.choice}];
+      c.text += e.text;
       for (const auto& t : e.tokens) {
         c.tokens.push_back(t.token);
         c.logprobs.push_back(t.logprob);
@@ -95,6 +103,7 @@ void expect_same(const Outs& plain, const Outs& spec, const std::string& what) {
     EXPECT_EQ(s.finished, 1) << what;
     EXPECT_EQ(p.tokens, s.tokens) << what << " request " << key.first << " choice " << key.second;
     EXPECT_EQ(p.finish, s.finish) << what;
+    EXPECT_EQ(p.text, s.text) << what;
     ASSERT_EQ(p.logprobs.size(), s.logprobs.size()) << what;
     for (size_t i = 0; i < p.logprobs.size(); ++i) {
       EXPECT_EQ(p.logprobs[i], s.logprobs[i]) << what << " token " << i;  // bit-identical rows
@@ -206,9 +215,11 @@ TEST_F(SpeculativeSynth, StopsChoicesAndPrefixCacheUnderSpeculation) {
   o.prefix_cache_bytes = 64 << 20;
   o.prefix_cache_min_tokens = 2;
   const Outs first = run(*m, o, reqs);
-  // A stop token the output reaches at its 12th token: it falls inside a run of drafts.
+  // A stop token the output reaches at its 12th token: it falls inside a run of drafts; a stop
+  // string spanning the 8th and 9th tokens' text for another choice.
   reqs[0].sampling.stop_token_ids = {first.at({0, 0}).tokens[11]};
   reqs[1].sampling.stop_token_ids = {first.at({1, 1}).tokens[9]};
+  reqs[1].sampling.stop_strings = {std::to_string(first.at({1, 2}).tokens[7]) + "][" + std::to_string(first.at({1, 2}).tokens[8])};
   // A second turn over the first's prompt and output: a prefix-cache hit.
   GenerationRequest turn2 = reqs[0];
   turn2.prompt.insert(turn2.prompt.end(), first.at({0, 0}).tokens.begin(), first.at({0, 0}).tokens.begin() + 11);
@@ -216,6 +227,8 @@ TEST_F(SpeculativeSynth, StopsChoicesAndPrefixCacheUnderSpeculation) {
   reqs.push_back(turn2);
   const Outs plain = run(*m, o, reqs);
   EXPECT_EQ(plain.at({0, 0}).finish, "stop");
+  EXPECT_EQ(plain.at({1, 2}).finish, "stop");
+  EXPECT_LE(plain.at({1, 2}).tokens.size(), 9u);
   for (Adversary a : {Adversary::Truth, Adversary::Corrupted, Adversary::Random})
     expect_same(plain, run(*m, with_drafter(o, a, V, reqs, plain, 5), reqs), name_of(a));
 }
