@@ -76,6 +76,8 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path) {
   m->config = load_config(cfg);
   m->archive = SafetensorsArchive::open(path);
   m->weights = bind_weights(m->config, m->archive.tensors(), path.string());
+  for (const auto& [name, t] : m->archive.int64_tensors())
+    m->weights.notes.push_back("ignored I64 tensor " + name + " (no text decoder weight is an integer table)");
   return m;
 }
 

@@ -55,6 +55,7 @@ json read_header(const MappedFile& file) {
 // One validated header entry: its data is [begin, end) of the data section.
 struct HeaderEntry {
   DType dtype;
+  bool int64;  // I64: dtype is unused
   std::vector<int64_t> shape;
   uint64_t begin, end;
 };
@@ -66,14 +67,15 @@ HeaderEntry parse_entry(const json& t, const std::string& where, uint64_t data_s
     throw Error(where + ": entry needs dtype, shape and data_offsets");
   if (!t["dtype"].is_string()) throw Error(where + ": dtype is not a string");
   const std::string dt = t["dtype"].get<std::string>();
-  auto dtype = dtype_from_name(dt);
-  if (!dtype) throw Error(where + ": unsupported dtype " + dt + " (g4 reads F32, F16, BF16)");
+  const bool int64 = dt == "I64";
+  auto dtype = int64 ? std::optional<DType>(DType::F32) : dtype_from_name(dt);
+  if (!dtype) throw Error(where + ": unsupported dtype " + dt + " (g4 reads F32, F16, BF16 and I64 index tables)");
   const json& shp = t["shape"];
   const json& offs = t["data_offsets"];
   if (!shp.is_array()) throw Error(where + ": shape is not an array");
   if (!offs.is_array() || offs.size() != 2 || !offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
     throw Error(where + ": data_offsets must be two non-negative integers");
-  HeaderEntry e{*dtype, {}, offs[0].get<uint64_t>(), offs[1].get<uint64_t>()};
+  HeaderEntry e{*dtype, int64, {}, offs[0].get<uint64_t>(), offs[1].get<uint64_t>()};
   uint64_t numel = 1;
   for (const json& d : shp) {
     if (!d.is_number_unsigned()) throw Error(where + ": shape has a non-integer or negative dimension");
@@ -83,7 +85,8 @@ HeaderEntry parse_entry(const json& t, const std::string& where, uint64_t data_s
     numel *= v;
     e.shape.push_back(int64_t(v));
   }
-  const uint64_t expected = numel * dtype_size(*dtype);
+  if (numel > (1ull << 60)) throw Error(where + ": element count overflows");
+  const uint64_t expected = numel * (int64 ? 8 : dtype_size(*dtype));
   if (e.end < e.begin)
     throw Error(where + ": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "] end before begin");
   if (e.end - e.begin != expected)
@@ -117,7 +120,8 @@ void check_disjoint(const std::string& fname, std::vector<NamedRange> ranges) {
 
 // Parses and validates one file's header, adding its tensors to `out`.
 void index_file(const MappedFile& file, std::map<std::string, TensorView>& out,
-                const std::set<std::string>* wanted, uint64_t& data_bytes) {
+                std::map<std::string, Int64Tensor>& out_int64, const std::set<std::string>* wanted,
+                uint64_t& data_bytes) {
   const std::string fname = file.path().string();
   const json header = read_header(file);
   const uint64_t data_start = 8 + read_u64_le(file.data());  // after the header read_header checked
@@ -131,7 +135,11 @@ void index_file(const MappedFile& file, std::map<std::string, TensorView>& out,
     HeaderEntry e = parse_entry(it.value(), where, data_start, data_len, file.size());
     ranges.push_back({e.begin, e.end, name});
     if (wanted && !wanted->count(name)) continue;
-    if (out.count(name)) throw Error(where + ": tensor appears in more than one file");
+    if (out.count(name) || out_int64.count(name)) throw Error(where + ": tensor appears in more than one file");
+    if (e.int64) {
+      out_int64.emplace(name, Int64Tensor{name, fname, std::move(e.shape), file.data() + data_start + e.begin});
+      continue;
+    }
     TensorView v;
     v.name = name;
     v.file = fname;
@@ -177,22 +185,22 @@ SafetensorsArchive SafetensorsArchive::open(const std::filesystem::path& path) {
       if (by_file.empty()) throw Error(index.string() + ": weight_map is empty");
       for (const auto& [shard, names] : by_file) {
         ar.maps_.push_back(std::make_unique<MappedFile>(path / shard));
-        index_file(*ar.maps_.back(), ar.tensors_, &names, ar.data_bytes_);
+        index_file(*ar.maps_.back(), ar.tensors_, ar.int64_tensors_, &names, ar.data_bytes_);
         for (const auto& n : names)
-          if (!ar.tensors_.count(n))
+          if (!ar.tensors_.count(n) && !ar.int64_tensors_.count(n))
             throw Error(index.string() + ": tensor '" + n + "' is mapped to " + shard + " but that file does not hold it");
       }
       return ar;
     }
     if (fs::exists(single)) {
       ar.maps_.push_back(std::make_unique<MappedFile>(single));
-      index_file(*ar.maps_.back(), ar.tensors_, nullptr, ar.data_bytes_);
+      index_file(*ar.maps_.back(), ar.tensors_, ar.int64_tensors_, nullptr, ar.data_bytes_);
       return ar;
     }
     throw Error(path.string() + ": no model.safetensors or model.safetensors.index.json in this directory");
   }
   ar.maps_.push_back(std::make_unique<MappedFile>(path));
-  index_file(*ar.maps_.back(), ar.tensors_, nullptr, ar.data_bytes_);
+  index_file(*ar.maps_.back(), ar.tensors_, ar.int64_tensors_, nullptr, ar.data_bytes_);
   return ar;
 }
 
@@ -217,7 +225,24 @@ void SafetensorsArchive::check_unchanged() const {
   for (const auto& m : maps_) m->check_unchanged();
 }
 
+int64_t Int64Tensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t Int64Tensor::value(int64_t i) const {
+  int64_t v;
+  std::memcpy(&v, data + 8 * i, 8);  // little-endian hosts only, as every other reader here
+  return v;
+}
+
 uint64_t TensorSpec::nbytes() const {
+  if (int64) {
+    uint64_t n = 8;
+    for (int64_t d : shape) n *= uint64_t(d);
+    return n;
+  }
   if (shape.empty()) return row_bytes(dtype, 1);
   uint64_t n = row_bytes(dtype, shape.back());  // block types: whole blocks per row
   for (size_t i = 0; i + 1 < shape.size(); ++i) n *= uint64_t(shape[i]);
@@ -230,7 +255,7 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Tens
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (const auto& s : specs) {
-    header[s.name] = {{"dtype", std::string(dtype_name(s.dtype))}, {"shape", s.shape},
+    header[s.name] = {{"dtype", s.int64 ? std::string("I64") : std::string(dtype_name(s.dtype))}, {"shape", s.shape},
                       {"data_offsets", {offset, offset + s.nbytes()}}};
     offset += s.nbytes();
   }

@@ -4,6 +4,8 @@
 // File format: u64 little-endian header length N, N bytes of JSON
 // {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, "__metadata__": {..}},
 // then the data section; offsets are relative to the data section start (8 + N).
+// Weights are F32, F16 or BF16; I64 tensors (index tables such as a drafter's token ordering)
+// are kept apart, as Int64Tensor, since no weight path can read them.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -18,6 +20,15 @@
 
 namespace g4 {
 
+// An I64 tensor: little-endian int64 values, read with value().
+struct Int64Tensor {
+  std::string name, file;
+  std::vector<int64_t> shape;
+  const std::byte* data = nullptr;  // numel() · 8 bytes, not necessarily 8-byte aligned
+  int64_t numel() const;
+  int64_t value(int64_t i) const;  // element i (flat index)
+};
+
 class SafetensorsArchive {
  public:
   // `path` is a .safetensors file, or a directory holding model.safetensors or
@@ -30,6 +41,8 @@ class SafetensorsArchive {
   // nullptr when absent.
   const TensorView* find(const std::string& name) const;
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
+  // The I64 tensors, which tensors() does not list.
+  const std::map<std::string, Int64Tensor>& int64_tensors() const { return int64_tensors_; }
   std::vector<std::filesystem::path> files() const;
   // Sum of the mapped files' data sections (bytes of tensor data available).
   uint64_t data_bytes() const { return data_bytes_; }
@@ -41,6 +54,7 @@ class SafetensorsArchive {
  private:
   std::vector<std::unique_ptr<MappedFile>> maps_;
   std::map<std::string, TensorView> tensors_;
+  std::map<std::string, Int64Tensor> int64_tensors_;
   uint64_t data_bytes_ = 0;
 };
 
@@ -52,6 +66,7 @@ struct TensorSpec {
   std::string name;
   DType dtype;
   std::vector<int64_t> shape;
+  bool int64 = false;  // an I64 tensor (dtype ignored): 8 bytes per element
   uint64_t nbytes() const;
 };
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <nlohmann/json.hpp>
 
 #include "platform/error.h"
@@ -150,6 +152,28 @@ TEST(Safetensors, WriterRoundTripAndSharding) {
   // No temporary files are left behind.
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path()))
     EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
+}
+
+// I64 tensors (a drafter's token ordering) are index tables, kept apart from the weights; their
+// size is checked against their shape like any other.
+TEST(Safetensors, Int64TablesAreReadApartFromWeights) {
+  test::TempDir dir;
+  TensorSpec ids{"ids", DType::F32, {3}};
+  ids.int64 = true;
+  const std::vector<TensorSpec> specs = {{"w", DType::F32, {2}}, ids};
+  const int64_t values[3] = {-5, 1ll << 40, 7};
+  write_safetensors(dir / "a.safetensors", specs, [&](const TensorSpec& s, std::byte* out) {
+    if (s.int64) std::memcpy(out, values, sizeof values);
+    else std::memset(out, 0, s.nbytes());
+  });
+  const auto ar = SafetensorsArchive::open(dir / "a.safetensors");
+  EXPECT_TRUE(ar.find("w"));
+  EXPECT_FALSE(ar.find("ids"));
+  const Int64Tensor& t = ar.int64_tensors().at("ids");
+  EXPECT_EQ(t.shape, std::vector<int64_t>{3});
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(t.value(i), values[i]);
+  test::write_file(dir / "b.safetensors", make_file(R"({"ids":{"dtype":"I64","shape":[3],"data_offsets":[0,12]}})", 12));
+  EXPECT_NE(open_error(dir / "b.safetensors").find("needs 24"), std::string::npos) << open_error(dir / "b.safetensors");
 }
 
 TEST(Safetensors, TruncatedAfterOpenIsDetected) {
