@@ -60,8 +60,9 @@ std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& r
 }
 
 void forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& kv, const blocks::Exec& ex,
-                    std::vector<float>& logits) {
+                    std::vector<float>& logits, std::vector<float>* hidden) {
   logits.clear();
+  if (hidden) hidden->clear();
   if (rows.empty()) return;
   const std::vector<RowGroup> groups = group_rows(rows, kv);
   std::vector<int> tokens(rows.size());
@@ -92,7 +93,7 @@ void forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& 
   for (size_t r = 0; r < rows.size(); ++r)
     if (rows[r].want_logits) wanted.insert(wanted.end(), x.begin() + ptrdiff_t(r * H), x.begin() + ptrdiff_t((r + 1) * H));
   if (wanted.empty()) return;
-  blocks::logits_into(m, std::move(wanted), ex, logits);
+  blocks::logits_into(m, std::move(wanted), ex, logits, hidden);
 }
 
 }  // namespace g4

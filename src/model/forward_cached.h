@@ -28,7 +28,9 @@ std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& r
 // The same, writing the logits into `logits` (resized to [n_wanted, V]; empty when no row wants
 // any). A caller that keeps the vector across steps reuses its storage: a fresh E2B decode
 // step's 262144 logits were 1 MiB zero-filled on the calling thread every token.
+// With `hidden`, also the final-normed hidden rows the logits came from, [n_wanted, H] (the
+// LM head's input, which a drafter reads); the logits are the same bits either way.
 void forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& kv, const blocks::Exec& ex,
-                    std::vector<float>& logits);
+                    std::vector<float>& logits, std::vector<float>* hidden = nullptr);
 
 }  // namespace g4

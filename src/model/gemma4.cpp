@@ -237,11 +237,12 @@ Vec logits(const Model& m, Vec x, const Exec& ex) {
   return out;
 }
 
-void logits_into(const Model& m, Vec x, const Exec& ex, Vec& out) {
+void logits_into(const Model& m, Vec x, const Exec& ex, Vec& out, Vec* normed) {
   const ModelConfig& c = m.config;
   const TensorView& head = *m.weights.lm_head;
   const int64_t H = c.hidden_size, T = int64_t(x.size()) / H;
   ex.rms_norm(x.data(), T, H, m.weights.final_norm, float(c.rms_norm_eps));
+  if (normed) *normed = x;
   out.resize(size_t(T * head.shape[0]));  // every value is written by the product below
   ex.product(x.data(), T, head, out.data());  // tied head, no sqrt(H)
   if (c.final_logit_softcapping) ex.softcap(out, float(*c.final_logit_softcapping));

@@ -67,7 +67,8 @@ void per_layer_tail(const Model& m, int layer, Vec& x, const Vec& ple, const Exe
 // logits = softcap(final_norm(x) · headᵀ)                                          -> [T, V]
 Vec logits(const Model& m, Vec x, const Exec& ex);
 // The same into `out`, resized to [T, V]: a kept vector's storage is reused (no zero-fill).
-void logits_into(const Model& m, Vec x, const Exec& ex, Vec& out);
+// With `normed`, also the head's input final_norm(x) into it, [T, H] (a drafter's hidden input).
+void logits_into(const Model& m, Vec x, const Exec& ex, Vec& out, Vec* normed = nullptr);
 
 // One step's keys and values per layer that owns a cache ([T, kvh, hd]; empty for KV-shared
 // layers, which read their source layer's).
