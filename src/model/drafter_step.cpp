@@ -1,0 +1,118 @@
+#include "model/drafter_step.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "model/gemma4.h"
+#include "ops/ref/reference_ops.h"
+#include "platform/error.h"
+
+namespace g4 {
+
+namespace {
+
+using blocks::Vec;
+
+// a [nH, hd] = softmax(q · Kᵀ) V over the target's cached K/V of drafter layer `layer`'s type:
+// positions [0, pos) on full layers, the newest min(pos, W+1) on sliding ones. Scale 1.0, GQA.
+void attend_target_kv(const Drafter& d, int layer, const KvStore& kv, int seq, int64_t pos, const Vec& q, Vec& a) {
+  const ModelConfig& c = d.config.text;
+  const LayerPlan& p = c.layers[size_t(layer)];
+  const int64_t hd = p.head_dim, kvh = p.kv_heads, nH = c.num_attention_heads;
+  const int64_t first = p.type == LayerType::Sliding ? std::max<int64_t>(0, pos - (c.sliding_window + 1)) : 0;
+  const int64_t n = pos - first;
+  Vec k(static_cast<size_t>(n * kvh * hd)), v(k.size());  // [n, kvh, hd] each
+  kv.read(d.pairing.target_layer(p.type), seq, first, pos, k.data(), v.data());
+  ref::attend_row(q.data(), k.data(), v.data(), n, nH, kvh, hd, a.data());
+}
+
+// The centroid-masked head: scores = centroids · y; the top_k centroids by falling score (lower
+// index first on a tie); their clusters' tokens are the candidates, scored with the tied head's
+// rows; every other token gets the minimum candidate logit - 1.
+void centroid_head(const Drafter& d, const Vec& y, const blocks::Exec& ex, DraftStep& out) {
+  const DrafterConfig& c = d.config;
+  const int64_t C = c.num_centroids, per = c.tokens_per_centroid(), Hd = c.text.hidden_size;
+  Vec scores(static_cast<size_t>(C));  // [C]
+  ex.product(y.data(), 1, *d.centroids, scores.data());
+  std::vector<int> order(static_cast<size_t>(C));
+  std::iota(order.begin(), order.end(), 0);
+  const auto top = order.begin() + c.centroid_intermediate_top_k;
+  std::partial_sort(order.begin(), top, order.end(), [&](int i, int j) {
+    return scores[size_t(i)] > scores[size_t(j)] || (scores[size_t(i)] == scores[size_t(j)] && i < j);
+  });
+  out.candidates.clear();
+  for (auto it = order.begin(); it != top; ++it)
+    for (int64_t t = 0; t < per; ++t) out.candidates.push_back(d.token_ordering[size_t(*it * per + t)]);
+  const TensorView& head = *d.stack->weights.embed_tokens;  // [V, H_d]
+  Vec row(static_cast<size_t>(Hd)), sel(out.candidates.size());
+  for (size_t i = 0; i < out.candidates.size(); ++i) {
+    head.row_to_f32(out.candidates[i], row.data());
+    sel[i] = ref::dot(row.data(), y.data(), Hd);
+  }
+  const float fill = *std::min_element(sel.begin(), sel.end()) - 1.0f;
+  out.logits.assign(size_t(c.text.vocab_size), fill);
+  for (size_t i = 0; i < sel.size(); ++i) out.logits[size_t(out.candidates[i])] = sel[i];
+}
+
+}  // namespace
+
+DraftStep draft_step(const Drafter& d, const Model& target, const KvStore& kv, int seq, int64_t pos, int token,
+                     const float* hidden, const blocks::Exec& ex) {
+  const ModelConfig& c = d.config.text;
+  const Model& stack = *d.stack;
+  const int64_t Ht = d.config.backbone_hidden_size, Hd = c.hidden_size;
+  if (pos < 1) throw Error("draft: position " + std::to_string(pos) + ": a draft needs the target's row pos-1 (pos >= 1)");
+  if (kv.length(seq) < pos)
+    throw Error("draft: position " + std::to_string(pos) + " but the target's cache holds " +
+                std::to_string(kv.length(seq)) + " positions of sequence " + std::to_string(seq));
+  blocks::check_tokens(target.config, {token});
+  // x = pre_projection · concat(E_t[token]·√H_t, h)                            [2·H_t] -> [H_d]
+  Vec in = blocks::embed(target, {token});
+  in.insert(in.end(), hidden, hidden + Ht);
+  Vec x(static_cast<size_t>(Hd));
+  ex.product(in.data(), 1, *d.pre_projection, x.data());
+  const std::vector<int64_t> positions{pos};
+  const blocks::RopeTables rope = ex.simd() ? blocks::RopeTables(c, positions) : blocks::RopeTables(c);
+  int64_t widest = 0;
+  for (const LayerPlan& p : c.layers) widest = std::max<int64_t>(widest, p.head_dim);
+  Vec a(static_cast<size_t>(c.num_attention_heads * widest)), q_storage;  // [nH, hd]
+  for (int i = 0; i < c.num_hidden_layers; ++i) {
+    blocks::Qkv qkv = blocks::project_qkv(stack, i, x, positions, rope, ex, std::move(q_storage));  // q only
+    attend_target_kv(d, i, kv, seq, pos, qkv.q, a);
+    q_storage = std::move(qkv.q);
+    blocks::attention_output(stack, i, a, x, ex);
+    blocks::feed_forward(stack, i, x, ex);
+    blocks::per_layer_tail(stack, i, x, {}, ex);  // no per-layer inputs: the layer scalar only
+  }
+  ex.rms_norm(x.data(), 1, Hd, stack.weights.final_norm, float(c.rms_norm_eps));  // y [H_d]
+  DraftStep out;
+  if (d.config.use_ordered_embeddings) {
+    centroid_head(d, x, ex, out);
+  } else {
+    out.logits.resize(size_t(c.vocab_size));  // [V]
+    ex.product(x.data(), 1, *stack.weights.embed_tokens, out.logits.data());
+  }
+  out.h_next.resize(size_t(Ht));
+  ex.product(x.data(), 1, *d.post_projection, out.h_next.data());
+  out.token = int(std::max_element(out.logits.begin(), out.logits.end()) - out.logits.begin());
+  return out;
+}
+
+std::vector<DraftStep> draft(const Drafter& d, const Model& target, const KvStore& kv, int seq, int64_t pos, int token,
+                             const std::vector<float>& hidden, int k, const blocks::Exec& ex) {
+  if (hidden.size() != size_t(d.config.backbone_hidden_size))
+    throw Error("draft: hidden state has " + std::to_string(hidden.size()) + " values, expected backbone_hidden_size = " +
+                std::to_string(d.config.backbone_hidden_size));
+  std::vector<DraftStep> steps;
+  steps.reserve(size_t(std::max(k, 0)));
+  int tok = token;
+  const float* h = hidden.data();
+  for (int j = 0; j < k; ++j) {
+    steps.push_back(draft_step(d, target, kv, seq, pos, tok, h, ex));
+    tok = steps.back().token;
+    h = steps.back().h_next.data();
+  }
+  return steps;
+}
+
+}  // namespace g4
