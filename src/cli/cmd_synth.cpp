@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/args.h"
 #include "cli/command.h"
 #include "model/presets.h"
@@ -22,29 +24,33 @@ const char* kUsage =
     "Random weights produce noise by design; the numbers are deterministic in --seed.\n\n"
     "  --preset NAME   tiny-e | tiny-31b | tiny-moe (small, same features as the test fixtures)\n"
     "                  e2b | e4b | 12b | 26b-a4b | 31b (released geometries; large files)\n"
+    "                  tiny-assistant | e2b-assistant: an assistant drafter (gemma4_assistant,\n"
+    "                  centroid head) for tiny-e | e2b; give it the target's --vocab and --window.\n"
+    "                  Writes config.json and model.safetensors only (the target has the tokenizer)\n"
     "  --dtype T       weight dtype (default f32 for tiny presets, bf16 otherwise)\n"
     "  --seed N        default 1\n"
     "  --vocab N       override the vocabulary size (262144 pairs with a real Gemma tokenizer)\n"
     "  --window N      override sliding_window (e.g. 4, to exercise the ring cache in tests)";
 
-int run(const std::vector<std::string>& argv) {
-  Args a(argv, {"--preset", "--out", "--dtype", "--seed", "--vocab", "--window", "--shard-mb"}, {});
-  const std::string preset = a.require("--preset");
-  ModelConfig c = preset_config(preset);
+// --vocab and --window onto a preset's config (a target's, or a drafter's stack).
+void apply_overrides(const Args& a, ModelConfig& c) {
   if (a.has("--vocab")) {
     const long long v = a.get_int("--vocab", 0);
     if (v < 512 || v > (1 << 24)) throw Error("--vocab " + std::to_string(v) + ": must be in [512, 16777216]");
     c.vocab_size = int(v);
-    c.vocab_size_per_layer_input = int(v);
+    if (c.hidden_size_per_layer_input > 0 || c.vocab_size_per_layer_input > 0) c.vocab_size_per_layer_input = int(v);
   }
   if (a.has("--window")) {
     const long long w = a.get_int("--window", 0);
     if (w < 1) throw Error("--window " + std::to_string(w) + ": must be >= 1");
     c.sliding_window = int(w);
   }
-  c.finalize();
+}
+
+// --dtype, --seed and --shard-mb; dt is the dtype as named.
+SynthOptions synth_options(const Args& a, const std::string& preset, std::string& dt) {
   SynthOptions o;
-  const std::string dt = a.get_or("--dtype", preset.rfind("tiny", 0) == 0 ? "f32" : "bf16");
+  dt = a.get_or("--dtype", preset.rfind("tiny", 0) == 0 ? "f32" : "bf16");
   if (dt == "f32") o.dtype = DType::F32;
   else if (dt == "bf16") o.dtype = DType::BF16;
   else if (dt == "f16") o.dtype = DType::F16;
@@ -55,6 +61,33 @@ int run(const std::vector<std::string>& argv) {
   const long long shard_mb = a.get_int("--shard-mb", 4096);
   if (shard_mb < 1) throw Error("--shard-mb must be >= 1");
   o.shard_bytes = uint64_t(shard_mb) << 20;
+  return o;
+}
+
+// An assistant drafter: the config checked the way the loader reads it, then the one file.
+int run_drafter(const Args& a, const std::string& preset) {
+  DrafterConfig d = preset_drafter_config(preset);
+  apply_overrides(a, d.text);
+  d = parse_drafter_config(drafter_config_to_json(d), "--preset " + preset);
+  std::string dt;
+  const SynthOptions o = synth_options(a, preset, dt);
+  const std::string out = a.require("--out");
+  std::fprintf(stderr, "synth %s: %s weights, seed %llu -> %s\n", preset.c_str(), dt.c_str(),
+               (unsigned long long)o.seed, out.c_str());
+  std::printf("%s\n", write_synth_drafter(d, o, out).string().c_str());
+  return 0;
+}
+
+int run(const std::vector<std::string>& argv) {
+  Args a(argv, {"--preset", "--out", "--dtype", "--seed", "--vocab", "--window", "--shard-mb"}, {});
+  const std::string preset = a.require("--preset");
+  for (const std::string& name : preset_drafter_names())
+    if (preset == name) return run_drafter(a, preset);
+  ModelConfig c = preset_config(preset);
+  apply_overrides(a, c);
+  c.finalize();
+  std::string dt;
+  const SynthOptions o = synth_options(a, preset, dt);
   const std::string out = a.require("--out");
 
   uint64_t total = 0;

@@ -32,7 +32,40 @@ ModelConfig base(int vocab, int H, int I, int L, int nH, int nKV, int d, int dg,
   return c;
 }
 
+// A drafter's text stack: 4 layers S,S,S,F, no softcap, no per-layer inputs; its layers own no
+// K/V (they read the target's).
+ModelConfig drafter_stack(int vocab, int H, int I, int nH, int nKV, int d, int dg, int window) {
+  ModelConfig c = base(vocab, H, I, 4, nH, nKV, d, dg, window, 4);
+  c.final_logit_softcapping.reset();
+  c.vocab_size_per_layer_input = 0;
+  return c;
+}
+
 }  // namespace
+
+std::vector<std::string> preset_drafter_names() { return {"tiny-assistant", "e2b-assistant"}; }
+
+DrafterConfig preset_drafter_config(const std::string& name) {
+  DrafterConfig d;
+  if (name == "tiny-assistant") {  // for tiny-e: 1 KV head, head dims 16 / 32, window 8
+    d.text = drafter_stack(512, 32, 64, 2, 1, 16, 32, 8);
+    d.text.max_position_embeddings = 4096;
+    d.backbone_hidden_size = 64;
+    d.num_centroids = 32;
+    d.centroid_intermediate_top_k = 4;
+  } else if (name == "e2b-assistant") {  // google/gemma-4-E2B-it-assistant's geometry
+    d.text = drafter_stack(262144, 256, 2048, 4, 1, 256, 512, 512);
+    d.backbone_hidden_size = 1536;
+  } else {
+    std::string names;
+    for (const auto& n : preset_drafter_names()) names += (names.empty() ? "" : ", ") + n;
+    throw Error("unknown drafter preset '" + name + "' (known: " + names + ")");
+  }
+  d.use_ordered_embeddings = true;
+  d.text.finalize();
+  for (LayerPlan& p : d.text.layers) p.kv_shared = true;
+  return d;
+}
 
 std::vector<std::string> preset_names() {
   return {"tiny-e", "tiny-31b", "tiny-moe", "e2b", "e4b", "12b", "26b-a4b", "31b"};
@@ -92,6 +125,7 @@ ModelConfig preset_config(const std::string& name) {
   } else {
     std::string names;
     for (const auto& n : preset_names()) names += (names.empty() ? "" : ", ") + n;
+    for (const auto& n : preset_drafter_names()) names += ", " + n;
     throw Error("unknown preset '" + name + "' (known: " + names + ")");
   }
   if (c.vocab_size_per_layer_input != c.vocab_size || c.hidden_size_per_layer_input == 0)

@@ -5,11 +5,17 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/drafter_config.h"
 
 namespace g4 {
 
 // Throws g4::Error listing the known names when `name` is unknown.
 ModelConfig preset_config(const std::string& name);
 std::vector<std::string> preset_names();
+
+// Assistant drafters for the target presets: tiny-assistant (for tiny-e, with the centroid head)
+// and e2b-assistant (the released E2B assistant's geometry, for e2b).
+DrafterConfig preset_drafter_config(const std::string& name);
+std::vector<std::string> preset_drafter_names();
 
 }  // namespace g4

@@ -1,0 +1,62 @@
+// `g4 synth`'s drafter presets: a random tiny-assistant loads against a random tiny-e and drafts,
+// and the E2B assistant's geometry pairs with the E2B target's as the released pair does.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/dense_kv_store.h"
+#include "model/drafter_step.h"
+#include "model/forward_cached.h"
+#include "model/presets.h"
+#include "model/synth.h"
+#include "platform/error.h"
+#include "test_util.h"
+
+namespace g4 {
+namespace {
+
+TEST(DrafterSynth, TinyAssistantLoadsAndDraftsForTinyE) {
+  test::TempDir tmp;
+  const SynthOptions o;
+  write_synth_checkpoint(preset_config("tiny-e"), o, tmp / "target");
+  write_synth_drafter(preset_drafter_config("tiny-assistant"), o, tmp / "drafter");
+  auto target = load_model(tmp / "target");
+  auto d = load_drafter(tmp / "drafter", *target);
+  DenseKvStore kv(target->config);
+  const int seq = kv.add_sequence();
+  const auto tokens = test::random_tokens(21, 512, 3);
+  std::vector<BatchRow> rows;
+  for (int64_t t = 0; t < 20; ++t) rows.push_back({seq, t, tokens[size_t(t)], t == 19});
+  std::vector<float> logits, hidden;
+  forward_cached(*target, rows, kv, {}, logits, &hidden);
+  const auto steps = draft(*d, *target, kv, seq, 20, tokens[20], hidden, 3);  // past the window of 8
+  ASSERT_EQ(steps.size(), 3u);
+  for (const DraftStep& s : steps) {
+    ASSERT_EQ(s.logits.size(), 512u);
+    ASSERT_EQ(s.candidates.size(), 4u * 16u);
+    for (float v : s.logits) ASSERT_TRUE(std::isfinite(v));
+    for (float v : s.h_next) ASSERT_TRUE(std::isfinite(v));
+    EXPECT_NE(std::find(s.candidates.begin(), s.candidates.end(), s.token), s.candidates.end());
+  }
+}
+
+// The released E2B pair: the drafter reads layers 13 (sliding) and 14 (full), the last layers
+// below the first KV-shared one (15).
+TEST(DrafterSynth, E2bAssistantPairsWithE2bAtLayers13And14) {
+  const DrafterPairing p = pair_drafter(preset_drafter_config("e2b-assistant"), preset_config("e2b"), "d", "t");
+  EXPECT_EQ(p.sliding_layer, 13);
+  EXPECT_EQ(p.full_layer, 14);
+  try {
+    pair_drafter(preset_drafter_config("e2b-assistant"), preset_config("31b"), "d", "t");
+    ADD_FAILURE() << "the E2B drafter paired with the 31B";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("d is not a drafter for t: drafter backbone_hidden_size = 1536 but target "
+                                         "hidden_size = 5376"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace g4
