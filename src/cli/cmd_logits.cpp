@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cli/model_arg.h"
 #include "cli/compute_choice.h"
+#include "cli/logits_draft.h"
 #include "cli/weights_at_load.h"
 #include "engine/kv_cache.h"
 #include "model/forward_cached.h"
@@ -36,7 +37,15 @@ const std::string kUsage = std::string(
     "  --threads N     incremental/chunked only: the SIMD kernels the engine runs, on N threads, with\n"
     "                  the device policy's compute and KV dtype (as g4 generate; --kv overrides)\n"
     "  --compute C     f32|bf16, as g4 generate (needs --threads)\n"
-    "  --weights W     q8|q4: re-encode the weight matrices at load, as g4 generate (needs --threads)") +
+    "  --weights W     q8|q4: re-encode the weight matrices at load, as g4 generate (needs --threads)\n\n"
+    "Draft mode (an assistant drafter, model_type gemma4_assistant, checked against MODEL at load):\n"
+    "  g4 logits --model MODEL --draft-model DIR --tokens LIST --draft-at P[,P...] [--draft-k K] [--out FILE]\n"
+    "For each start P (1 <= P < T): the target over tokens 0..P-1, then K draft steps (default 4) from\n"
+    "token P and the target's final-normed hidden row P-1, all at position P. Prints each start's\n"
+    "greedy draft tokens; --out writes float32 draft logits [starts, K, vocab]. Reference loops only.\n"
+    "  --draft-model DIR  the drafter's directory (config.json + model.safetensors)\n"
+    "  --draft-at LIST    comma-separated starting positions\n"
+    "  --draft-k K        draft steps per start (default 4)") +
     kModelHelp;
 
 // The fast path's setup as g4 generate does it: weights re-encoded (--weights), placed and
@@ -59,7 +68,12 @@ blocks::Exec simd_exec(const Args& a, Model& m, ThreadPool& pool, std::optional<
 }
 
 int run(const std::vector<std::string>& argv) {
-  Args a(argv, {"--model", "--tokens", "--out", "--mode", "--chunk", "--kv", "--threads", "--compute", "--weights"}, {});
+  Args a(argv, {"--model", "--tokens", "--out", "--mode", "--chunk", "--kv", "--threads", "--compute", "--weights",
+                "--draft-model", "--draft-at", "--draft-k"},
+         {});
+  if (a.has("--draft-model")) return run_logits_draft(a);
+  for (const char* f : {"--draft-at", "--draft-k"})
+    if (a.has(f)) throw Error(std::string(f) + " needs --draft-model");
   const std::string mode = a.get_or("--mode", "full");
   if (mode != "full" && mode != "incremental" && mode != "chunked")
     throw Error("--mode '" + mode + "': expected full, incremental or chunked");
