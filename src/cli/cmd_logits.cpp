@@ -136,7 +136,7 @@ int run(const std::vector<std::string>& argv) {
   return 0;
 }
 
-const Registration reg{"logits", "forward pass over a token list, write logits [T, vocab] as f32", kUsage, run};
+const Registration reg{"logits", "forward pass over a token list, write logits [T, vocab] as f32 (or a drafter's, --draft-model)", kUsage, run};
 
 }  // namespace
 }  // namespace g4::cli

@@ -104,7 +104,7 @@ int run(const std::vector<std::string>& argv) {
   return 0;
 }
 
-const Registration reg{"synth", "write a random-weight Gemma 4 checkpoint in a real geometry", kUsage, run};
+const Registration reg{"synth", "write a random-weight Gemma 4 checkpoint (or assistant drafter) in a real geometry", kUsage, run};
 
 }  // namespace
 }  // namespace g4::cli
