@@ -3,6 +3,7 @@
 // the check that pairs it with a target: the drafter reads the target's embedding table, final
 // hidden state and K/V cache, so their shapes must agree. docs/speculative.md describes the model.
 #pragma once
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -24,6 +25,11 @@ struct DrafterConfig {
   ModelConfig text;
 
   int tokens_per_centroid() const { return text.vocab_size / num_centroids; }
+  // The widest input of any of the drafter's matrix products (pre_projection reads 2·H_t): what
+  // a matmul context running the drafter must be planned for, beside the target's.
+  int64_t widest_matmul_input() const {
+    return std::max<int64_t>(2 * int64_t(backbone_hidden_size), text.widest_matmul_input());
+  }
 };
 
 // `j` is the whole config.json; `source` names it in errors. Throws g4::Error naming the field.

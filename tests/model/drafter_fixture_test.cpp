@@ -118,7 +118,8 @@ TEST_P(DrafterFixture, ReferenceMatchesDraftLogitsHiddenAndTokens) {
 TEST_P(DrafterFixture, SimdKernelsMatchDraftLogitsHiddenAndTokens) {
   ThreadPool pool(2);
   const ops::MatmulContext mm = ops::make_matmul_context(
-      &pool, host_cpu(), std::max(target_->config.widest_matmul_input(), 2 * Ht_), false, false);
+      &pool, host_cpu(), std::max(target_->config.widest_matmul_input(), drafter_->config.widest_matmul_input()), false,
+      false);
   blocks::Exec ex;
   ex.matmul = &mm;
   const float worst = check_all_starts(ex);
