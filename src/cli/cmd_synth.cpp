@@ -66,22 +66,22 @@ SynthOptions synth_options(const Args& a, const std::string& preset, std::string
 
 // An assistant drafter: the config checked the way the loader reads it, then the one file.
 int run_drafter(const Args& a, const std::string& preset) {
-  DrafterConfig d = preset_drafter_config(preset);
+  AssistantConfig d = preset_assistant_config(preset);
   apply_overrides(a, d.text);
-  d = parse_drafter_config(drafter_config_to_json(d), "--preset " + preset);
+  d = parse_assistant_config(assistant_config_to_json(d), "--preset " + preset);
   std::string dt;
   const SynthOptions o = synth_options(a, preset, dt);
   const std::string out = a.require("--out");
   std::fprintf(stderr, "synth %s: %s weights, seed %llu -> %s\n", preset.c_str(), dt.c_str(),
                (unsigned long long)o.seed, out.c_str());
-  std::printf("%s\n", write_synth_drafter(d, o, out).string().c_str());
+  std::printf("%s\n", write_synth_assistant(d, o, out).string().c_str());
   return 0;
 }
 
 int run(const std::vector<std::string>& argv) {
   Args a(argv, {"--preset", "--out", "--dtype", "--seed", "--vocab", "--window", "--shard-mb"}, {});
   const std::string preset = a.require("--preset");
-  for (const std::string& name : preset_drafter_names())
+  for (const std::string& name : preset_assistant_names())
     if (preset == name) return run_drafter(a, preset);
   ModelConfig c = preset_config(preset);
   apply_overrides(a, c);

@@ -5,7 +5,7 @@
 
 #include "cli/model_arg.h"
 #include "model/dense_kv_store.h"
-#include "model/drafter_step.h"
+#include "model/assistant_step.h"
 #include "model/forward_cached.h"
 #include "platform/atomic_file.h"
 #include "platform/error.h"
@@ -36,7 +36,7 @@ int run_logits_draft(const Args& a) {
                   std::to_string(tokens.size()) + " (the number of --tokens)");
   const auto t0 = std::chrono::steady_clock::now();
   auto target = load_model(model_arg(a.require("--model")).path);
-  auto drafter = load_drafter(a.require("--draft-model"), *target);
+  auto drafter = load_assistant(a.require("--draft-model"), *target);
   const auto t1 = std::chrono::steady_clock::now();
   std::vector<float> out;
   for (int p : starts) {

@@ -43,10 +43,10 @@ ModelConfig drafter_stack(int vocab, int H, int I, int nH, int nKV, int d, int d
 
 }  // namespace
 
-std::vector<std::string> preset_drafter_names() { return {"tiny-assistant", "e2b-assistant"}; }
+std::vector<std::string> preset_assistant_names() { return {"tiny-assistant", "e2b-assistant"}; }
 
-DrafterConfig preset_drafter_config(const std::string& name) {
-  DrafterConfig d;
+AssistantConfig preset_assistant_config(const std::string& name) {
+  AssistantConfig d;
   if (name == "tiny-assistant") {  // for tiny-e: 1 KV head, head dims 16 / 32, window 8
     d.text = drafter_stack(512, 32, 64, 2, 1, 16, 32, 8);
     d.text.max_position_embeddings = 4096;
@@ -58,7 +58,7 @@ DrafterConfig preset_drafter_config(const std::string& name) {
     d.backbone_hidden_size = 1536;
   } else {
     std::string names;
-    for (const auto& n : preset_drafter_names()) names += (names.empty() ? "" : ", ") + n;
+    for (const auto& n : preset_assistant_names()) names += (names.empty() ? "" : ", ") + n;
     throw Error("unknown drafter preset '" + name + "' (known: " + names + ")");
   }
   d.use_ordered_embeddings = true;
@@ -125,7 +125,7 @@ ModelConfig preset_config(const std::string& name) {
   } else {
     std::string names;
     for (const auto& n : preset_names()) names += (names.empty() ? "" : ", ") + n;
-    for (const auto& n : preset_drafter_names()) names += ", " + n;
+    for (const auto& n : preset_assistant_names()) names += ", " + n;
     throw Error("unknown preset '" + name + "' (known: " + names + ")");
   }
   if (c.vocab_size_per_layer_input != c.vocab_size || c.hidden_size_per_layer_input == 0)

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "model/config.h"
-#include "model/drafter_config.h"
+#include "model/assistant_config.h"
 
 namespace g4 {
 
@@ -15,7 +15,7 @@ std::vector<std::string> preset_names();
 
 // Assistant drafters for the target presets: tiny-assistant (for tiny-e, with the centroid head)
 // and e2b-assistant (the released E2B assistant's geometry, for e2b).
-DrafterConfig preset_drafter_config(const std::string& name);
-std::vector<std::string> preset_drafter_names();
+AssistantConfig preset_assistant_config(const std::string& name);
+std::vector<std::string> preset_assistant_names();
 
 }  // namespace g4

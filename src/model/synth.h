@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "model/config.h"
-#include "model/drafter_config.h"
+#include "model/assistant_config.h"
 #include "model/safetensors.h"
 
 namespace g4 {
@@ -31,9 +31,9 @@ void fill_synth_tensor(const TensorSpec& spec, std::byte* out, uint64_t seed);
 std::vector<std::filesystem::path> write_synth_checkpoint(const ModelConfig& c, const SynthOptions& o,
                                                           const std::filesystem::path& dir);
 
-// The same for an assistant drafter (model/drafter_synth.cpp): config.json and model.safetensors
+// The same for an assistant drafter (model/assistant_synth.cpp): config.json and model.safetensors
 // in the released *-it-assistant layout (the stack under "model.", o.prefix unused), its
 // token_ordering a random permutation drawn from the seed. Returns the file written.
-std::filesystem::path write_synth_drafter(const DrafterConfig& d, const SynthOptions& o, const std::filesystem::path& dir);
+std::filesystem::path write_synth_assistant(const AssistantConfig& d, const SynthOptions& o, const std::filesystem::path& dir);
 
 }  // namespace g4

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <functional>
 
-#include "model/drafter.h"
+#include "model/assistant.h"
 #include "platform/error.h"
 #include "test_util.h"
 
@@ -74,10 +74,10 @@ void edit_config(const std::filesystem::path& dir, const std::function<void(nloh
   test::write_file(dir / "config.json", j.dump(2));
 }
 
-TEST(DrafterLoad, ReadsBothFixturesAndPairsTheLastKvOwningLayers) {
+TEST(AssistantLoad, ReadsBothFixturesAndPairsTheLastKvOwningLayers) {
   for (const std::string v : {"tiny-e-assistant", "tiny-31b-assistant"}) {
     auto target = load_model(drafter_fixture_dir(v) / "target");
-    auto d = load_drafter(drafter_fixture_dir(v) / "assistant", *target);
+    auto d = load_assistant(drafter_fixture_dir(v) / "assistant", *target);
     const auto m = nlohmann::json::parse(test::read_file(drafter_fixture_dir(v) / "manifest.json"));
     EXPECT_EQ(d->pairing.sliding_layer, m["target_kv_layers"]["sliding_attention"].get<int>()) << v;
     EXPECT_EQ(d->pairing.full_layer, m["target_kv_layers"]["full_attention"].get<int>()) << v;
@@ -87,9 +87,9 @@ TEST(DrafterLoad, ReadsBothFixturesAndPairsTheLastKvOwningLayers) {
   }
 }
 
-TEST(DrafterLoad, RefusesAMismatchedPairNamingTheFields) {
+TEST(AssistantLoad, RefusesAMismatchedPairNamingTheFields) {
   auto other = load_model(drafter_fixture_dir("tiny-31b-assistant") / "target");  // 2 sliding KV heads, not 1
-  const std::string e = drafter_error_of([&] { load_drafter(drafter_fixture_dir("tiny-e-assistant") / "assistant", *other); });
+  const std::string e = drafter_error_of([&] { load_assistant(drafter_fixture_dir("tiny-e-assistant") / "assistant", *other); });
   EXPECT_NE(e.find("KV heads of sliding_attention layers = 1 but target KV heads of layer 4 = 2"), std::string::npos) << e;
 
   test::TempDir tmp;
@@ -99,12 +99,12 @@ TEST(DrafterLoad, RefusesAMismatchedPairNamingTheFields) {
     j["text_config"]["sliding_window"] = 6;
   });
   auto target = load_model(drafter_fixture_dir("tiny-31b-assistant") / "target");
-  const std::string f = drafter_error_of([&] { load_drafter(dir, *target); });
+  const std::string f = drafter_error_of([&] { load_assistant(dir, *target); });
   EXPECT_NE(f.find("backbone_hidden_size = 64 but target hidden_size = 48"), std::string::npos) << f;
   EXPECT_NE(f.find("text_config.sliding_window = 6 but target sliding_window = 5"), std::string::npos) << f;
 }
 
-TEST(DrafterLoad, RefusesConfigsTheReferenceRefuses) {
+TEST(AssistantLoad, RefusesConfigsTheReferenceRefuses) {
   auto target = load_model(drafter_fixture_dir("tiny-e-assistant") / "target");
   const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
       {[](nlohmann::json& j) { j["model_type"] = "gemma4"; }, "field 'model_type'"},
@@ -118,22 +118,22 @@ TEST(DrafterLoad, RefusesConfigsTheReferenceRefuses) {
     test::TempDir tmp;
     const auto dir = copy_assistant(tmp, "tiny-e-assistant");
     edit_config(dir, edit);
-    const std::string e = drafter_error_of([&] { load_drafter(dir, *target); });
+    const std::string e = drafter_error_of([&] { load_assistant(dir, *target); });
     EXPECT_NE(e.find(want), std::string::npos) << e;
   }
 }
 
-TEST(DrafterLoad, RefusesATruncatedCheckpointNamingTheFile) {
+TEST(AssistantLoad, RefusesATruncatedCheckpointNamingTheFile) {
   test::TempDir tmp;
   const auto dir = copy_assistant(tmp, "tiny-e-assistant");
   std::filesystem::resize_file(dir / "model.safetensors", std::filesystem::file_size(dir / "model.safetensors") / 2);
   auto target = load_model(drafter_fixture_dir("tiny-e-assistant") / "target");
-  const std::string e = drafter_error_of([&] { load_drafter(dir, *target); });
+  const std::string e = drafter_error_of([&] { load_assistant(dir, *target); });
   EXPECT_NE(e.find((dir / "model.safetensors").string()), std::string::npos) << e;
   EXPECT_NE(e.find("past the data section"), std::string::npos) << e;
 }
 
-TEST(DrafterLoad, RefusesMissingTensorsNamingThem) {
+TEST(AssistantLoad, RefusesMissingTensorsNamingThem) {
   auto target = load_model(drafter_fixture_dir("tiny-e-assistant") / "target");
   for (const std::string name : {"pre_projection.weight", "post_projection.weight", "masked_embedding.centroids.weight",
                                  "masked_embedding.token_ordering", "model.layers.2.self_attn.q_proj.weight",
@@ -141,22 +141,22 @@ TEST(DrafterLoad, RefusesMissingTensorsNamingThem) {
     test::TempDir tmp;
     const auto dir = copy_assistant(tmp, "tiny-e-assistant");
     rewrite_checkpoint(dir, name);
-    const std::string e = drafter_error_of([&] { load_drafter(dir, *target); });
+    const std::string e = drafter_error_of([&] { load_assistant(dir, *target); });
     EXPECT_NE(e.find("missing tensor '" + name + "'"), std::string::npos) << e;
     EXPECT_NE(e.find(dir.string()), std::string::npos) << e;
   }
 }
 
-TEST(DrafterLoad, RefusesAMisshapenTensorNamingItAndItsShape) {
+TEST(AssistantLoad, RefusesAMisshapenTensorNamingItAndItsShape) {
   auto target = load_model(drafter_fixture_dir("tiny-31b-assistant") / "target");
   test::TempDir tmp;
   const auto dir = copy_assistant(tmp, "tiny-31b-assistant");
   rewrite_checkpoint(dir, "", "pre_projection.weight");
-  const std::string e = drafter_error_of([&] { load_drafter(dir, *target); });
+  const std::string e = drafter_error_of([&] { load_assistant(dir, *target); });
   EXPECT_NE(e.find("tensor 'pre_projection.weight' has shape [3072], expected [32, 96]"), std::string::npos) << e;
 }
 
-TEST(DrafterLoad, RefusesATokenOrderingThatIsNoPermutation) {
+TEST(AssistantLoad, RefusesATokenOrderingThatIsNoPermutation) {
   auto target = load_model(drafter_fixture_dir("tiny-e-assistant") / "target");
   test::TempDir tmp;
   const auto dir = copy_assistant(tmp, "tiny-e-assistant");
@@ -169,7 +169,7 @@ TEST(DrafterLoad, RefusesATokenOrderingThatIsNoPermutation) {
   std::memcpy(&bytes[at], &dup, 8);
   std::memcpy(&bytes[at + 8], &dup, 8);  // elements 0 and 1 both 7
   test::write_file(dir / "model.safetensors", bytes);
-  const std::string e = drafter_error_of([&] { load_drafter(dir, *target); });
+  const std::string e = drafter_error_of([&] { load_assistant(dir, *target); });
   EXPECT_NE(e.find("'masked_embedding.token_ordering' element 1 = 7: not a permutation"), std::string::npos) << e;
 }
 

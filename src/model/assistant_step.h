@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/drafter.h"
+#include "model/assistant.h"
 #include "model/executor.h"
 #include "model/kv_store.h"
 
@@ -27,12 +27,12 @@ struct DraftStep {
 // h_next). Reads the target's K/V of positions [0, pos) on full layers and the newest
 // min(pos, W+1) of them on sliding layers (W = sliding_window), so a store must keep W+1
 // sliding positions. Needs pos >= 1 and kv.length(seq) >= pos.
-DraftStep draft_step(const Drafter& d, const Model& target, const KvStore& kv, int seq, int64_t pos, int token,
+DraftStep draft_step(const AssistantModel& d, const Model& target, const KvStore& kv, int seq, int64_t pos, int token,
                      const float* hidden, const blocks::Exec& ex = {});
 
 // k steps from (token, hidden), each fed the previous step's argmax and h_next, all at position
 // `pos` over the same K/V.
-std::vector<DraftStep> draft(const Drafter& d, const Model& target, const KvStore& kv, int seq, int64_t pos, int token,
+std::vector<DraftStep> draft(const AssistantModel& d, const Model& target, const KvStore& kv, int seq, int64_t pos, int token,
                              const std::vector<float>& hidden, int k, const blocks::Exec& ex = {});
 
 }  // namespace g4

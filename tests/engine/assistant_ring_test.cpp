@@ -7,7 +7,7 @@
 
 #include "engine/kv_cache.h"
 #include "model/dense_kv_store.h"
-#include "model/drafter_step.h"
+#include "model/assistant_step.h"
 #include "model/forward_cached.h"
 #include "platform/error.h"
 #include "test_util.h"
@@ -16,7 +16,7 @@ namespace g4 {
 namespace {
 
 // The target over the fixture's first p tokens in `kv` (one chunk), then k = 4 drafts from token p.
-std::vector<DraftStep> draft_after_prefill(const Model& target, const Drafter& d, KvStore& kv, int seq,
+std::vector<DraftStep> draft_after_prefill(const Model& target, const AssistantModel& d, KvStore& kv, int seq,
                                            const std::vector<int>& tokens, int64_t p) {
   std::vector<BatchRow> rows;
   for (int64_t t = 0; t < p; ++t) rows.push_back({seq, t, tokens[size_t(t)], t == p - 1});
@@ -25,11 +25,11 @@ std::vector<DraftStep> draft_after_prefill(const Model& target, const Drafter& d
   return draft(d, target, kv, seq, p, tokens[size_t(p)], hidden, 4);
 }
 
-TEST(DrafterOverKvCache, ARingOfWindowPlusOneDraftsAsAFullStore) {
+TEST(AssistantOverKvCache, ARingOfWindowPlusOneDraftsAsAFullStore) {
   for (const std::string v : {"tiny-e-assistant", "tiny-31b-assistant"}) {
     const auto dir = test::fixtures_dir() / "gemma4-assistant-tiny" / v;
     auto target = load_model(dir / "target");
-    auto d = load_drafter(dir / "assistant", *target);
+    auto d = load_assistant(dir / "assistant", *target);
     const auto tokens = nlohmann::json::parse(test::read_file(dir / "manifest.json"))["tokens"].get<std::vector<int>>();
     for (int64_t p : {3, 6, 25, 39}) {  // before and after the ring of 5 + 1 wraps
       DenseKvStore full(target->config);
@@ -46,10 +46,10 @@ TEST(DrafterOverKvCache, ARingOfWindowPlusOneDraftsAsAFullStore) {
   }
 }
 
-TEST(DrafterOverKvCache, ARingOfWindowSlotsIsRefusedPastTheWindow) {
+TEST(AssistantOverKvCache, ARingOfWindowSlotsIsRefusedPastTheWindow) {
   const auto dir = test::fixtures_dir() / "gemma4-assistant-tiny" / "tiny-31b-assistant";
   auto target = load_model(dir / "target");
-  auto d = load_drafter(dir / "assistant", *target);
+  auto d = load_assistant(dir / "assistant", *target);
   const auto tokens = nlohmann::json::parse(test::read_file(dir / "manifest.json"))["tokens"].get<std::vector<int>>();
   KvCache ring(target->config);  // W = 5 slots: position p-6 is gone once p > 5
   EXPECT_NO_THROW(draft_after_prefill(*target, *d, ring, ring.add_sequence(), tokens, 5));

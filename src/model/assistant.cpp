@@ -1,4 +1,4 @@
-#include "model/drafter.h"
+#include "model/assistant.h"
 
 #include "platform/error.h"
 
@@ -42,8 +42,8 @@ std::vector<int> read_token_ordering(const SafetensorsArchive& ar, const std::st
 }
 
 // The tensors around the stack, and what the stack's products stream.
-void bind_drafter_extras(Drafter& d) {
-  const DrafterConfig& c = d.config;
+void bind_drafter_extras(AssistantModel& d) {
+  const AssistantConfig& c = d.config;
   const SafetensorsArchive& ar = d.stack->archive;
   const std::string src = d.path.string();
   const int64_t Hd = c.text.hidden_size, Ht = c.backbone_hidden_size, V = c.text.vocab_size;
@@ -58,15 +58,15 @@ void bind_drafter_extras(Drafter& d) {
 
 }  // namespace
 
-std::unique_ptr<Drafter> load_drafter(const std::filesystem::path& path, const Model& target) {
+std::unique_ptr<AssistantModel> load_assistant(const std::filesystem::path& path, const Model& target) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(path, ec))
     throw Error(path.string() + ": expected a drafter directory holding config.json and model.safetensors");
-  auto d = std::make_unique<Drafter>();
+  auto d = std::make_unique<AssistantModel>();
   d->path = path;
-  d->config = load_drafter_config(path / "config.json");
-  d->pairing = pair_drafter(d->config, target.config, path.string(), target.path.string());
+  d->config = load_assistant_config(path / "config.json");
+  d->pairing = pair_assistant(d->config, target.config, path.string(), target.path.string());
   d->stack = std::make_unique<Model>();
   d->stack->path = path;
   d->stack->config = d->config.text;

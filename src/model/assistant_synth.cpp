@@ -14,7 +14,7 @@ namespace {
 
 // The drafter's tensors: the stack (q-only layers, final norm, the tied head) under "model.",
 // then the projections around it and the centroid head's tables.
-std::vector<TensorSpec> drafter_tensor_specs(const DrafterConfig& d, DType dt) {
+std::vector<TensorSpec> drafter_tensor_specs(const AssistantConfig& d, DType dt) {
   std::vector<TensorSpec> specs = checkpoint_tensor_specs(d.text, dt, "model.");
   const int64_t Hd = d.text.hidden_size, Ht = d.backbone_hidden_size;
   specs.push_back({"pre_projection.weight", dt, {Hd, 2 * Ht}});
@@ -39,14 +39,14 @@ void fill_token_ordering(const TensorSpec& s, std::byte* out, uint64_t seed) {
 
 }  // namespace
 
-std::filesystem::path write_synth_drafter(const DrafterConfig& d, const SynthOptions& o, const std::filesystem::path& dir) {
+std::filesystem::path write_synth_assistant(const AssistantConfig& d, const SynthOptions& o, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   const auto file = dir / "model.safetensors";
   write_safetensors(file, drafter_tensor_specs(d, o.dtype), [&](const TensorSpec& s, std::byte* out) {
     if (s.int64) fill_token_ordering(s, out, o.seed);
     else fill_synth_tensor(s, out, o.seed);
   });
-  nlohmann::json cfg = drafter_config_to_json(d);
+  nlohmann::json cfg = assistant_config_to_json(d);
   cfg["torch_dtype"] = o.dtype == DType::F32 ? "float32" : o.dtype == DType::BF16 ? "bfloat16" : "float16";
   cfg["g4_synth"] = {{"seed", o.seed}, {"note", "random weights made by g4 synth: drafts are noise by design"}};
   write_file_atomically(dir / "config.json", cfg.dump(2) + "\n");

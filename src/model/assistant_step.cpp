@@ -1,4 +1,4 @@
-#include "model/drafter_step.h"
+#include "model/assistant_step.h"
 
 #include <algorithm>
 #include <numeric>
@@ -15,7 +15,7 @@ using blocks::Vec;
 
 // a [nH, hd] = softmax(q · Kᵀ) V over the target's cached K/V of drafter layer `layer`'s type:
 // positions [0, pos) on full layers, the newest min(pos, W+1) on sliding ones. Scale 1.0, GQA.
-void attend_target_kv(const Drafter& d, int layer, const KvStore& kv, int seq, int64_t pos, const Vec& q, Vec& a) {
+void attend_target_kv(const AssistantModel& d, int layer, const KvStore& kv, int seq, int64_t pos, const Vec& q, Vec& a) {
   const ModelConfig& c = d.config.text;
   const LayerPlan& p = c.layers[size_t(layer)];
   const int64_t hd = p.head_dim, kvh = p.kv_heads, nH = c.num_attention_heads;
@@ -29,8 +29,8 @@ void attend_target_kv(const Drafter& d, int layer, const KvStore& kv, int seq, i
 // The centroid-masked head: scores = centroids · y; the top_k centroids by falling score (lower
 // index first on a tie); their clusters' tokens are the candidates, scored with the tied head's
 // rows; every other token gets the minimum candidate logit - 1.
-void centroid_head(const Drafter& d, const Vec& y, const blocks::Exec& ex, DraftStep& out) {
-  const DrafterConfig& c = d.config;
+void centroid_head(const AssistantModel& d, const Vec& y, const blocks::Exec& ex, DraftStep& out) {
+  const AssistantConfig& c = d.config;
   const int64_t C = c.num_centroids, per = c.tokens_per_centroid(), Hd = c.text.hidden_size;
   Vec scores(static_cast<size_t>(C));  // [C]
   ex.product(y.data(), 1, *d.centroids, scores.data());
@@ -56,7 +56,7 @@ void centroid_head(const Drafter& d, const Vec& y, const blocks::Exec& ex, Draft
 
 }  // namespace
 
-DraftStep draft_step(const Drafter& d, const Model& target, const KvStore& kv, int seq, int64_t pos, int token,
+DraftStep draft_step(const AssistantModel& d, const Model& target, const KvStore& kv, int seq, int64_t pos, int token,
                      const float* hidden, const blocks::Exec& ex) {
   const ModelConfig& c = d.config.text;
   const Model& stack = *d.stack;
@@ -98,7 +98,7 @@ DraftStep draft_step(const Drafter& d, const Model& target, const KvStore& kv, i
   return out;
 }
 
-std::vector<DraftStep> draft(const Drafter& d, const Model& target, const KvStore& kv, int seq, int64_t pos, int token,
+std::vector<DraftStep> draft(const AssistantModel& d, const Model& target, const KvStore& kv, int seq, int64_t pos, int token,
                              const std::vector<float>& hidden, int k, const blocks::Exec& ex) {
   if (hidden.size() != size_t(d.config.backbone_hidden_size))
     throw Error("draft: hidden state has " + std::to_string(hidden.size()) + " values, expected backbone_hidden_size = " +

@@ -1,4 +1,4 @@
-#include "model/drafter_config.h"
+#include "model/assistant_config.h"
 
 #include <nlohmann/json.hpp>
 
@@ -70,12 +70,12 @@ json text_config_for_parsing(const json& root, const std::string& where) {
 
 }  // namespace
 
-DrafterConfig parse_drafter_config(const json& j, const std::string& source) {
+AssistantConfig parse_assistant_config(const json& j, const std::string& source) {
   if (!j.is_object()) throw Error(source + ": config is not a JSON object");
   const TopFields f{j, source};
   if (!j.contains("model_type") || !j["model_type"].is_string() || j["model_type"].get<std::string>() != "gemma4_assistant")
     f.fail("model_type", "not a Gemma 4 drafter (expected gemma4_assistant)");
-  DrafterConfig d;
+  AssistantConfig d;
   d.backbone_hidden_size = f.get_int("backbone_hidden_size", std::nullopt);
   d.use_ordered_embeddings = f.get_bool("use_ordered_embeddings", false);
   d.num_centroids = f.get_int("num_centroids", 2048);
@@ -93,7 +93,7 @@ DrafterConfig parse_drafter_config(const json& j, const std::string& source) {
   return d;
 }
 
-DrafterConfig load_drafter_config(const std::filesystem::path& path) {
+AssistantConfig load_assistant_config(const std::filesystem::path& path) {
   std::ifstream f(path);
   if (!f) throw Error(path.string() + ": cannot open");
   json j;
@@ -102,10 +102,10 @@ DrafterConfig load_drafter_config(const std::filesystem::path& path) {
   } catch (const json::exception& e) {
     throw Error(path.string() + ": malformed JSON: " + e.what());
   }
-  return parse_drafter_config(j, path.string());
+  return parse_assistant_config(j, path.string());
 }
 
-json drafter_config_to_json(const DrafterConfig& d) {
+json assistant_config_to_json(const AssistantConfig& d) {
   json text = config_to_json(d.text)["text_config"];
   text["num_kv_shared_layers"] = d.text.num_hidden_layers;
   return {{"architectures", {"Gemma4AssistantForCausalLM"}},
@@ -118,7 +118,7 @@ json drafter_config_to_json(const DrafterConfig& d) {
           {"text_config", text}};
 }
 
-DrafterPairing pair_drafter(const DrafterConfig& d, const ModelConfig& t, const std::string& drafter_source,
+AssistantPairing pair_assistant(const AssistantConfig& d, const ModelConfig& t, const std::string& drafter_source,
                             const std::string& target_source) {
   std::vector<std::string> diffs;
   auto compare = [&](const std::string& drafter_field, long long dv, const std::string& target_field, long long tv) {
@@ -129,7 +129,7 @@ DrafterPairing pair_drafter(const DrafterConfig& d, const ModelConfig& t, const 
   compare("backbone_hidden_size", d.backbone_hidden_size, "hidden_size", t.hidden_size);
   compare("text_config.vocab_size", d.text.vocab_size, "vocab_size", t.vocab_size);
   compare("text_config.sliding_window", d.text.sliding_window, "sliding_window", t.sliding_window);
-  DrafterPairing pairing;
+  AssistantPairing pairing;
   for (int i = 0; i < t.first_kv_shared_layer; ++i)
     (t.layers[size_t(i)].type == LayerType::Full ? pairing.full_layer : pairing.sliding_layer) = i;
   for (LayerType type : {LayerType::Sliding, LayerType::Full}) {

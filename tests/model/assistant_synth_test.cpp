@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "model/dense_kv_store.h"
-#include "model/drafter_step.h"
+#include "model/assistant_step.h"
 #include "model/forward_cached.h"
 #include "model/presets.h"
 #include "model/synth.h"
@@ -16,13 +16,13 @@
 namespace g4 {
 namespace {
 
-TEST(DrafterSynth, TinyAssistantLoadsAndDraftsForTinyE) {
+TEST(AssistantSynth, TinyAssistantLoadsAndDraftsForTinyE) {
   test::TempDir tmp;
   const SynthOptions o;
   write_synth_checkpoint(preset_config("tiny-e"), o, tmp / "target");
-  write_synth_drafter(preset_drafter_config("tiny-assistant"), o, tmp / "drafter");
+  write_synth_assistant(preset_assistant_config("tiny-assistant"), o, tmp / "drafter");
   auto target = load_model(tmp / "target");
-  auto d = load_drafter(tmp / "drafter", *target);
+  auto d = load_assistant(tmp / "drafter", *target);
   DenseKvStore kv(target->config);
   const int seq = kv.add_sequence();
   const auto tokens = test::random_tokens(21, 512, 3);
@@ -43,12 +43,12 @@ TEST(DrafterSynth, TinyAssistantLoadsAndDraftsForTinyE) {
 
 // The released E2B pair: the drafter reads layers 13 (sliding) and 14 (full), the last layers
 // below the first KV-shared one (15).
-TEST(DrafterSynth, E2bAssistantPairsWithE2bAtLayers13And14) {
-  const DrafterPairing p = pair_drafter(preset_drafter_config("e2b-assistant"), preset_config("e2b"), "d", "t");
+TEST(AssistantSynth, E2bAssistantPairsWithE2bAtLayers13And14) {
+  const AssistantPairing p = pair_assistant(preset_assistant_config("e2b-assistant"), preset_config("e2b"), "d", "t");
   EXPECT_EQ(p.sliding_layer, 13);
   EXPECT_EQ(p.full_layer, 14);
   try {
-    pair_drafter(preset_drafter_config("e2b-assistant"), preset_config("31b"), "d", "t");
+    pair_assistant(preset_assistant_config("e2b-assistant"), preset_config("31b"), "d", "t");
     ADD_FAILURE() << "the E2B drafter paired with the 31B";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("d is not a drafter for t: drafter backbone_hidden_size = 1536 but target "

@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "model/dense_kv_store.h"
-#include "model/drafter_step.h"
+#include "model/assistant_step.h"
 #include "model/forward_cached.h"
 #include "ops/matmul/matmul.h"
 #include "platform/device.h"
@@ -42,7 +42,7 @@ struct StartRun {
 
 // The target over tokens [0, p) through a cache that keeps every position, then k draft steps
 // from y = tokens[p] and the target's hidden row p-1.
-StartRun run_start(const Model& target, const Drafter& d, const std::vector<int>& tokens, int64_t p, int k,
+StartRun run_start(const Model& target, const AssistantModel& d, const std::vector<int>& tokens, int64_t p, int k,
                    const blocks::Exec& ex) {
   DenseKvStore kv(target.config);
   const int seq = kv.add_sequence();
@@ -54,13 +54,13 @@ StartRun run_start(const Model& target, const Drafter& d, const std::vector<int>
   return r;
 }
 
-class DrafterFixture : public ::testing::TestWithParam<std::string> {
+class AssistantFixture : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     dir_ = assistant_fixture(GetParam());
     manifest_ = nlohmann::json::parse(test::read_file(dir_ / "manifest.json"));
     target_ = load_model(dir_ / "target");
-    drafter_ = load_drafter(dir_ / "assistant", *target_);
+    drafter_ = load_assistant(dir_ / "assistant", *target_);
     tokens_ = manifest_["tokens"].get<std::vector<int>>();
     V_ = manifest_["vocab_size"].get<int64_t>();
     Ht_ = manifest_["target_hidden_size"].get<int64_t>();
@@ -103,19 +103,19 @@ class DrafterFixture : public ::testing::TestWithParam<std::string> {
   std::filesystem::path dir_;
   nlohmann::json manifest_;
   std::unique_ptr<Model> target_;
-  std::unique_ptr<Drafter> drafter_;
+  std::unique_ptr<AssistantModel> drafter_;
   std::vector<int> tokens_;
   int64_t V_ = 0, Ht_ = 0;
   int k_ = 0;
 };
 
-TEST_P(DrafterFixture, ReferenceMatchesDraftLogitsHiddenAndTokens) {
+TEST_P(AssistantFixture, ReferenceMatchesDraftLogitsHiddenAndTokens) {
   const float worst = check_all_starts({});
   EXPECT_LE(worst, kTolerance);
   std::printf("[ drafter ] %s reference max |delta| = %.3g\n", GetParam().c_str(), worst);
 }
 
-TEST_P(DrafterFixture, SimdKernelsMatchDraftLogitsHiddenAndTokens) {
+TEST_P(AssistantFixture, SimdKernelsMatchDraftLogitsHiddenAndTokens) {
   ThreadPool pool(2);
   const ops::MatmulContext mm = ops::make_matmul_context(
       &pool, host_cpu(), std::max(target_->config.widest_matmul_input(), drafter_->config.widest_matmul_input()), false,
@@ -130,7 +130,7 @@ TEST_P(DrafterFixture, SimdKernelsMatchDraftLogitsHiddenAndTokens) {
 // The sliding layers see the newest W+1 positions. The other two readings of the window (W
 // entries, W-1 entries) move step-1 logits by several units at some start in both fixtures
 // (manifest "discrimination"), so matching the reference is not an accident of the window.
-TEST_P(DrafterFixture, OtherSlidingWindowReadingsAreNotWhatIsMatched) {
+TEST_P(AssistantFixture, OtherSlidingWindowReadingsAreNotWhatIsMatched) {
   const auto logits = test::read_f32(dir_ / "draft_logits.f32");
   for (const char* other : {"draft_logits_exclusive.f32", "draft_logits_llamacpp.f32"}) {
     const auto theirs = test::read_f32(dir_ / other);
@@ -148,7 +148,7 @@ TEST_P(DrafterFixture, OtherSlidingWindowReadingsAreNotWhatIsMatched) {
 }
 
 // Draft steps read the cache and never write it: a second draft from the same state is the same.
-TEST_P(DrafterFixture, DraftingLeavesTheCacheAsItWas) {
+TEST_P(AssistantFixture, DraftingLeavesTheCacheAsItWas) {
   DenseKvStore kv(target_->config);
   const int seq = kv.add_sequence();
   std::vector<BatchRow> rows;
@@ -161,7 +161,7 @@ TEST_P(DrafterFixture, DraftingLeavesTheCacheAsItWas) {
   for (int j = 0; j < 3; ++j) EXPECT_EQ(a[size_t(j)].logits, b[size_t(j)].logits);
 }
 
-INSTANTIATE_TEST_SUITE_P(BothVariants, DrafterFixture, ::testing::Values("tiny-e-assistant", "tiny-31b-assistant"));
+INSTANTIATE_TEST_SUITE_P(BothVariants, AssistantFixture, ::testing::Values("tiny-e-assistant", "tiny-31b-assistant"));
 
 }  // namespace
 }  // namespace g4

@@ -1,22 +1,22 @@
 // A loaded Gemma 4 "assistant" drafter (the *-it-assistant checkpoints): its config, the
 // decoder stack as a Model whose layers have only Q projections, and the tensors around that
 // stack (the input and output projections, the centroid head's tables), checked at load against
-// the target it drafts for. The draft step itself is model/drafter_step.h.
+// the target it drafts for. The draft step itself is model/assistant_step.h.
 #pragma once
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "model/drafter_config.h"
+#include "model/assistant_config.h"
 #include "model/model.h"
 
 namespace g4 {
 
-struct Drafter {
+struct AssistantModel {
   std::filesystem::path path;
-  DrafterConfig config;
-  DrafterPairing pairing;  // the target layers whose K/V each layer type reads
+  AssistantConfig config;
+  AssistantPairing pairing;  // the target layers whose K/V each layer type reads
   // The four decoder layers, the final norm and the drafter's embed_tokens [V, H_d] (used only as
   // the tied head, never as input). stack->config is config.text. With the centroid head,
   // stack->weights.lm_head is the centroid table (what a step streams), not embed_tokens.
@@ -30,8 +30,8 @@ struct Drafter {
 };
 
 // `path`: a directory with config.json (model_type gemma4_assistant) and model.safetensors (or
-// a sharded index). Checks the config against `target` (pair_drafter) and every tensor's
+// a sharded index). Checks the config against `target` (pair_assistant) and every tensor's
 // presence and shape. Throws g4::Error naming the file, tensor or field.
-std::unique_ptr<Drafter> load_drafter(const std::filesystem::path& path, const Model& target);
+std::unique_ptr<AssistantModel> load_assistant(const std::filesystem::path& path, const Model& target);
 
 }  // namespace g4
