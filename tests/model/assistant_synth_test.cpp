@@ -10,7 +10,10 @@
 #include "model/forward_cached.h"
 #include "model/presets.h"
 #include "model/synth.h"
+#include "ops/matmul/matmul.h"
+#include "platform/device.h"
 #include "platform/error.h"
+#include "platform/thread_pool.h"
 #include "test_util.h"
 
 namespace g4 {
@@ -39,6 +42,41 @@ TEST(AssistantSynth, TinyAssistantLoadsAndDraftsForTinyE) {
     for (float v : s.h_next) ASSERT_TRUE(std::isfinite(v));
     EXPECT_NE(std::find(s.candidates.begin(), s.candidates.end(), s.token), s.candidates.end());
   }
+}
+
+// bf16 weights, as released checkpoints ship them: the SIMD kernels (f32 activations) draft what
+// the reference loops draft, to summation order.
+TEST(AssistantSynth, Bf16PairDraftsTheSameOnTheSimdKernels) {
+  test::TempDir tmp;
+  SynthOptions o;
+  o.dtype = DType::BF16;
+  write_synth_checkpoint(preset_config("tiny-e"), o, tmp / "target");
+  write_synth_assistant(preset_assistant_config("tiny-assistant"), o, tmp / "drafter");
+  auto target = load_model(tmp / "target");
+  auto d = load_assistant(tmp / "drafter", *target);
+  ThreadPool pool(2);
+  const ops::MatmulContext mm = ops::make_matmul_context(
+      &pool, host_cpu(), std::max(target->config.widest_matmul_input(), d->config.widest_matmul_input()), false, false);
+  blocks::Exec simd;
+  simd.matmul = &mm;
+  const auto tokens = test::random_tokens(15, 512, 5);
+  std::vector<std::vector<DraftStep>> runs;
+  for (const blocks::Exec& ex : {simd, blocks::Exec{}}) {  // SIMD, then the reference loops
+    DenseKvStore kv(target->config);
+    const int seq = kv.add_sequence();
+    std::vector<BatchRow> rows;
+    for (int64_t t = 0; t < 14; ++t) rows.push_back({seq, t, tokens[size_t(t)], t == 13});
+    std::vector<float> logits, hidden;
+    forward_cached(*target, rows, kv, ex, logits, &hidden);
+    runs.push_back(draft(*d, *target, kv, seq, 14, tokens[14], hidden, 3, ex));
+  }
+  float worst = 0;
+  for (size_t j = 0; j < 3; ++j) {
+    worst = std::max(worst, test::max_abs_diff(runs[0][j].logits.data(), runs[1][j].logits.data(), 512));
+    EXPECT_EQ(runs[0][j].candidates, runs[1][j].candidates) << "step " << j + 1;
+  }
+  EXPECT_LE(worst, 1e-3f);
+  std::printf("[ assistant ] bf16 weights, SIMD vs reference loops: max |delta| = %.3g\n", worst);
 }
 
 // The released E2B pair: the drafter reads layers 13 (sliding) and 14 (full), the last layers
