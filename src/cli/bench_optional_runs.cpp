@@ -80,8 +80,13 @@ OptionalRuns run_optional(const Args& a, bool grammar_run, BenchRig& rig) {
   const EngineOptions options = engine_options_of(rig);
   if (auto list = a.get("--streams")) out.streams = streams_runs(*list, rig, options);
   if (auto t = a.get("--chat-turns")) chat_turn_runs(a, *t, rig, options, out);
-  const SpeculativeOptions spec = speculative_options(a);
-  if (spec.mode != SpecMode::Off) out.speculative = bench_speculative(rig, options, spec.mode, spec.k_max);
+  const SpeculativeSetup spec = speculative_setup(a, *rig.model);
+  if (spec.options.mode != SpecMode::Off) {
+    EngineOptions with_drafter = options;
+    with_drafter.speculative = spec.options;
+    with_drafter.min_matmul_input = spec.min_matmul_input;
+    out.speculative = bench_speculative(rig, with_drafter, spec.options.mode, spec.options.k_max);
+  }
   return out;
 }
 

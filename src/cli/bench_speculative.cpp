@@ -104,6 +104,7 @@ SpecBench bench_speculative(BenchRig& r, const EngineOptions& base, SpecMode mod
   plain.max_seqs = 1;
   // The plain run's tokens are what the replay drafter proposes (greedy: the same every round).
   std::vector<int> script;
+  // The mode's own drafter (the assistant model's, from base) unless `make` replaces it.
   auto with = [&](SpecMode m, std::function<std::unique_ptr<Drafter>()> make) {
     EngineOptions o = plain;
     o.speculative.mode = m;

@@ -34,7 +34,7 @@ const std::string kUsage = std::string(
     "                   [--tokenizer FILE] [--kv f32|f16|bf16|int8] [--chunk N] [--stop-on-degenerate]\n"
     "                   [--threads N] [--reference] [--weights q8|q4] [--weight-memory auto|huge|mapped]\n"
     "                   [--compute f32|bf16] [--json-schema FILE | --json-object | --grammar FILE]\n"
-    "                   [--speculative off|ngram] [--draft-k N]\n\n"
+    "                   [--speculative off|ngram|draft] [--draft-k N] [--draft-model DIR] [--draft-p-min P]\n\n"
     "Generates up to N tokens (default 64), printing text as it streams, then a summary line on\n"
     "stderr: prompt and generated tokens, prefill and decode tok/s, finish reason, degeneracy verdict.\n\n"
     "  --prompt TEXT        encoded with exactly one <bos> in front (needs a tokenizer)\n"
@@ -146,7 +146,9 @@ ComputeChoice set_engine_options(const Args& a, const Model& m, int threads, Eng
   eo.kv.dtype = resolve_kv(a, compute, a.has("--reference"));
   eo.bf16_compute = !a.has("--reference") && compute.bf16;
   eo.int8_activations = !a.has("--reference") && compute.int8;
-  eo.speculative = speculative_options(a);
+  const SpeculativeSetup spec = speculative_setup(a, m);
+  eo.speculative = spec.options;
+  eo.min_matmul_input = spec.min_matmul_input;
   return compute;
 }
 

@@ -39,7 +39,8 @@ const std::string kUsage = std::string(
     "                [--max-tokens-default N] [--request-timeout S] [--drain-timeout S] [--max-body BYTES]\n"
     "                [--ready-interval S] [--ready-tokens N] [--threads N] [--stop-on-degenerate]\n"
     "                [--listen-backlog N] [--weight-memory auto|huge|mapped] [--compute f32|bf16]\n"
-    "                [--weights q8|q4] [--prefix-cache-mb N] [--speculative off|ngram] [--draft-k N]\n\n"
+    "                [--weights q8|q4] [--prefix-cache-mb N] [--speculative off|ngram|draft] [--draft-k N]\n"
+    "                [--draft-model DIR] [--draft-p-min P]\n\n"
     "Serves the model over HTTP in the OpenAI wire format (see README, \"Serving\"):\n"
     "  POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize; GET /v1/models,\n"
     "  /health (liveness), /ready (200 once a real generation through the whole path passed its\n"
@@ -102,7 +103,9 @@ void set_engine_sizes(const Args& a, const Model& m, EngineOptions& e) {
   const int64_t ctx = a.get_int("--ctx", 4096);
   if (ctx < 16) throw Error("--ctx must be at least 16");
   e.max_context = std::min<int64_t>(ctx, m.config.max_position_embeddings);
-  e.speculative = speculative_options(a);
+  const SpeculativeSetup spec = speculative_setup(a, m);
+  e.speculative = spec.options;
+  e.min_matmul_input = spec.min_matmul_input;
   e.prefill_chunk = a.get_int("--chunk", 256);
   e.max_batch_tokens = std::max<int64_t>(e.prefill_chunk, e.max_seqs) + e.max_seqs;
   // Drafts take their rows from the same budget, ahead of prompt chunks: room for them too.
@@ -190,7 +193,7 @@ nlohmann::json listening_line(const server::ServedModel& model, const server::Se
           {"queue", so.queue_limit},
           {"listen_backlog", ho.listen_backlog},
           {"prefix_cache_mb", prefix_mb},
-          {"speculative", speculative_options_json(so.engine.speculative)},
+          {"speculative", speculative_json(so.engine.speculative)},
           {"dtype_policy", policy_to_json(model.policy)},
           {"device", host_cpu().name},
           {"synthetic", model.synthetic},

@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "model/executor.h"
+#include "model/kv_store.h"
+
 namespace g4 {
 
 // What a drafter sees of one sequence: its tokens so far, oldest first: the prompt, then the
@@ -18,6 +21,13 @@ struct DraftContext {
   std::span<const int> generated;  // fed generated tokens
   int pending = -1;
   int64_t position = 0;  // the pending token's absolute position
+  // For drafters that read the target (needs_hidden): its cache, where positions [0, position)
+  // of sequence kv_seq are committed, the final-normed hidden row [H] that chose `pending`, and
+  // the engine's kernels.
+  const KvStore* kv = nullptr;
+  int kv_seq = -1;
+  std::span<const float> hidden = {};
+  const blocks::Exec* exec = nullptr;
 };
 
 class Drafter {
@@ -26,6 +36,8 @@ class Drafter {
   // Up to `k` tokens proposed to follow the pending token (fewer, or none, when unsure).
   virtual std::vector<int> propose(const DraftContext& c, int k) = 0;
   virtual std::string name() const = 0;
+  // Whether propose() reads DraftContext::hidden (the engine then keeps each sequence's row).
+  virtual bool needs_hidden() const { return false; }
 };
 
 // Prompt lookup: the longest suffix of the sequence (up to `max_ngram` tokens, at least

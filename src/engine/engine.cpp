@@ -29,8 +29,9 @@ Engine::Engine(const Model& model, EngineOptions o, TextStreamFactory text)
   if (opts_.threads > 0) {
     pool_ = std::make_unique<ThreadPool>(opts_.threads);
     // Refuses with the arithmetic when no tiling fits this CPU's caches.
-    matmul_ = ops::make_matmul_context(pool_.get(), host_cpu(), model.config.widest_matmul_input(), opts_.bf16_compute,
-                                       opts_.int8_activations);
+    matmul_ = ops::make_matmul_context(pool_.get(), host_cpu(),
+                                       std::max(model.config.widest_matmul_input(), opts_.min_matmul_input),
+                                       opts_.bf16_compute, opts_.int8_activations);
   }
   if (opts_.prefill_chunk < 1) throw Error("engine: prefill_chunk must be >= 1");
   if (opts_.speculative.k_max < 1 || opts_.speculative.k_max > 16)
@@ -169,6 +170,7 @@ bool Engine::fork_choices(Sequence& s) {
     c->kv_seq = kv_seq;
     c->fed = s.fed;
     c->cached = s.cached;
+    c->hidden = s.hidden;
     c->submitted = s.submitted;
     c->admitted = s.admitted;
     start_state(*c);
@@ -339,8 +341,10 @@ void Engine::run_batch(const StepBatch& b) {
   if (pool_) ex.matmul = &matmul_;
   ex.times = opts_.step_times;
   std::vector<float>& logits = logits_;  // kept across steps: no zero-fill of fresh storage
-  forward_cached(model_, b.rows, kv_, ex, logits);
-  const int64_t V = model_.config.vocab_size;
+  bool want_hidden = false;
+  for (const Sequence* s : b.owner) want_hidden = want_hidden || (s->drafter && s->drafter->needs_hidden());
+  forward_cached(model_, b.rows, kv_, ex, logits, want_hidden ? &hidden_ : nullptr);
+  const int64_t V = model_.config.vocab_size, H = model_.config.hidden_size;
   size_t out_row = 0;
   Sequence* prev = nullptr;
   for (size_t r = 0; r < b.rows.size(); ++r) {
@@ -350,7 +354,8 @@ void Engine::run_batch(const StepBatch& b) {
       int64_t n = 0;
       for (size_t q = r; q < b.rows.size() && b.owner[q] == &s; ++q) ++n;
       if (!s.drafts.empty()) {  // a pending token and its drafts: every row wants logits
-        verify_and_emit(s, &logits[out_row * size_t(V)], size_t(n));
+        verify_and_emit(s, &logits[out_row * size_t(V)], want_hidden ? &hidden_[out_row * size_t(H)] : nullptr,
+                        size_t(n));
         out_row += size_t(n);
         r += size_t(n) - 1;
         prev = &s;
@@ -364,6 +369,7 @@ void Engine::run_batch(const StepBatch& b) {
       prev = &s;
     }
     if (!b.rows[r].want_logits) continue;
+    if (want_hidden) keep_hidden(s, &hidden_[out_row * size_t(H)]);
     const float* l = &logits[out_row++ * size_t(V)];
     if (s.slots > 1) {  // the prompt of a request with several choices is in: fork them
       const size_t first_clone = running_.size();

@@ -56,6 +56,9 @@ struct EngineOptions {
   // Speculative decoding (speculative.h): the default mode, k_max and the drafter factory. The
   // rings keep k_max + 1 extra slots whatever the mode, so a request may turn it on.
   SpeculativeOptions speculative;
+  // The kernels' tiling is planned for inputs this wide at least (a drafter model's widest
+  // product may exceed the target's: AssistantConfig::widest_matmul_input).
+  int64_t min_matmul_input = 0;
   // When set (g4 bench), every step adds its weight products' and attention's wall time here.
   blocks::StepTimes* step_times = nullptr;
 };
@@ -144,7 +147,8 @@ class Engine {
   // verification of its pending token and drafts from their rows' logits ([rows, V]).
   struct StepBatch;
   void add_drafts(Sequence& s, StepBatch& b, int64_t& budget);
-  void verify_and_emit(Sequence& s, const float* logits, size_t rows);
+  void verify_and_emit(Sequence& s, const float* logits, const float* hidden, size_t rows);
+  void keep_hidden(Sequence& s, const float* row);  // the row that chose s.pending, for its drafter
   const grammar::TokenMask* grammar_mask(Sequence& s);
   bool accept_in_grammar(Sequence& s, int token, bool& complete);
   // One step: cancel_and_admit, build_batch, make_room_for (prefix cache on), run_batch.
@@ -170,6 +174,7 @@ class Engine {
   uint64_t kv_bytes_ = 0;                           // guarded by mu_
   int64_t prefilled_ = 0;                           // guarded by mu_
   std::vector<float> logits_;                       // engine thread only: the last step's logits
+  std::vector<float> hidden_;                       // engine thread only: their final-normed rows, for drafters
   std::unique_ptr<PrefixCache> prefix_;             // engine thread only; null when off
   PrefixCacheStats prefix_stats_;                   // guarded by mu_ (a copy for other threads)
 };

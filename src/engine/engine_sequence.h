@@ -38,6 +38,7 @@ struct Engine::Sequence {
   std::unique_ptr<DraftLength> draft_length;
   int draft_k = 0;
   std::vector<int> drafts;
+  std::vector<float> hidden;  // [H]: the final-normed row that chose `pending` (drafters that read it)
   SpeculationStats spec;
 };
 

@@ -18,7 +18,16 @@ void Engine::add_drafts(Sequence& s, StepBatch& b, int64_t& budget) {
   const int64_t k = std::min<int64_t>({s.draft_length->next(), left, budget});
   if (k <= 0) return;
   const auto t0 = Clock::now();
-  const DraftContext ctx{s.req.prompt, s.generated, s.pending, s.fed};
+  blocks::Exec ex;
+  if (pool_) ex.matmul = &matmul_;
+  DraftContext ctx{s.req.prompt, s.generated, s.pending, s.fed};
+  if (s.drafter->needs_hidden()) {
+    if (s.hidden.empty()) return;  // no row chose the pending token yet
+    ctx.kv = &kv_;
+    ctx.kv_seq = s.kv_seq;
+    ctx.hidden = s.hidden;
+    ctx.exec = &ex;
+  }
   std::vector<int> d = s.drafter->propose(ctx, int(k));
   s.spec.draft_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
   if (int64_t(d.size()) > k) d.resize(size_t(k));
@@ -35,7 +44,11 @@ void Engine::add_drafts(Sequence& s, StepBatch& b, int64_t& budget) {
   s.drafts = std::move(d);
 }
 
-void Engine::verify_and_emit(Sequence& s, const float* logits, size_t n) {
+void Engine::keep_hidden(Sequence& s, const float* row) {
+  if (s.drafter && s.drafter->needs_hidden()) s.hidden.assign(row, row + model_.config.hidden_size);
+}
+
+void Engine::verify_and_emit(Sequence& s, const float* logits, const float* hidden, size_t n) {
   const int64_t V = model_.config.vocab_size;
   const std::vector<int> drafts = std::move(s.drafts);
   s.drafts.clear();
@@ -58,6 +71,7 @@ void Engine::verify_and_emit(Sequence& s, const float* logits, size_t n) {
     s.fed += 1;
     s.generated.push_back(s.pending);
     s.pending = -1;
+    if (hidden) keep_hidden(s, hidden + j * size_t(model_.config.hidden_size));
     sample_and_emit(s, logits + j * size_t(V));
   }
   if (!s.done) {

@@ -22,6 +22,10 @@ std::optional<SpecMode> parse_spec_mode(const std::string& s);  // "off", "ngram
 struct SpeculativeOptions {
   SpecMode mode = SpecMode::Off;  // requests that do not choose
   int k_max = 4;                  // drafts per verify step at most; the rings keep k_max + 1 extra slots
+  // A drafter model's drafts stop at the first step whose most likely token has a probability
+  // below this (the drafter is unsure): rows it would waste are not fed.
+  float p_min = 0.5f;
+  std::string drafter_name;  // what make_drafter loads, for logs and /v1/models (a path)
   // The assistant drafter (mode Draft), or any other source (tests, `g4 bench`'s replay ceiling):
   // one drafter per sequence. Null: mode Draft is refused.
   std::function<std::unique_ptr<Drafter>(const GenerationRequest&, int choice)> make_drafter;

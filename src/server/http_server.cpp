@@ -242,7 +242,8 @@ json HttpServer::model_object() const {
                  {"prefix_cache_bytes", service_.options().engine.prefix_cache_bytes},
                  {"speculative",
                   {{"mode", spec_mode_name(service_.options().engine.speculative.mode)},
-                   {"k_max", service_.options().engine.speculative.k_max}}},
+                   {"k_max", service_.options().engine.speculative.k_max},
+                   {"draft_model", service_.options().engine.speculative.drafter_name}}},
                  {"stop_on_degenerate", service_.options().stop_on_degenerate},
                  {"request_timeout_s", service_.options().request_timeout_s}};
   return json{{"id", m.id}, {"object", "model"}, {"created", 0}, {"owned_by", "g4"},

@@ -12,7 +12,10 @@
 #include <random>
 
 #include "engine/cache_feed.h"
+#include "engine/assistant_drafter.h"
 #include "engine/engine.h"
+#include "model/assistant.h"
+#include "model/dense_kv_store.h"
 #include "model/forward_reference.h"
 #include "platform/error.h"
 #include "test_util.h"
@@ -362,6 +365,95 @@ TEST_F(SpeculativeSynth, SampledTriplesFollowTheTargetsJointDistribution) {
   EXPECT_EQ(drafted, n);                 // one draft per continuation
   EXPECT_GT(accepted, n / 10);           // accepted often
   EXPECT_LT(accepted, n - n / 10);       // and rejected often
+}
+
+// The Gemma 4 assistant drafter (the fixtures' tiny pairs: a centroid head and a dense head) as
+// the draft source: plain decoding's output, greedy and seeded, on the reference loops and the
+// SIMD kernels; with p_min 0 it drafts every step, with p_min above 1 never.
+TEST(SpeculativeAssistant, TheDrafterModelChangesNothing) {
+  for (const char* v : {"tiny-e-assistant", "tiny-31b-assistant"}) {
+    const auto dir = test::fixtures_dir() / "gemma4-assistant-tiny" / v;
+    auto target = load_model(dir / "target");
+    auto assistant = load_assistant(dir / "assistant", *target);
+    const int V = int(target->config.vocab_size);
+    std::vector<GenerationRequest> reqs{request(test::random_tokens(7, V, 21), 0.0f, 0, 40),
+                                        request(test::random_tokens(9, V, 22), 1.0f, 4, 40)};
+    for (int threads : {0, 2}) {
+      EngineOptions o;
+      o.max_seqs = 2;
+      o.threads = threads;
+      o.min_matmul_input = assistant->config.widest_matmul_input();
+      const Outs plain = run(*target, o, reqs);
+      for (float p_min : {0.0f, 1.5f}) {
+        EngineOptions d = o;
+        d.speculative.mode = SpecMode::Draft;
+        d.speculative.make_drafter = [&, p_min](const GenerationRequest&, int) {
+          return std::make_unique<AssistantDrafter>(*assistant, *target, p_min);
+        };
+        const Outs spec = run(*target, d, reqs);
+        expect_same(plain, spec, std::string(v) + " threads " + std::to_string(threads));
+        int64_t drafted = 0;
+        for (const auto& [key, s] : spec) drafted += s.spec.drafted;
+        if (p_min == 0.0f) {
+          EXPECT_GT(drafted, 0) << v;  // (adaptive k pauses a drafter that keeps missing)
+        } else {
+          EXPECT_EQ(drafted, 0) << v;
+        }
+      }
+    }
+  }
+}
+
+// What the engine hands a drafter model, checked at every proposal against an independent run:
+// the pending token sits at `position` = the tokens fed so far, and `hidden` is the target's
+// final-normed row that chose it, the same bits as one forward pass over those tokens gives
+// (after prefills, verify steps with rollbacks, and forks of n = 2 choices).
+TEST(SpeculativeAssistant, DrafterSeesThePendingTokensPositionAndHiddenRow) {
+  const auto dir = test::fixtures_dir() / "gemma4-assistant-tiny" / "tiny-e-assistant";
+  auto target = load_model(dir / "target");
+  auto assistant = load_assistant(dir / "assistant", *target);
+  struct Checking : Drafter {
+    const Model* m;
+    std::unique_ptr<Drafter> inner;
+    int* checked;
+    std::vector<int> propose(const DraftContext& c, int k) override {
+      std::vector<int> fed(c.prompt.begin(), c.prompt.end());
+      fed.insert(fed.end(), c.generated.begin(), c.generated.end());
+      EXPECT_EQ(c.position, int64_t(fed.size()));
+      DenseKvStore kv(m->config);
+      const int seq = kv.add_sequence();
+      std::vector<BatchRow> rows;
+      for (size_t i = 0; i < fed.size(); ++i) rows.push_back({seq, int64_t(i), fed[i], i + 1 == fed.size()});
+      std::vector<float> logits, hidden;
+      forward_cached(*m, rows, kv, {}, logits, &hidden);
+      EXPECT_EQ(c.hidden.size(), hidden.size());
+      if (c.hidden.size() == hidden.size()) {
+        EXPECT_EQ(std::memcmp(c.hidden.data(), hidden.data(), hidden.size() * sizeof(float)), 0) << "at " << c.position;
+      }
+      ++*checked;
+      return inner->propose(c, k);
+    }
+    std::string name() const override { return "checking"; }
+    bool needs_hidden() const override { return true; }
+  };
+  int checked = 0;
+  EngineOptions o;
+  o.max_seqs = 3;
+  o.speculative.mode = SpecMode::Draft;
+  o.speculative.make_drafter = [&](const GenerationRequest&, int) {
+    auto d = std::make_unique<Checking>();
+    d->m = target.get();
+    d->inner = std::make_unique<AssistantDrafter>(*assistant, *target, 0.0f);
+    d->checked = &checked;
+    return d;
+  };
+  std::vector<GenerationRequest> reqs{request(test::random_tokens(7, int(target->config.vocab_size), 31), 1.0f, 2, 30)};
+  reqs.push_back(reqs[0]);
+  reqs[1].n = 2;
+  reqs[1].sampling.seed = 9;
+  const Outs spec = run(*target, o, reqs);
+  EXPECT_EQ(spec.size(), 3u);
+  EXPECT_GT(checked, 10);  // every choice drafted, with pauses after misses
 }
 
 // A drafter that never guesses right costs few draft rows: after two empty verifications the
