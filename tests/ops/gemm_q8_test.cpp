@@ -476,29 +476,34 @@ TEST(GemmQ8Interleaved, RefusesActivationsWithoutTheLayoutItsKernelReads) {
 // counts that leave a remainder and a prefetch that runs past the end of the matrix.
 TEST(GemmQ8Interleaved, DecodeStreamingChangesNoBits) {
   if (!ops::int8_kernel_reads(DType::Q8_0_R16)) GTEST_SKIP() << "no int8 kernel for interleaved rows on this CPU";
-  for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::Q6_K_R16}) {
-    const int64_t in = 256, out = 16 * 7;  // 7 groups: 4 + 2 + 1
-    BlockWeights w = make_weights(t, out, in, 61);
-    std::vector<float> x = test::random_activations(in, 62), plain(static_cast<size_t>(out)), other(static_cast<size_t>(out));
-    ops::Q8Activations a;
-    ops::quantize_activations(x.data(), 1, in, a);
-    ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, plain.data(), out, {1, 0});
-    for (int groups : {1, 2, 4})
-      for (uint64_t bytes : {0ull, 64ull, 8192ull, 1ull << 20})
-        for (auto [b, e] : {std::pair<int64_t, int64_t>{0, out}, {16, 96}, {48, 64}})
-          for (bool wide : {false, true}) {  // wide: `groups` reached through the long-group rule
-            const ops::DecodeStreaming streaming = wide ? ops::DecodeStreaming{1, bytes, 1024, groups}
-                                                        : ops::DecodeStreaming{groups, bytes};
-            std::fill(other.begin(), other.end(), NAN);
-            ops::gemm_q8_rows(a, w.bytes.data(), t, b, e, other.data(), out, streaming);
-            EXPECT_EQ(0, std::memcmp(plain.data() + b, other.data() + b, size_t(e - b) * 4))
-                << dtype_name(t) << " groups " << groups << " prefetch " << bytes << " rows " << b << "-" << e;
-            for (int64_t r = 0; r < out; ++r) {  // and no row outside the range is written
-              if (r < b || r >= e) {
-                ASSERT_TRUE(std::isnan(other[size_t(r)])) << "row " << r << " groups " << groups;
+  for (Int8Dot tier : {Int8Dot::Avx2, Int8Dot::AvxVnni, Int8Dot::Avx512Vnni}) {  // each tier the CPU has
+    const ForcedTier forced(tier);
+    if (!forced.ok()) continue;
+    for (DType t : {DType::Q8_0_R16, DType::Q4_0_R16, DType::Q4_K_R16, DType::Q5_K_R16, DType::Q6_K_R16}) {
+      const int64_t in = 256, out = 16 * 7;  // 7 groups: 4 + 2 + 1
+      BlockWeights w = make_weights(t, out, in, 61);
+      std::vector<float> x = test::random_activations(in, 62), plain(static_cast<size_t>(out)), other(static_cast<size_t>(out));
+      ops::Q8Activations a;
+      ops::quantize_activations(x.data(), 1, in, a);
+      ops::gemm_q8_rows(a, w.bytes.data(), t, 0, out, plain.data(), out, {1, 0});
+      for (int groups : {1, 2, 4})
+        for (uint64_t bytes : {0ull, 64ull, 8192ull, 1ull << 20})
+          for (auto [b, e] : {std::pair<int64_t, int64_t>{0, out}, {16, 96}, {48, 64}})
+            for (bool wide : {false, true}) {  // wide: `groups` reached through the long-group rule
+              const ops::DecodeStreaming streaming = wide ? ops::DecodeStreaming{1, bytes, 1024, groups}
+                                                          : ops::DecodeStreaming{groups, bytes};
+              std::fill(other.begin(), other.end(), NAN);
+              ops::gemm_q8_rows(a, w.bytes.data(), t, b, e, other.data(), out, streaming);
+              EXPECT_EQ(0, std::memcmp(plain.data() + b, other.data() + b, size_t(e - b) * 4))
+                  << int8_dot_name(tier) << " " << dtype_name(t) << " groups " << groups << " prefetch " << bytes
+                  << " rows " << b << "-" << e;
+              for (int64_t r = 0; r < out; ++r) {  // and no row outside the range is written
+                if (r < b || r >= e) {
+                  ASSERT_TRUE(std::isnan(other[size_t(r)])) << "row " << r << " groups " << groups;
+                }
               }
             }
-          }
+    }
   }
 }
 
@@ -633,11 +638,15 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
                         "KiB ahead"),
               std::string::npos)
         << desc;
-    // The K-quant kernels prefetch three quarters of a super-block column ahead whatever the plan says.
-    const ops::MatmulContext amd_ctx = test::context_for(presets::avx2_laptop(), {.int8_activations = true});
+    // The AVX-512 K-quant kernels prefetch three quarters of a super-block column ahead whatever
+    // distance the plan names (Zen 2/3: 4 KiB), and nothing where it prefetches nothing (Zen 4/5).
+    const ops::MatmulContext amd_ctx = test::context_for(presets::zen3(), {.int8_activations = true});
     const std::string q6 = ops::describe_matmul(amd_ctx, DType::Q6_K_R16);
     EXPECT_NE(q6.find("prefetch 2520 B ahead"), std::string::npos) << q6;
     EXPECT_NE(ops::describe_matmul(amd_ctx, DType::Q4_K_R16).find("prefetch 1728 B ahead"), std::string::npos);
+    const ops::MatmulContext zen4_ctx = test::context_for(presets::zen4(), {.int8_activations = true});
+    const std::string q4k = ops::describe_matmul(zen4_ctx, DType::Q4_K_R16);
+    EXPECT_NE(q4k.find("KiB), no prefetch"), std::string::npos) << q4k;
   }
 }
 

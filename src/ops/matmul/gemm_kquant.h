@@ -26,7 +26,11 @@ void gemm_kquant_rows(const Q8Activations& a, const std::byte* w, DType dtype, i
                       int64_t ldy);
 
 // How far ahead the interleaved K-quant decode kernels prefetch each weight stream: three
-// quarters of a super-block column (one line per value vector read, spread over the reads).
+// quarters of a super-block column (one line per value vector read, spread over the reads). The
+// 256-bit tiers always do; the AVX512_VNNI kernels only where the decode plan prefetches
+// (DecodeStreaming::prefetch_bytes > 0), as the Q4_0 kernels do: on Zen 4, whose plan has none,
+// the requests cost Q4_K ~25 points of its read pass, while the 256-bit Q6_K kernel, at about
+// half the AVX-512 one's rate, read slower without them (docs/perf.md).
 constexpr uint64_t kquant_decode_prefetch_bytes(uint64_t column_bytes) { return column_bytes / 4 * 3; }
 
 // The same products for Q4_K_R16 / Q5_K_R16 / Q6_K_R16 (`dtype`: Q4_K / Q5_K / Q6_K rows interleaved 16 at a time,
@@ -34,7 +38,8 @@ constexpr uint64_t kquant_decode_prefetch_bytes(uint64_t column_bytes) { return 
 // f32 lane per row, as the Q4_0_R16 kernels. Each sub-block's exact int32 sum is scaled (and for
 // Q4_K / Q5_K its min term subtracted) in the order gemm_kquant_interleaved.cpp states, the same for
 // decode (activations' q, scale, q4_start, q6_start) and prefill (T > 1: the token panels, kQ8Panels).
-// `decode` chooses the streams side by side. Requires gemm_q8_available(); throws g4::Error on
+// `decode` chooses the streams side by side, and on AVX512_VNNI whether decode prefetches (not
+// how far). Requires gemm_q8_available(); throws g4::Error on
 // another dtype, rows that are not whole groups or a width that is not whole super-blocks.
 void gemm_kquant_interleaved_rows(const Q8Activations& a, const std::byte* w, DType dtype, int64_t o_begin,
                                   int64_t o_end, float* y, int64_t ldy, DecodeStreaming decode);

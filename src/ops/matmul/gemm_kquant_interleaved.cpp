@@ -106,7 +106,10 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512 accumulate(__m512 acc, __m51
 // kernel the out-of-order window alone kept too few cache misses in flight. Past a group's end the
 // stream runs on in the group it reads next, G on: E2B's 1536-wide rows are 6 columns, and
 // prefetching into the neighbouring group (read by another stream already) left a sixth of the
-// columns unrequested (Q4_K_M decode +2.5-4 points of its read pass, docs/perf.md).
+// columns unrequested (Q4_K_M decode +2.5-4 points of its read pass, docs/perf.md). Without
+// kPrefetch (a decode plan without software prefetch: the AMD cores with AVX-512) no request is
+// issued: on Zen 4 the requests and their address arithmetic cost more than they gained, E2B-like
+// Q4_K layers from memory at 0.68 of their read pass with them, 0.91 without (docs/perf.md).
 // Q5_K (kQ5): the same, each code's fifth bit taken from the column's high-bit vectors.
 template <bool kQ5>
 constexpr uint64_t q45k_column_bytes = kQ5 ? kQ5KColumnBytes : kQ4KColumnBytes;
@@ -116,7 +119,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512i fifth_bits(__m512i qh, int 
   return _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(qh, _mm_cvtsi32_si128(bit)), _mm512_set1_epi8(1)), 4);
 }
 
-template <int G, bool kQ5>
+template <int G, bool kQ5, bool kPrefetch>
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q4k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a,
                                                       float* y) {
   constexpr uint64_t kColumn = q45k_column_bytes<kQ5>, kAhead = kquant_decode_prefetch_bytes(kColumn);
@@ -150,7 +153,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q4k(const std::byte* w, uint64
         // vector read: in bursts of 9-11 per quarter 3-5 points slower (docs/perf.md). Inline:
         // GCC 12 dropped these prefetches from a helper.
         #pragma GCC unroll 4
-        for (int g = 0; g < G; ++g)
+        for (int g = 0; g < G && kPrefetch; ++g)
           for (uint64_t m = uint64_t(v); 64 * m < kColumn / 4; m += 8)
             _mm_prefetch(reinterpret_cast<const char*>(w + uint64_t(g) * group_bytes + ahead + 64 * m), _MM_HINT_T0);
         const __m512i xl = _mm512_set1_epi32(x86::load_i32(x0 + 4 * v)), xh = _mm512_set1_epi32(x86::load_i32(x0 + 32 + 4 * v));
@@ -272,8 +275,8 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA inline __m512 q6k_d(const std::byte* col, 
 }
 
 // Q6_K decode: G groups side by side x the one token; each value triple is read once for its
-// four parts; requested three quarters of a column ahead, as decode_q4k.
-template <int G>
+// four parts; requested three quarters of a column ahead with kPrefetch, as decode_q4k.
+template <int G, bool kPrefetch>
 G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q6k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a,
                                                       float* y) {
   const int64_t supers = a.in / kSuperBlock;
@@ -304,7 +307,7 @@ G4_TARGET_AVX512F_BW_VL_VNNI_F16C_FMA void decode_q6k(const std::byte* w, uint64
         #pragma GCC unroll 4
         for (int v = 4 * j; v < 4 * j + 4; ++v) {
           #pragma GCC unroll 4
-          for (int g = 0; g < G; ++g)
+          for (int g = 0; g < G && kPrefetch; ++g)
             for (uint64_t m = uint64_t(v - 4 * j); 64 * m < kQuarter; m += 4)
               _mm_prefetch(reinterpret_cast<const char*>(w + uint64_t(g) * group_bytes + ahead + 64 * m), _MM_HINT_T0);
           #pragma GCC unroll 4
@@ -395,15 +398,22 @@ void gemm_kquant_interleaved_rows(const Q8Activations& a, const std::byte* w, DT
   check_kquant_interleaved_args(a, dtype, o_begin, o_end);
   const bool q6 = dtype == DType::Q6_K_R16, q5 = dtype == DType::Q5_K_R16;
   const uint64_t group_bytes = uint64_t(kInterleaveRows) * row_bytes(interleave_base(dtype), a.in);
-  // Decode: the streams side by side that ops::plan_decode_streaming chose (its software prefetch
-  // distance is not used: these kernels prefetch kquant_decode_prefetch_bytes ahead on every core).
+  // Decode: the streams side by side that ops::plan_decode_streaming chose, with software
+  // prefetch where the plan prefetches (its distance is not used: these kernels request
+  // kquant_decode_prefetch_bytes ahead).
   using DecodeFn = void (*)(const std::byte*, uint64_t, const Q8Activations&, float*);
+  static constexpr DecodeFn kDecode[2][3][3] = {  // [prefetch][1, 2 or 4 groups][Q4_K, Q5_K, Q6_K]
+      {{decode_q4k<1, false, false>, decode_q4k<1, true, false>, decode_q6k<1, false>},
+       {decode_q4k<2, false, false>, decode_q4k<2, true, false>, decode_q6k<2, false>},
+       {decode_q4k<4, false, false>, decode_q4k<4, true, false>, decode_q6k<4, false>}},
+      {{decode_q4k<1, false, true>, decode_q4k<1, true, true>, decode_q6k<1, true>},
+       {decode_q4k<2, false, true>, decode_q4k<2, true, true>, decode_q6k<2, true>},
+       {decode_q4k<4, false, true>, decode_q4k<4, true, true>, decode_q6k<4, true>}}};
+  const int kind = q6 ? 2 : q5 ? 1 : 0;
   walk_interleaved_groups(
       a.T, o_begin / kInterleaveRows, o_end / kInterleaveRows, decode_groups_for(decode, group_bytes),
       [&](int n, int64_t g) {
-        const DecodeFn fn = n == 4   ? (q6 ? decode_q6k<4> : q5 ? decode_q4k<4, true> : decode_q4k<4, false>)
-                            : n == 2 ? (q6 ? decode_q6k<2> : q5 ? decode_q4k<2, true> : decode_q4k<2, false>)
-                                     : (q6 ? decode_q6k<1> : q5 ? decode_q4k<1, true> : decode_q4k<1, false>);
+        const DecodeFn fn = kDecode[decode.prefetch_bytes ? 1 : 0][n == 4 ? 2 : n == 2 ? 1 : 0][kind];
         fn(w + uint64_t(g) * group_bytes, group_bytes, a, y + g * kInterleaveRows);
       },
       [&](bool pair, int64_t g, int64_t t, int count) {

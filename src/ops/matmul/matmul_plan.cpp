@@ -165,8 +165,11 @@ namespace {
 std::string describe_interleaved_int8(const MatmulContext& ctx, DType dtype) {
   const std::string int8_dot(int8_dot_instruction(int8_kernel_tier()));
   const bool wide_int8 = int8_kernel_tier() == Int8Dot::Avx512Vnni;
-  DecodeStreaming shown = ctx.decode;  // the K-quant kernels' own prefetch distance, on every core
-  if (dtype == DType::Q4_K_R16 || dtype == DType::Q5_K_R16 || dtype == DType::Q6_K_R16)
+  // The K-quant kernels' own prefetch distance: on the 256-bit tiers always, on AVX512_VNNI where
+  // the plan prefetches (gemm_kquant.h).
+  DecodeStreaming shown = ctx.decode;
+  if ((dtype == DType::Q4_K_R16 || dtype == DType::Q5_K_R16 || dtype == DType::Q6_K_R16) &&
+      (shown.prefetch_bytes || !wide_int8))
     shown.prefetch_bytes = kquant_decode_prefetch_bytes(dtype == DType::Q4_K_R16   ? kQ4KColumnBytes
                                                         : dtype == DType::Q5_K_R16 ? kQ5KColumnBytes
                                                                                    : kQ6KColumnBytes);
