@@ -647,6 +647,10 @@ TEST(GemmQ8Dispatch, DecodeStreamingIsPlannedPerVendorWithAReason) {
     const ops::MatmulContext zen4_ctx = test::context_for(presets::zen4(), {.int8_activations = true});
     const std::string q4k = ops::describe_matmul(zen4_ctx, DType::Q4_K_R16);
     EXPECT_NE(q4k.find("KiB), no prefetch"), std::string::npos) << q4k;
+    const std::string q6k = ops::describe_matmul(zen4_ctx, DType::Q6_K_R16);  // Q6_K: into L2, 2 columns on
+    EXPECT_NE(q6k.find("(4 where a 16-row group exceeds 32 KiB), prefetch 6720 B ahead into L2, workers"),
+              std::string::npos)
+        << q6k;
   }
 }
 

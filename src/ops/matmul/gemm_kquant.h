@@ -15,6 +15,7 @@
 
 #include "ops/matmul/gemm_q8.h"
 #include "platform/dtype.h"
+#include "platform/row_interleave.h"
 
 namespace g4::ops {
 
@@ -32,6 +33,12 @@ void gemm_kquant_rows(const Q8Activations& a, const std::byte* w, DType dtype, i
 // the requests cost Q4_K ~25 points of its read pass, while the 256-bit Q6_K kernel, at about
 // half the AVX-512 one's rate, read slower without them (docs/perf.md).
 constexpr uint64_t kquant_decode_prefetch_bytes(uint64_t column_bytes) { return column_bytes / 4 * 3; }
+// Where the plan prefetches nothing, the AVX512_VNNI Q6_K kernel still requests its stream into L2
+// (PREFETCHT1), this far ahead: two super-block columns. On Zen 4, E2B-like Q6_K layers from memory
+// (one thread, alternated) read 0.78-0.85 of the pass with it, 0.63-0.69 without; 1 column ahead
+// 0.61-0.65, 3 columns 0.75-0.76; into L1 3/4 column ahead 0.66-0.70. Q4_K gained nothing from it
+// (0.68-0.76 against 0.76-0.85 without).
+constexpr uint64_t kQ6KL2PrefetchBytes = 2 * kQ6KColumnBytes;
 
 // The same products for Q4_K_R16 / Q5_K_R16 / Q6_K_R16 (`dtype`: Q4_K / Q5_K / Q6_K rows interleaved 16 at a time,
 // platform/row_interleave.h; o_begin and o_end multiples of 16): 16 rows per VPDPBUSD with one

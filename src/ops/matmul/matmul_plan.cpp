@@ -173,11 +173,14 @@ std::string describe_interleaved_int8(const MatmulContext& ctx, DType dtype) {
     shown.prefetch_bytes = kquant_decode_prefetch_bytes(dtype == DType::Q4_K_R16   ? kQ4KColumnBytes
                                                         : dtype == DType::Q5_K_R16 ? kQ5KColumnBytes
                                                                                    : kQ6KColumnBytes);
+  const bool q6_l2 = dtype == DType::Q6_K_R16 && wide_int8 && !ctx.decode.prefetch_bytes;  // into L2 instead
+  if (q6_l2) shown.prefetch_bytes = kQ6KL2PrefetchBytes;
   const int few_groups = wide_int8 ? ctx.decode.few_groups : 1;
   std::string s = std::string(dtype_name(interleave_base(dtype))) +
                   " weights, 16 rows interleaved, x int8 activations (blocks of 32, f32 scales) on " + int8_dot +
                   (wide_int8 ? ", 16 rows per instruction" : ", 8 rows per instruction (two per 16-row group)") +
                   ", exact int32 block sums, f32 accumulate; decode: " + describe_decode_streaming(shown);
+  if (q6_l2) s.insert(s.find(" B ahead", s.find("; decode: ")) + 8, " into L2");
   if (dtype == DType::Q8_0_R16 || dtype == DType::Q4_0_R16)
     s += "; 2-" + std::to_string(kFewTokens) + " streams decoding together: one pass, " +
          std::to_string(few_groups) + (few_groups > 1 ? " row groups" : " row group") +
