@@ -15,6 +15,7 @@ class AssistantDrafter : public Drafter {
   std::vector<int> propose(const DraftContext& c, int k) override;
   std::string name() const override { return "draft"; }
   bool needs_hidden() const override { return true; }
+  bool costly() const override { return true; }
 
  private:
   const AssistantModel& a_;

@@ -38,6 +38,9 @@ class Drafter {
   virtual std::string name() const = 0;
   // Whether propose() reads DraftContext::hidden (the engine then keeps each sequence's row).
   virtual bool needs_hidden() const { return false; }
+  // Whether proposing costs real work even when it yields nothing (a drafter model): an empty
+  // proposal then counts as a miss for the draft length (speculative.h, DraftLength).
+  virtual bool costly() const { return false; }
 };
 
 // Prompt lookup: the longest suffix of the sequence (up to `max_ngram` tokens, at least

@@ -31,6 +31,7 @@ void Engine::add_drafts(Sequence& s, StepBatch& b, int64_t& budget) {
   std::vector<int> d = s.drafter->propose(ctx, int(k));
   s.spec.draft_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
   if (int64_t(d.size()) > k) d.resize(size_t(k));
+  if (d.empty() && s.drafter->costly()) s.draft_length->observe_unsure();
   const int V = int(model_.config.vocab_size);
   for (size_t j = 0; j < d.size(); ++j) {
     if (d[j] < 0 || d[j] >= V) {  // a drafter bug must not become an out-of-range embedding read

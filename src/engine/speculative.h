@@ -52,6 +52,9 @@ class DraftLength {
   explicit DraftLength(int k_max) : k_max_(k_max), k_(k_max) {}
   int next();  // 0 while paused
   void observe(int proposed, int accepted);
+  // A drafter model that proposed nothing (unsure) still cost a draft step: counted as a miss,
+  // so one that stays unsure is asked less and less often.
+  void observe_unsure() { observe(1, 0); }
 
  private:
   int k_max_, k_;

@@ -467,6 +467,11 @@ TEST(DraftLength, BacksOffWhenNothingIsAccepted) {
     d.observe(k, 0);
   }
   EXPECT_LT(rows, 40);  // 200 steps of 4 drafts would be 800 rows
+  DraftLength unsure(4);  // a drafter model that keeps proposing nothing is asked rarely
+  int asked = 0;
+  for (int step = 0; step < 200; ++step)
+    if (unsure.next() > 0) ++asked, unsure.observe_unsure();
+  EXPECT_LT(asked, 20);
   DraftLength full(4);
   for (int step = 0; step < 10; ++step) full.observe(full.next(), full.next() > 0 ? full.next() : 0);
   EXPECT_EQ(full.next(), 4);
