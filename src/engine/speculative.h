@@ -45,8 +45,9 @@ struct SpeculationStats {
 nlohmann::json speculation_json(const SpeculationStats& s);
 
 // How many drafts to ask for next. Full acceptance grows k; a rejection shrinks it to one more
-// than what was accepted; repeated zero acceptance pauses drafting for a doubling number of
-// steps, so a workload that accepts nothing pays for almost no draft rows.
+// than what was accepted; nothing accepted drops to one draft, and nothing accepted at one draft
+// pauses drafting for 8, 16, ... 128 steps, so a workload that accepts nothing pays for almost no
+// draft rows.
 class DraftLength {
  public:
   explicit DraftLength(int k_max) : k_max_(k_max), k_(k_max) {}
@@ -58,7 +59,7 @@ class DraftLength {
 
  private:
   int k_max_, k_;
-  int misses_ = 0, pause_ = 0, backoff_ = 0;
+  int pause_ = 0, backoff_ = 0;
 };
 
 }  // namespace g4
