@@ -35,11 +35,6 @@ void check_name(const std::string& name) {
   if (bad) throw Error("the hub listed a file named '" + name + "', which is not a safe relative path; refused");
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 std::string percent_encode(const std::string& s) {
   static const char* hex = "0123456789ABCDEF";
   std::string out;
@@ -62,24 +57,21 @@ bool default_keeps(const std::string& n) {
   return false;
 }
 
+// The one .gguf file `quant` names (Q4_K_M when none is named and several exist), chosen as the
+// resolver chooses (hf_cache.h), so `--model org/name:TAG` later finds the file pulled.
 std::vector<RepoFile> pick_gguf(const std::vector<RepoFile>& all, const std::string& quant) {
-  std::vector<RepoFile> ggufs, match;
-  std::string names;
-  for (const RepoFile& f : all) {
-    const std::string base = lower(fs::path(f.name).filename().string());
-    if (base.size() < 5 || base.substr(base.size() - 5) != ".gguf" || base.rfind("mmproj", 0) == 0) continue;
-    ggufs.push_back(f);
-    names += (names.empty() ? "" : ", ") + f.name;
-  }
-  const std::string want = lower(quant.empty() ? "Q4_K_M" : quant);
-  for (const RepoFile& f : ggufs)
-    if (lower(f.name).find(want) != std::string::npos) match.push_back(f);
-  if (match.size() == 1) return match;
-  if (quant.empty() && ggufs.size() == 1) return ggufs;
-  if (match.empty())
-    throw Error("no .gguf file matches '" + want + "' (files: " + (names.empty() ? "none" : names) +
-                "); name one as org/name:TAG");
-  throw Error("several .gguf files match '" + want + "' (files: " + names + "); name one with a longer tag");
+  std::vector<std::string> names;
+  for (const RepoFile& f : all) names.push_back(f.name);
+  const std::vector<std::string> ggufs = model_gguf_files(names);
+  std::string listed;
+  for (const auto& n : ggufs) listed += (listed.empty() ? "" : ", ") + n;
+  if (quant.empty() && ggufs.size() == 1) return {*std::find_if(all.begin(), all.end(), [&](auto& f) { return f.name == ggufs[0]; })};
+  const std::string want = quant.empty() ? "Q4_K_M" : quant;
+  const std::vector<std::string> hits = gguf_files_for_tag(ggufs, want);
+  if (hits.empty())
+    throw Error("no .gguf file matches '" + want + "' (files: " + (listed.empty() ? "none" : listed) + "); name one as org/name:TAG");
+  if (hits.size() > 1) throw Error("several .gguf files match '" + want + "' (" + listed + "); name one with a longer tag");
+  return {*std::find_if(all.begin(), all.end(), [&](auto& f) { return f.name == hits[0]; })};
 }
 
 }  // namespace
@@ -288,8 +280,7 @@ PullResult hf_pull(const PullOptions& o) {
     }
     link_into_snapshot(res.snapshot, f);
     ++res.files;
-    const std::string lname = lower(f.name);
-    if (lname.size() > 5 && lname.substr(lname.size() - 5) == ".gguf") res.model_path = res.snapshot / f.name;
+    if (!model_gguf_files({f.name}).empty()) res.model_path = res.snapshot / f.name;
   }
   if (res.model_path.empty()) res.model_path = res.snapshot;
   if (o.revision != res.commit) {

@@ -119,19 +119,9 @@ std::string read_ref(const fs::path& repo_dir, const std::string& revision, cons
   return commit;
 }
 
-// The .gguf files of a snapshot that can be the text model: mmproj-* (vision projectors) never are.
-std::vector<std::string> model_ggufs(const fs::path& snapshot) {
-  std::vector<std::string> out;
-  for (const auto& f : files_under(snapshot)) {
-    const std::string name = lowercase(fs::path(f).filename().string());
-    if (fs::path(name).extension() == ".gguf" && name.find("mmproj") == std::string::npos) out.push_back(f);
-  }
-  return out;
-}
+std::vector<std::string> model_ggufs(const fs::path& snapshot) { return model_gguf_files(files_under(snapshot)); }
 
-// The tag matches a file whose name ends in it after '-', '.' or '_' ("...-Q4_K_M.gguf" for
-// "q4_k_m"); failing that, one file whose name contains it ("UD-Q4_K_XL"). Q4_K against Q4_K_M
-// and Q4_K_S is ambiguous and refused.
+// One file for the tag (gguf_files_for_tag), or an error listing what there is.
 std::string pick_gguf(const std::vector<std::string>& ggufs, const HfResolved& r, const std::string& suffix) {
   const std::string at = r.repo + " (snapshot " + r.snapshot.string() + ")";
   if (r.quant.empty()) {
@@ -139,17 +129,7 @@ std::string pick_gguf(const std::vector<std::string>& ggufs, const HfResolved& r
     throw Error(r.spec + ": " + std::to_string(ggufs.size()) + " .gguf files in " + at + "; pick one with " + r.repo +
                 ":TAG (a quant tag such as Q4_K_M, matched against the file names): " + comma_list(ggufs));
   }
-  const std::string tag = lowercase(r.quant);
-  std::vector<std::string> exact, partial;
-  for (const auto& f : ggufs) {
-    const std::string stem = lowercase(fs::path(f).stem().string());
-    const size_t n = tag.size();
-    const bool ends = stem.size() >= n && stem.compare(stem.size() - n, n, tag) == 0 &&
-                      (stem.size() == n || std::string("-._").find(stem[stem.size() - n - 1]) != std::string::npos);
-    if (ends) exact.push_back(f);
-    else if (stem.find(tag) != std::string::npos) partial.push_back(f);
-  }
-  const std::vector<std::string>& hits = !exact.empty() ? exact : partial;
+  const std::vector<std::string> hits = gguf_files_for_tag(ggufs, r.quant);
   if (hits.size() == 1) return hits[0];
   if (hits.size() > 1)
     throw Error(r.spec + ": quant tag '" + r.quant + "' matches " + std::to_string(hits.size()) + " .gguf files in " +
@@ -203,6 +183,29 @@ HfCacheRoot hf_cache_root() {
   if (const char* v = env("XDG_CACHE_HOME")) return {expand_user(v) / "huggingface" / "hub", "XDG_CACHE_HOME"};
   if (const char* v = env("HOME")) return {fs::path(v) / ".cache" / "huggingface" / "hub", "HOME"};
   throw Error("cannot locate the Hugging Face cache: none of HF_HUB_CACHE, HF_HOME, XDG_CACHE_HOME or HOME is set");
+}
+
+std::vector<std::string> model_gguf_files(const std::vector<std::string>& files) {
+  std::vector<std::string> out;
+  for (const auto& f : files) {
+    const std::string name = lowercase(fs::path(f).filename().string());
+    if (fs::path(name).extension() == ".gguf" && name.find("mmproj") == std::string::npos) out.push_back(f);
+  }
+  return out;
+}
+
+std::vector<std::string> gguf_files_for_tag(const std::vector<std::string>& ggufs, const std::string& quant) {
+  const std::string tag = lowercase(quant);
+  std::vector<std::string> exact, partial;
+  for (const auto& f : ggufs) {
+    const std::string stem = lowercase(fs::path(f).stem().string());
+    const size_t n = tag.size();
+    const bool ends = stem.size() >= n && stem.compare(stem.size() - n, n, tag) == 0 &&
+                      (stem.size() == n || std::string("-._").find(stem[stem.size() - n - 1]) != std::string::npos);
+    if (ends) exact.push_back(f);
+    else if (stem.find(tag) != std::string::npos) partial.push_back(f);
+  }
+  return !exact.empty() ? exact : partial;
 }
 
 std::optional<HfRepoSpec> parse_hf_repo_spec(const std::string& spec) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace g4 {
 
@@ -42,6 +43,14 @@ struct HfResolved {
   // "org/name:Q4_K_M -> PATH (revision main, commit abc..., HF cache ROOT from HF_HUB_CACHE)"
   std::string describe() const;
 };
+
+// Of `files` (paths in a repository), the .gguf files that can be the text model: mmproj-*
+// (vision projectors) never are. The resolver and `g4 pull` choose among these.
+std::vector<std::string> model_gguf_files(const std::vector<std::string>& files);
+// The files of `ggufs` a quant tag picks, case-insensitively, as llama-server -hf does: those whose
+// name ends in the tag after '-', '.' or '_' ("...-Q4_K_M.gguf" for "q4_k_m"); failing that, those
+// containing it ("UD-Q4_K_XL"). More than one is ambiguous (Q4_K against Q4_K_M and Q4_K_S).
+std::vector<std::string> gguf_files_for_tag(const std::vector<std::string>& ggufs, const std::string& tag);
 
 // Resolves a repo spec in `root`. The suffix after ':' is a revision when refs/<suffix> exists or
 // it is a 40-hex commit; otherwise it is a quant tag, matched case-insensitively against the
