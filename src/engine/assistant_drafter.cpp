@@ -20,12 +20,12 @@ float draft_confidence(const std::vector<float>& logits, const std::vector<int>&
 
 std::vector<int> AssistantDrafter::propose(const DraftContext& c, int k) {
   std::vector<int> out;
-  if (!c.kv || c.hidden.empty() || c.position < 1) return out;
+  if (!c.kv || c.hidden.empty() || c.position() < 1) return out;
   const blocks::Exec ex = c.exec ? *c.exec : blocks::Exec{};
   std::vector<float> h(c.hidden.begin(), c.hidden.end());
   int token = c.pending;
   for (int step = 0; step < k; ++step) {
-    DraftStep d = draft_step(a_, target_, *c.kv, c.kv_seq, c.position, token, h.data(), ex);
+    DraftStep d = draft_step(a_, target_, *c.kv, c.kv_seq, c.position(), token, h.data(), ex);
     if (draft_confidence(d.logits, d.candidates) < p_min_) break;
     out.push_back(d.token);
     token = d.token;

@@ -20,8 +20,9 @@ struct DraftContext {
   std::span<const int> prompt;
   std::span<const int> generated;  // fed generated tokens
   int pending = -1;
-  int64_t position = 0;  // the pending token's absolute position
-  // For drafters that read the target (needs_hidden): its cache, where positions [0, position)
+  // The pending token's absolute position: every token before it is in the cache.
+  int64_t position() const { return int64_t(prompt.size() + generated.size()); }
+  // For drafters that read the target (needs_hidden): its cache, where positions [0, position())
   // of sequence kv_seq are committed, the final-normed hidden row [H] that chose `pending`, and
   // the engine's kernels.
   const KvStore* kv = nullptr;

@@ -20,7 +20,7 @@ void Engine::add_drafts(Sequence& s, StepBatch& b, int64_t& budget) {
   const auto t0 = Clock::now();
   blocks::Exec ex;
   if (pool_) ex.matmul = &matmul_;
-  DraftContext ctx{s.req.prompt, s.generated, s.pending, s.fed};
+  DraftContext ctx{s.req.prompt, s.generated, s.pending};
   if (s.drafter->needs_hidden()) {
     if (s.hidden.empty()) return;  // no row chose the pending token yet
     ctx.kv = &kv_;
