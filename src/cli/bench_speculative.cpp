@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -41,21 +40,6 @@ std::vector<VerifyCost> time_verify_steps(BenchRig& r, int64_t context, int runs
   for (int k = 0; k <= 8; ++k) out.push_back({k, median(ms[size_t(k)])});
   return out;
 }
-
-class RandomDrafter : public Drafter {
- public:
-  RandomDrafter(int vocab, unsigned seed) : vocab_(vocab), rng_(seed) {}
-  std::vector<int> propose(const DraftContext&, int k) override {
-    std::vector<int> d(size_t(std::max(k, 0)));
-    for (int& t : d) t = 4 + int(rng_() % unsigned(vocab_ - 4));
-    return d;
-  }
-  std::string name() const override { return "random"; }
-
- private:
-  int vocab_;
-  std::mt19937 rng_;
-};
 
 struct Decoded {
   double tok_s = 0;

@@ -1,4 +1,5 @@
-// Draft sources for speculative decoding. A drafter proposes tokens to follow a sequence; the
+// Draft sources for speculative decoding (the simple ones live in draft_sources.cpp; the
+// assistant model in assistant_drafter.h). A drafter proposes tokens to follow a sequence; the
 // engine feeds them beside the sequence's pending token in one batched step and keeps only those
 // plain decoding would have produced (engine.cpp), so no drafter can change an answer, only how
 // many tokens one pass over the weights yields.
@@ -69,6 +70,21 @@ class ReplayDrafter : public Drafter {
 
  private:
   std::vector<int> script_;
+};
+
+// Random tokens (tests' and g4 bench's drafter whose drafts are never right): k of them, or with
+// `vary_length` between 0 and k, so that every rollback length occurs.
+class RandomDrafter : public Drafter {
+ public:
+  RandomDrafter(int vocab, uint64_t seed, bool vary_length = false) : vocab_(vocab), vary_(vary_length), state_(seed) {}
+  std::vector<int> propose(const DraftContext& c, int k) override;
+  std::string name() const override { return "random"; }
+
+ private:
+  uint64_t next();  // splitmix64
+  int vocab_;
+  bool vary_;
+  uint64_t state_;
 };
 
 }  // namespace g4

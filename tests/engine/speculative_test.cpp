@@ -35,21 +35,6 @@ struct Out {
 // Events by (request index, choice).
 using Outs = std::map<std::pair<int, int>, Out>;
 
-class RandomDrafter : public Drafter {
- public:
-  RandomDrafter(int vocab, unsigned seed) : vocab_(vocab), rng_(seed) {}
-  std::vector<int> propose(const DraftContext&, int k) override {
-    std::vector<int> d(size_t(rng_() % unsigned(k + 1)));
-    for (int& t : d) t = int(rng_() % unsigned(vocab_));
-    return d;
-  }
-  std::string name() const override { return "random"; }
-
- private:
-  int vocab_;
-  std::mt19937 rng_;
-};
-
 // The true continuation with one token (at a random place, half the time) replaced.
 class CorruptedReplay : public Drafter {
  public:
@@ -133,7 +118,7 @@ EngineOptions with_drafter(EngineOptions o, Adversary a, int vocab, const std::v
       ++i;
     const auto& script = truth.at({int(i), choice}).tokens;
     const unsigned seed = unsigned(i * 31 + size_t(choice));
-    if (a == Adversary::Random) return std::make_unique<RandomDrafter>(vocab, seed);
+    if (a == Adversary::Random) return std::make_unique<RandomDrafter>(vocab, seed, /*vary_length=*/true);
     if (a == Adversary::Truth) return std::make_unique<ReplayDrafter>(script);
     return std::make_unique<CorruptedReplay>(script, vocab, seed);
   };

@@ -35,4 +35,18 @@ std::vector<int> ReplayDrafter::propose(const DraftContext& c, int k) {
   return std::vector<int>(script_.begin() + ptrdiff_t(from), script_.begin() + ptrdiff_t(from + n));
 }
 
+uint64_t RandomDrafter::next() {
+  uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+std::vector<int> RandomDrafter::propose(const DraftContext&, int k) {
+  std::vector<int> d(size_t(std::max(k, 0)));
+  if (vary_) d.resize(size_t(next() % uint64_t(std::max(k, 0) + 1)));
+  for (int& t : d) t = int(next() % uint64_t(vocab_));
+  return d;
+}
+
 }  // namespace g4
