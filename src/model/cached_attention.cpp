@@ -21,17 +21,21 @@ namespace {
 
 using blocks::Vec;
 
-// The shape of one layer's attention and where its keys start for a row at `pos`.
+// The shape of one layer's attention and where the keys of a row at `pos` start and end.
 struct LayerShape {
   bool sliding;
   int64_t W, nH, kvh, hd;
+  const std::vector<int64_t>* key_ends;  // [T] or empty: see attend_from_cache
   // The first key a row at `pos` sees, never before `floor`: q - k < W on sliding layers.
   int64_t first_key(int64_t pos, int64_t floor) const { return sliding ? std::max<int64_t>(floor, pos - W + 1) : 0; }
+  // The last key row r (at `pos`) sees: itself, or on a sliding layer the end of its image.
+  int64_t last_key(size_t r, int64_t pos) const { return sliding && !key_ends->empty() ? (*key_ends)[r] : pos; }
 };
 
-LayerShape layer_shape(const Model& m, int layer) {
+LayerShape layer_shape(const Model& m, int layer, const std::vector<int64_t>& key_ends) {
   const LayerPlan& p = m.config.layers[size_t(layer)];
-  return {p.type == LayerType::Sliding, m.config.sliding_window, m.config.num_attention_heads, p.kv_heads, p.head_dim};
+  return {p.type == LayerType::Sliding, m.config.sliding_window, m.config.num_attention_heads, p.kv_heads, p.head_dim,
+          &key_ends};
 }
 
 // The reference path: gathers every key to f32 (KvStore::read) and runs ref::attend_row.
@@ -53,7 +57,7 @@ void attend_reference(const KvStore& kv, int src, const LayerShape& s, const std
     for (size_t r = g.row_begin; r < g.row_end; ++r) {
       const int64_t pos = positions[r], off = s.first_key(pos, first_cached) - first_cached;
       ref::attend_row(&q[r * size_t(s.nH * s.hd)], &keys[size_t(off * row_w)], &values[size_t(off * row_w)],
-                      pos - first_cached - off + 1, s.nH, s.kvh, s.hd, &a[r * size_t(s.nH * s.hd)]);
+                      s.last_key(r, pos) - first_cached - off + 1, s.nH, s.kvh, s.hd, &a[r * size_t(s.nH * s.hd)]);
     }
   }
 }
@@ -174,7 +178,7 @@ std::vector<AttnItem> work_items(const LayerShape& s, const std::vector<RowGroup
   for (size_t gi = 0; gi < groups.size(); ++gi)
     for (size_t r = groups[gi].row_begin; r < groups[gi].row_end; ++r) {
       const int64_t pos = positions[r], base = gs.first_cached[gi];
-      const int64_t begin = s.first_key(pos, base) - base, end = pos - base + 1;
+      const int64_t begin = s.first_key(pos, base) - base, end = s.last_key(r, pos) - base + 1;
       *fmas += 2 * (end - begin) * s.nH * s.hd;
       const int n_slices = int((end - begin + slice - 1) / slice);
       for (int64_t kh = 0; kh < s.kvh; ++kh)
@@ -264,10 +268,10 @@ void attend_simd(const KvStore& kv, int src, const LayerShape& s, const std::vec
 }  // namespace
 
 void attend_from_cache(const Model& m, int layer, const KvStore& kv, const std::vector<RowGroup>& groups,
-                       const std::vector<int64_t>& positions, const Vec& q, const Vec& k, const Vec& v, Vec& a,
-                       const blocks::Exec& ex) {
+                       const std::vector<int64_t>& positions, const std::vector<int64_t>& sliding_key_ends,
+                       const Vec& q, const Vec& k, const Vec& v, Vec& a, const blocks::Exec& ex) {
   ScopeTimer timer(ex.times ? &ex.times->attention_s : nullptr);
-  const LayerShape s = layer_shape(m, layer);
+  const LayerShape s = layer_shape(m, layer, sliding_key_ends);
   const int src = m.config.layers[size_t(layer)].kv_source_layer;
   if (ex.simd()) attend_simd(kv, src, s, groups, positions, q, k, v, a, ex);
   else attend_reference(kv, src, s, groups, positions, q, k, v, a);

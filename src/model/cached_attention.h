@@ -25,9 +25,13 @@ struct RowGroup {
 
 // a [T, nH, hd] for layer `layer`, reading the cache of its KV source layer (itself unless
 // KV-shared): q [T, nH, hd], the step's own k, v of that layer [T, kvh, hd], positions [T].
+// sliding_key_ends [T] (model/soft_tokens.h), when not empty: the last position each row sees
+// on a sliding layer, at or past its own (an image's rows under the "vision" rule), always
+// within the step's rows of its sequence. Empty, and on full layers: causal.
 void attend_from_cache(const Model& m, int layer, const KvStore& kv, const std::vector<RowGroup>& groups,
-                       const std::vector<int64_t>& positions, const blocks::Vec& q, const blocks::Vec& k,
-                       const blocks::Vec& v, blocks::Vec& a, const blocks::Exec& ex);
+                       const std::vector<int64_t>& positions, const std::vector<int64_t>& sliding_key_ends,
+                       const blocks::Vec& q, const blocks::Vec& k, const blocks::Vec& v, blocks::Vec& a,
+                       const blocks::Exec& ex);
 
 // True when the SIMD pass (ex.matmul set) attends with the bf16 kernel (ops/attention/attention_bf16.h):
 // policy compute = bf16 (ex.matmul->bf16_compute), a store whose views hold bf16, and a CPU

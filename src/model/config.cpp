@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <set>
+#include <utility>
 
 #include "platform/error.h"
 
@@ -23,6 +24,12 @@ const std::set<std::string> kIgnoredKeys = {
     "label2id", "tokenizer_class", "prefix", "sep_token_id", "decoder_start_token_id", "task_specific_params",
     "finetuning_task", "add_cross_attention", "cross_attention_hidden_size", "pruned_heads", "torchscript",
     "bad_words_ids", "begin_suppress_tokens", "suppress_tokens", "quantization_config", "sliding_window_pattern"};
+
+// The multimodal token ids a gemma4 config.json carries at its top level, and where they go.
+const std::pair<const char*, std::optional<int> ModelConfig::*> kMediaTokenIds[] = {
+    {"image_token_id", &ModelConfig::image_token_id}, {"boi_token_id", &ModelConfig::boi_token_id},
+    {"eoi_token_id", &ModelConfig::eoi_token_id},     {"video_token_id", &ModelConfig::video_token_id},
+    {"audio_token_id", &ModelConfig::audio_token_id}};
 
 struct Reader {
   const json& j;
@@ -192,7 +199,19 @@ void parse_attention_window(Reader& r, ModelConfig& c, bool unified) {
   if (c.use_bidirectional_attention == "all")
     r.fail("use_bidirectional_attention", "\"all\" makes every layer bidirectional: not a causal text decoder g4 can serve");
   if (!c.use_bidirectional_attention.empty() && c.use_bidirectional_attention != "vision")
-    r.fail("use_bidirectional_attention", "expected null, \"vision\" or \"all\"");
+    r.fail("use_bidirectional_attention", "expected null or \"vision\"");
+}
+
+// The multimodal token ids at the top level of the config (root: the whole config.json).
+void parse_media_token_ids(const json& root, const std::string& source, Reader& text_reader, ModelConfig& c) {
+  Reader top{root, source, {}};
+  Reader& r = &root == &text_reader.j ? text_reader : top;  // a plain text config is its own top level
+  for (const auto& [key, slot] : kMediaTokenIds) {
+    if (!r.present(key)) continue;
+    const int id = r.get_int(key, std::nullopt);
+    if (id >= c.vocab_size) r.fail(key, "outside the vocabulary (vocab_size = " + std::to_string(c.vocab_size) + ")");
+    c.*slot = id;
+  }
 }
 
 void parse_layer_types(Reader& r, ModelConfig& c) {
@@ -274,6 +293,7 @@ ModelConfig parse_config(const json& root, const std::string& source) {
   parse_layer_types(r, c);
   parse_variant_features(r, c, unified);
   parse_moe(r, c, unified);
+  parse_media_token_ids(root, source, r, c);
   for (auto it = text.begin(); it != text.end(); ++it)
     if (!r.used.count(it.key()) && !kIgnoredKeys.count(it.key()) && it.key() != "model_type")
       c.notes.push_back("ignored unknown field '" + it.key() + "'");
@@ -387,12 +407,15 @@ json config_to_json(const ModelConfig& c) {
       {"top_k_experts", c.enable_moe_block ? json(c.top_k_experts) : json(nullptr)},
       {"moe_intermediate_size", c.enable_moe_block ? json(c.moe_intermediate_size) : json(nullptr)},
   };
-  return {{"architectures", {"Gemma4ForConditionalGeneration"}},
-          {"model_type", c.model_type == "gemma4_unified_text" ? "gemma4_unified" : "gemma4"},
-          {"text_config", t},
-          {"vision_config", nullptr},
-          {"audio_config", nullptr},
-          {"tie_word_embeddings", c.tie_word_embeddings}};
+  json out = {{"architectures", {"Gemma4ForConditionalGeneration"}},
+              {"model_type", c.model_type == "gemma4_unified_text" ? "gemma4_unified" : "gemma4"},
+              {"text_config", t},
+              {"vision_config", nullptr},
+              {"audio_config", nullptr},
+              {"tie_word_embeddings", c.tie_word_embeddings}};
+  for (const auto& [key, slot] : kMediaTokenIds)
+    if (c.*slot) out[key] = *(c.*slot);
+  return out;
 }
 
 int64_t ModelConfig::widest_matmul_input() const {

@@ -56,7 +56,7 @@ struct ModelConfig {
   int sliding_window = 512;
   std::vector<LayerType> layer_types;
   std::optional<double> final_logit_softcapping;
-  std::string use_bidirectional_attention;  // "", "vision" ("all" is refused: not a causal LM)
+  std::string use_bidirectional_attention;  // "" (null) or "vision"; anything else is refused
   int vocab_size_per_layer_input = 262144;
   int hidden_size_per_layer_input = 256;    // P; 0 disables per-layer embeddings
   bool attention_k_eq_v = false;
@@ -66,6 +66,13 @@ struct ModelConfig {
   int num_experts = 0;
   int top_k_experts = 0;
   int moe_intermediate_size = 0;
+  // Multimodal token ids, from the top level of a gemma4 / gemma4_unified config.json; absent in
+  // text-only configs (and GGUF). Never hard-coded: the tiny fixtures move them (500...).
+  std::optional<int> image_token_id;  // <|image|>, the placeholder a soft token replaces
+  std::optional<int> boi_token_id;    // <|image>
+  std::optional<int> eoi_token_id;    // <image|>
+  std::optional<int> video_token_id;  // <|video|>
+  std::optional<int> audio_token_id;  // <|audio|>
 
   // Derived (filled by finalize()).
   int first_kv_shared_layer = 0;  // L - num_kv_shared_layers
@@ -73,6 +80,9 @@ struct ModelConfig {
   std::vector<std::string> notes;  // non-fatal observations (ignored keys, forced values)
 
   bool has_ple() const { return hidden_size_per_layer_input > 0; }
+  // use_bidirectional_attention == "vision": on sliding layers an image's soft tokens see every
+  // token of the same image (docs/vision.md); full layers stay causal.
+  bool vision_bidirectional() const { return use_bidirectional_attention == "vision"; }
   // The widest input dimension of any weight matrix (H, nH·hd for o_proj, MLP widths for
   // down_proj, the MoE expert width): what kernel tiling must plan for.
   int64_t widest_matmul_input() const;

@@ -9,18 +9,27 @@
 #include "model/executor.h"
 #include "model/kv_store.h"
 #include "model/model.h"
+#include "model/soft_tokens.h"
 
 namespace g4 {
 
 struct BatchRow {
   int seq = 0;          // sequence id in the KvStore
   int64_t pos = 0;      // absolute token position (never shifted by padding or batching)
-  int token = 0;
+  int token = 0;        // at a soft token: the placeholder id (image_token_id)
   bool want_logits = false;
+  // Null for a text row. Else the image whose soft token this row carries, row pos - first_pos
+  // of it (model/soft_tokens.h): its embedding replaces the token's, the per-layer table reads
+  // the pad row, and under the "vision" rule the rows of one image see each other on sliding
+  // layers. The caller keeps the span and its rows alive through the call.
+  const SoftSpan* soft = nullptr;
 };
 
 // Rows of one sequence must be contiguous, at consecutive positions starting at kv.length(seq),
-// and each sequence may appear once per step (violations throw g4::Error). Returns logits
+// and each sequence may appear once per step (violations throw g4::Error). A row's position
+// must lie inside its soft span; under use_bidirectional_attention "vision" the rows of one
+// vision span must all be in the step (its first rows would otherwise have missed its later
+// ones), while a causal model may split a span across steps. Returns logits
 // [n_wanted, V] in row order for rows with want_logits. Commits the new positions to `kv`.
 // `ex` selects the reference loops (default) or the SIMD kernels on a thread pool.
 std::vector<float> forward_cached(const Model& m, const std::vector<BatchRow>& rows, KvStore& kv,

@@ -115,14 +115,22 @@ void check_tokens(const ModelConfig& c, const std::vector<int>& tokens) {
   }
 }
 
-Vec embed(const Model& m, const std::vector<int>& tokens) {
+Vec embed(const Model& m, const std::vector<int>& tokens) { return embed(m, tokens, {}, {}); }
+
+Vec embed(const Model& m, const std::vector<int>& tokens, const std::vector<int64_t>& positions, const RowSpans& spans) {
   const int64_t H = m.config.hidden_size, T = int64_t(tokens.size());
   Vec x(static_cast<size_t>(T * H));
   const float scale = embedding_scale(H, m.weights.dtype);
   m.weights.embed_tokens->will_read_rows(tokens);  // one wait for the disk, not T (tensor_view.h)
   for (int64_t t = 0; t < T; ++t) {
-    m.weights.embed_tokens->row_to_f32(tokens[size_t(t)], &x[size_t(t * H)]);
-    for (int64_t i = 0; i < H; ++i) x[size_t(t * H + i)] *= scale;
+    float* row = &x[size_t(t * H)];
+    if (!spans.empty() && spans[size_t(t)]) {  // a soft token: as is, no sqrt(H)
+      const float* soft = spans[size_t(t)]->row_at(positions[size_t(t)], H);
+      std::copy(soft, soft + H, row);
+      continue;
+    }
+    m.weights.embed_tokens->row_to_f32(tokens[size_t(t)], row);
+    for (int64_t i = 0; i < H; ++i) row[i] *= scale;
   }
   return x;
 }
@@ -249,14 +257,16 @@ void logits_into(const Model& m, Vec x, const Exec& ex, Vec& out, Vec* normed) {
 }
 
 Vec decoder_stack(const Model& m, const std::vector<int>& tokens, const std::vector<int64_t>& positions, const Exec& ex,
-                  const Attend& attend, StepKv& kv) {
+                  const Attend& attend, StepKv& kv, const RowSpans& spans) {
   const ModelConfig& c = m.config;
   const int64_t T = int64_t(tokens.size()), L = c.num_hidden_layers;
   // The SIMD path takes each row's RoPE cos/sin from tables built once for the step; the
   // reference computes them per layer, as the spec does.
   const RopeTables rope = ex.simd() ? RopeTables(c, positions) : RopeTables(c);
-  Vec x = embed(m, tokens);                                                  // [T, H]
-  const Vec ple = c.has_ple() ? per_layer_inputs(m, tokens, x, ex) : Vec{};  // [T, L, P]
+  Vec x = embed(m, tokens, positions, spans);  // [T, H]
+  // [T, L, P]: the projection reads x (soft tokens included), the table the pad row at them
+  const std::vector<int> soft_ids = c.has_ple() ? per_layer_ids(c, tokens, spans) : std::vector<int>{};
+  const Vec ple = c.has_ple() ? per_layer_inputs(m, soft_ids.empty() ? tokens : soft_ids, x, ex) : Vec{};
   kv.k.assign(size_t(L), {});
   kv.v.assign(size_t(L), {});
   int64_t widest = 0;

@@ -13,6 +13,7 @@
 
 #include "model/executor.h"
 #include "model/model.h"
+#include "model/soft_tokens.h"
 
 namespace g4::blocks {
 
@@ -40,6 +41,9 @@ void check_tokens(const ModelConfig& c, const std::vector<int>& tokens);
 
 // x = embed_tokens[ids] · sqrt(H) (scale rounded to the weight dtype)            -> [T, H]
 Vec embed(const Model& m, const std::vector<int>& tokens);
+// The same, except that a row carrying a soft token (spans[t], at positions[t]) takes it as is,
+// without the scale. Empty spans: exactly embed(m, tokens).
+Vec embed(const Model& m, const std::vector<int>& tokens, const std::vector<int64_t>& positions, const RowSpans& spans);
 
 // Per-layer inputs (P > 0): ((proj(x)·H^-½ → RMSNorm per P slice) + table[ids]·√P) · 2^-½ -> [T, L, P]
 Vec per_layer_inputs(const Model& m, const std::vector<int>& tokens, const Vec& x, const Exec& ex);
@@ -82,7 +86,9 @@ using Attend = std::function<void(int layer, const Vec& q, const Vec& k, const V
 
 // The decoder stack over one step: embeddings, per-layer inputs, every layer in order; returns
 // the residual stream after the last layer [T, H], leaving each owning layer's k, v in `kv`.
+// Rows with a span (spans[t], empty for a text-only step) embed their soft token and read the
+// pad row of the per-layer table (model/soft_tokens.h); the mask is the caller's `attend`.
 Vec decoder_stack(const Model& m, const std::vector<int>& tokens, const std::vector<int64_t>& positions, const Exec& ex,
-                  const Attend& attend, StepKv& kv);
+                  const Attend& attend, StepKv& kv, const RowSpans& spans = {});
 
 }  // namespace g4::blocks

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "model/dense_kv_store.h"
 #include "model/assistant_step.h"
@@ -25,13 +24,6 @@ constexpr float kTolerance = 1e-3f;  // the fixture README's bound on logits, h_
 
 std::filesystem::path assistant_fixture(const std::string& variant) {
   return test::fixtures_dir() / "gemma4-assistant-tiny" / variant;
-}
-
-std::vector<int> read_i32(const std::filesystem::path& p) {
-  const std::string b = test::read_file(p);
-  std::vector<int> v(b.size() / 4);
-  std::memcpy(v.data(), b.data(), v.size() * 4);
-  return v;
 }
 
 // What one start produced: the target's normed hidden row p-1 and its logits, and k steps.
@@ -74,7 +66,7 @@ class AssistantFixture : public ::testing::TestWithParam<std::string> {
     const auto hidden = test::read_f32(dir_ / "target_hidden.f32");  // [T, H_t]
     const auto tlogits = test::read_f32(dir_ / "target_logits.f32");  // [T, V]
     const bool centroid = drafter_->config.use_ordered_embeddings;
-    const auto cands = centroid ? read_i32(dir_ / "draft_candidates.i32") : std::vector<int>{};
+    const auto cands = centroid ? test::read_i32(dir_ / "draft_candidates.i32") : std::vector<int>{};
     const size_t n_cand = centroid ? cands.size() / (manifest_["starts"].size() * size_t(k_)) : 0;
     float worst = 0;
     for (size_t s = 0; s < manifest_["starts"].size(); ++s) {

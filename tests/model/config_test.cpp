@@ -157,6 +157,48 @@ TEST(Config, ErrorsNameFieldAndValue) {
   EXPECT_NE(error_of(json{{"model_type", "gemma4"}}).find("text_config"), std::string::npos);
 }
 
+// The multimodal token ids sit at the top level of a gemma4 config.json; the image mask rule in
+// its text_config. Both are read, not assumed; text-only configs carry neither.
+TEST(Config, MultimodalTokenIdsAndTheImageMaskRule) {
+  json mm = {{"model_type", "gemma4"}, {"text_config", tiny_text()}, {"image_token_id", 501}, {"boi_token_id", 500},
+             {"eoi_token_id", 502}, {"video_token_id", 503}, {"audio_token_id", 504}};
+  mm["text_config"].erase("model_type");
+  ModelConfig c = parse_config(mm, "config.json");
+  EXPECT_EQ(c.image_token_id, 501);
+  EXPECT_EQ(c.boi_token_id, 500);
+  EXPECT_EQ(c.eoi_token_id, 502);
+  EXPECT_EQ(c.video_token_id, 503);
+  EXPECT_EQ(c.audio_token_id, 504);
+  EXPECT_FALSE(c.vision_bidirectional());  // absent: null, causal
+  const ModelConfig back = parse_config(config_to_json(c), "round trip");
+  EXPECT_EQ(back.image_token_id, 501);
+  EXPECT_EQ(back.audio_token_id, 504);
+  mm["text_config"]["use_bidirectional_attention"] = "vision";
+  EXPECT_TRUE(parse_config(mm, "config.json").vision_bidirectional());
+  mm["text_config"]["use_bidirectional_attention"] = nullptr;
+  EXPECT_FALSE(parse_config(mm, "config.json").vision_bidirectional());
+  for (const json& bad : {json("text"), json(5), json(true)}) {
+    mm["text_config"]["use_bidirectional_attention"] = bad;
+    EXPECT_NE(error_of(mm).find("text_config: field 'use_bidirectional_attention' = " + bad.dump()), std::string::npos)
+        << error_of(mm);
+  }
+  mm["text_config"]["use_bidirectional_attention"] = nullptr;
+  mm["image_token_id"] = 512;  // vocab_size is 512
+  EXPECT_NE(error_of(mm).find("config.json: field 'image_token_id' = 512: outside the vocabulary"), std::string::npos)
+      << error_of(mm);
+  mm["image_token_id"] = -1;
+  EXPECT_NE(error_of(mm).find("field 'image_token_id' = -1"), std::string::npos) << error_of(mm);
+  mm["image_token_id"] = 501;
+  mm["eoi_token_id"] = "502";
+  EXPECT_NE(error_of(mm).find("field 'eoi_token_id' = \"502\": must be an integer"), std::string::npos) << error_of(mm);
+  const ModelConfig text = parse_config(tiny_text(), "config.json");
+  EXPECT_FALSE(text.image_token_id || text.boi_token_id || text.eoi_token_id || text.video_token_id ||
+               text.audio_token_id);
+  const ModelConfig fixture = load_config(test::fixtures_dir() / "gemma4-tiny/tiny-e/hf/config.json");
+  EXPECT_FALSE(fixture.image_token_id);
+  EXPECT_FALSE(fixture.vision_bidirectional());
+}
+
 // The reference rule is "last non-shared layer of the same type". Here the two layers just before
 // the shared block are both sliding, so llama.cpp's (first_shared-2, first_shared-1) shortcut would
 // send shared full layers to a sliding layer.
