@@ -52,11 +52,13 @@ RowSpans step_spans(const ModelConfig& c, const std::vector<BatchRow>& rows, con
       if (!s) continue;
       if (spans.empty()) spans.assign(rows.size(), nullptr);
       spans[r] = s;
-      const std::string where = "batch: sequence " + std::to_string(rows[r].seq) + " row " + std::to_string(r) +
-                                " at position " + std::to_string(rows[r].pos);
-      if (!s->rows || s->count < 1) throw Error(where + " carries " + span_text(*s) + " without soft-token rows");
+      auto where = [&] {  // built only for an error
+        return "batch: sequence " + std::to_string(rows[r].seq) + " row " + std::to_string(r) + " at position " +
+               std::to_string(rows[r].pos);
+      };
+      if (!s->rows || s->count < 1) throw Error(where() + " carries " + span_text(*s) + " without soft-token rows");
       if (rows[r].pos < s->first_pos || rows[r].pos >= s->end_pos())
-        throw Error(where + " lies outside the soft tokens of " + span_text(*s) + " it points at");
+        throw Error(where() + " lies outside the soft tokens of " + span_text(*s) + " it points at");
       if (!c.vision_bidirectional() || !s->vision) continue;
       // Rows are consecutive: the span is whole when its first row is in the run, points at it,
       // and (checked once, there) so do the next count - 1 rows.
@@ -68,7 +70,7 @@ RowSpans step_spans(const ModelConfig& c, const std::vector<BatchRow>& rows, con
         for (size_t i = r; whole && i < r + size_t(s->count); ++i) whole = rows[i].soft == s;
       }
       if (!whole)
-        throw Error(where + " belongs to " + span_text(*s) + ", but the step holds positions [" +
+        throw Error(where() + " belongs to " + span_text(*s) + ", but the step holds positions [" +
                     std::to_string(g.pos_begin) + ", " + std::to_string(run_end) +
                     ") of the sequence: with use_bidirectional_attention = \"vision\" an image's tokens see each "
                     "other, so all of them must be in one step");
