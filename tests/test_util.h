@@ -77,12 +77,15 @@ inline void write_file(const std::filesystem::path& p, const std::string& bytes)
   std::ofstream f(p, std::ios::binary);
   f.write(bytes.data(), std::streamsize(bytes.size()));
 }
-inline std::vector<float> read_f32(const std::filesystem::path& p) {
+template <typename T = float>
+inline std::vector<T> read_raw(const std::filesystem::path& p) {
   std::string b = read_file(p);
-  std::vector<float> v(b.size() / 4);
-  std::memcpy(v.data(), b.data(), v.size() * 4);
+  std::vector<T> v(b.size() / sizeof(T));
+  std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
   return v;
 }
+inline std::vector<float> read_f32(const std::filesystem::path& p) { return read_raw<float>(p); }
+inline std::vector<int> read_i32(const std::filesystem::path& p) { return read_raw<int>(p); }
 
 inline std::vector<int> read_i32(const std::filesystem::path& p) {
   std::string b = read_file(p);

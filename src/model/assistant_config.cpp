@@ -1,5 +1,7 @@
 #include "model/assistant_config.h"
 
+#include "model/config_fields.h"
+
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -94,15 +96,7 @@ AssistantConfig parse_assistant_config(const json& j, const std::string& source)
 }
 
 AssistantConfig load_assistant_config(const std::filesystem::path& path) {
-  std::ifstream f(path);
-  if (!f) throw Error(path.string() + ": cannot open");
-  json j;
-  try {
-    j = json::parse(f);
-  } catch (const json::exception& e) {
-    throw Error(path.string() + ": malformed JSON: " + e.what());
-  }
-  return parse_assistant_config(j, path.string());
+  return parse_assistant_config(read_config_json(path), path.string());
 }
 
 json assistant_config_to_json(const AssistantConfig& d) {

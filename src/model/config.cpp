@@ -1,5 +1,7 @@
 #include "model/config.h"
 
+#include "model/config_fields.h"
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -31,50 +33,7 @@ const std::pair<const char*, std::optional<int> ModelConfig::*> kMediaTokenIds[]
     {"eoi_token_id", &ModelConfig::eoi_token_id},     {"video_token_id", &ModelConfig::video_token_id},
     {"audio_token_id", &ModelConfig::audio_token_id}};
 
-struct Reader {
-  const json& j;
-  std::string where;  // "file: text_config"
-  std::set<std::string> used;
-
-  [[noreturn]] void fail(const std::string& key, const std::string& why) const {
-    std::string val = j.contains(key) ? j.at(key).dump() : "(absent)";
-    if (val.size() > 120) val = val.substr(0, 117) + "...";
-    throw Error(where + ": field '" + key + "' = " + val + ": " + why);
-  }
-  bool present(const std::string& key) {
-    used.insert(key);
-    return j.contains(key) && !j.at(key).is_null();
-  }
-  int get_int(const std::string& key, std::optional<int> fallback, int min_value = 0) {
-    if (!present(key)) {
-      if (!fallback) fail(key, "required field is missing");
-      return *fallback;
-    }
-    const json& v = j.at(key);
-    if (!v.is_number_integer()) fail(key, "must be an integer");
-    long long x = v.get<long long>();
-    if (x < min_value || x > (1ll << 31) - 1) fail(key, "out of range (min " + std::to_string(min_value) + ")");
-    return int(x);
-  }
-  double get_double(const std::string& key, double fallback) {
-    if (!present(key)) return fallback;
-    const json& v = j.at(key);
-    if (!v.is_number()) fail(key, "must be a number");
-    return v.get<double>();
-  }
-  bool get_bool(const std::string& key, bool fallback) {
-    if (!present(key)) return fallback;
-    const json& v = j.at(key);
-    if (!v.is_boolean()) fail(key, "must be true or false");
-    return v.get<bool>();
-  }
-  std::string get_string(const std::string& key, const std::string& fallback) {
-    if (!present(key)) return fallback;
-    const json& v = j.at(key);
-    if (!v.is_string()) fail(key, "must be a string");
-    return v.get<std::string>();
-  }
-};
+using Reader = ConfigFields;
 
 RopeParams parse_rope(const json& r, const std::string& where, RopeParams fallback) {
   if (!r.is_object()) throw Error(where + ": must be an object, got " + r.dump());
@@ -353,17 +312,7 @@ void ModelConfig::finalize() {
 }
 
 ModelConfig load_config(const std::filesystem::path& path) {
-  std::ifstream f(path);
-  if (!f) throw Error(path.string() + ": cannot open");
-  json j;
-  try {
-    j = json::parse(f);
-  } catch (const json::parse_error& e) {
-    throw Error(path.string() + ": malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
-  } catch (const json::exception& e) {  // out_of_range.406: a number too large
-    throw Error(path.string() + ": malformed JSON: " + e.what());
-  }
-  return parse_config(j, path.string());
+  return parse_config(read_config_json(path), path.string());
 }
 
 json config_to_json(const ModelConfig& c) {
