@@ -1,0 +1,35 @@
+// A loaded Gemma 4 vision tower and projector: its config, the mapped checkpoint and the bound,
+// validated weights. Loaded beside the text Model from the same Hugging Face directory (the
+// tensors share one safetensors set; each side binds only its own).
+#pragma once
+#include <deque>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "model/gguf.h"
+#include "model/safetensors.h"
+#include "model/vision_config.h"
+#include "model/vision_weights.h"
+
+namespace g4 {
+
+struct VisionModel {
+  std::filesystem::path path;
+  VisionConfig config;
+  int64_t text_hidden = 0;  // H: the width of a soft token
+  std::string format = "safetensors";  // "safetensors" | "gguf" (an mmproj file)
+  SafetensorsArchive archive;
+  std::unique_ptr<GgufFile> gguf;
+  std::map<std::string, TensorView> gguf_views;  // the GGUF's tensors keyed by Hugging Face name
+  std::deque<TensorView> owned_views;            // tensors rearranged at load (views into owned_data)
+  std::vector<std::vector<float>> owned_data;
+  VisionWeights weights;
+};
+
+// `dir`: a Hugging Face directory (config.json + model.safetensors or a sharded index). Returns
+// nullptr when it is a text-only checkpoint: config.json has no vision_config ("no vision
+// tower"). Throws g4::Error naming the file, field or tensor for a broken config or checkpoint.
+std::unique_ptr<VisionModel> load_vision_model(const std::filesystem::path& dir);
+
+}  // namespace g4
