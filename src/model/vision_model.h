@@ -1,10 +1,12 @@
 // A loaded Gemma 4 vision tower and projector: its config, the mapped checkpoint and the bound,
 // validated weights. Loaded beside the text Model from the same Hugging Face directory (the
-// tensors share one safetensors set; each side binds only its own).
+// tensors share one safetensors set; each side binds only its own), or from a llama.cpp mmproj
+// GGUF (model/vision_gguf.h).
 #pragma once
-#include <deque>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "model/gguf.h"
@@ -22,8 +24,7 @@ struct VisionModel {
   SafetensorsArchive archive;
   std::unique_ptr<GgufFile> gguf;
   std::map<std::string, TensorView> gguf_views;  // the GGUF's tensors keyed by Hugging Face name
-  std::deque<TensorView> owned_views;            // tensors rearranged at load (views into owned_data)
-  std::vector<std::vector<float>> owned_data;
+  std::vector<std::vector<float>> owned_data;    // tensors rearranged at load (gguf_views point into them)
   VisionWeights weights;
 };
 
