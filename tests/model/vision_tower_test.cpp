@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <optional>
 
 #include "model/vision_model.h"
@@ -115,6 +116,57 @@ TEST_P(VisionFixture, SimdKernelsMatchEveryStage) {
   ex.matmul = &mm;
   ex.row_parallel_min_values = 1;  // split even the tiny tower's rows over the pool
   check_all(ex, "simd");
+}
+
+// `w` with every matrix, norm and table re-stored as BF16 (released checkpoints' dtype); the new
+// tensors live in `bytes` and `views`.
+VisionWeights as_bf16(const VisionWeights& w, std::deque<std::vector<uint16_t>>& bytes, std::deque<TensorView>& views) {
+  auto convert = [&](const TensorView*& t) {
+    if (!t) return;
+    std::vector<uint16_t>& b = bytes.emplace_back(size_t(t->numel()));
+    for (int64_t i = 0; i < t->numel(); ++i) b[size_t(i)] = f32_to_bf16(t->at(i));
+    TensorView v = *t;
+    v.dtype = DType::BF16;
+    v.data = reinterpret_cast<const std::byte*>(b.data());
+    v.nbytes = b.size() * 2;
+    t = &views.emplace_back(v);
+  };
+  VisionWeights out = w;
+  for (const TensorView** t : {&out.input_proj, &out.position_table, &out.std_bias, &out.std_scale, &out.embedding_projection})
+    convert(*t);
+  for (VisionLayerWeights& lw : out.layers) {
+    for (const TensorView** t : {&lw.input_norm, &lw.post_attention_norm, &lw.pre_feedforward_norm,
+                                 &lw.post_feedforward_norm, &lw.q_norm, &lw.k_norm})
+      convert(*t);
+    for (ClippedLinear* l : {&lw.q_proj, &lw.k_proj, &lw.v_proj, &lw.o_proj, &lw.gate_proj, &lw.up_proj, &lw.down_proj})
+      convert(l->weight);
+  }
+  return out;
+}
+
+// BF16 weights (what released towers ship) take the SIMD kernels' BF16 path; with f32
+// activations it must agree with the reference loops reading the same BF16 weights.
+TEST_P(VisionFixture, Bf16WeightsSimdMatchesReference) {
+  std::deque<std::vector<uint16_t>> bytes;
+  std::deque<TensorView> views;
+  const VisionWeights w = as_bf16(model_->weights, bytes, views);
+  ThreadPool pool(2);
+  const ops::MatmulContext mm =
+      ops::make_matmul_context(&pool, host_cpu(), model_->config.widest_matmul_input(), false, false);
+  blocks::Exec simd;
+  simd.matmul = &mm;
+  simd.row_parallel_min_values = 1;
+  for (const std::string& name : kImages) {
+    const FixtureImage img = image(name);
+    const blocks::Vec want = encode_image(model_->config, w, img.input(), blocks::Exec{});
+    const blocks::Vec got = encode_image(model_->config, w, img.input(), simd);
+    const Compared c = compare(got, want);
+    EXPECT_TRUE(c.ok()) << name << ": max |delta| " << c.max_diff << " > " << c.bound;
+    // The BF16 tower is a different model: it must not match the F32 fixture by accident.
+    EXPECT_FALSE(compare(want, expected(name, "soft_tokens")).ok()) << name;
+    std::printf("[ vision ] %s BF16 weights %-18s SIMD vs reference max |delta| = %.3g\n", GetParam().c_str(),
+                name.c_str(), c.max_diff);
+  }
 }
 
 // The largest max |Δ| / bound over the four images' soft tokens (or pooled features).
