@@ -1,5 +1,5 @@
-// libFuzzer target: config.json (nlohmann parse, then g4::parse_config).
-// Asserts: refusals are g4::Error with a message (a JSON type error escaping parse_config is a
+// libFuzzer target: config.json (nlohmann parse, then g4::parse_config and g4::parse_vision_config).
+// Asserts: refusals are g4::Error with a message (a JSON type error escaping either parser is a
 // finding); an accepted config round-trips through config_to_json -> parse_config to the same JSON.
 #include <nlohmann/json.hpp>
 
@@ -8,6 +8,7 @@
 
 #include "fuzz_util.h"
 #include "model/config.h"
+#include "model/vision_config.h"
 
 using namespace g4;
 
@@ -20,6 +21,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     nlohmann::json out = config_to_json(c);
     ModelConfig again = parse_config(out, "fuzz/roundtrip.json");
     G4_FUZZ_CHECK(config_to_json(again) == out);
+  } catch (const g4::Error& e) {
+    fuzz::check_error(e);
+  }
+  try {
+    (void)parse_vision_config(j, "fuzz/config.json");
   } catch (const g4::Error& e) {
     fuzz::check_error(e);
   }

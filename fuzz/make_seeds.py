@@ -131,6 +131,11 @@ def seeds_synth(g4):
                                 "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0}}}
     put("config", "hand_text", json.dumps(hand))
     put("config", "hand_unified", json.dumps({"model_type": "gemma4_unified", "text_config": dict(hand, model_type="gemma4_unified_text")}))
+    vision = {"model_type": "gemma4_vision", "hidden_size": 48, "intermediate_size": 96, "num_hidden_layers": 2,
+              "num_attention_heads": 3, "num_key_value_heads": 3, "head_dim": 16, "patch_size": 4, "pooling_kernel_size": 3,
+              "position_embedding_size": 64, "rms_norm_eps": 1e-6, "rope_parameters": {"rope_type": "default", "rope_theta": 100.0},
+              "use_clipped_linears": True, "standardize": False, "hidden_activation": "gelu_pytorch_tanh"}
+    put("config", "hand_vision", json.dumps({"model_type": "gemma4", "text_config": hand, "vision_config": vision}))
     if not g4:
         return
     with tempfile.TemporaryDirectory() as tmp:
