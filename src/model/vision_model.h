@@ -28,9 +28,16 @@ struct VisionModel {
   VisionWeights weights;
 };
 
-// `dir`: a Hugging Face directory (config.json + model.safetensors or a sharded index). Returns
-// nullptr when it is a text-only checkpoint: config.json has no vision_config ("no vision
-// tower"). Throws g4::Error naming the file, field or tensor for a broken config or checkpoint.
-std::unique_ptr<VisionModel> load_vision_model(const std::filesystem::path& dir);
+// `path`: the checkpoint the text model was loaded from. A Hugging Face directory (config.json +
+// model.safetensors or a sharded index) with a vision_config gives its tower. nullptr when there
+// is no vision tower there: config.json has no vision_config (a text-only checkpoint), or there
+// is no config.json (a GGUF file or directory, whose tower would be a separate mmproj:
+// vision_gguf.h). Throws g4::Error naming the file, field or tensor for a broken config or
+// checkpoint.
+std::unique_ptr<VisionModel> load_vision_model(const std::filesystem::path& path);
+
+// As load_vision_model, but where there is no vision tower it throws
+// "<path>: no vision tower (...)" saying why, for a caller that was handed an image.
+std::unique_ptr<VisionModel> require_vision_model(const std::filesystem::path& path);
 
 }  // namespace g4

@@ -110,6 +110,16 @@ TEST(VisionLoad, TextOnlyCheckpointHasNoVisionTower) {
   const auto dir = test::fixtures_dir() / "gemma4-tiny" / "tiny-e" / "hf";
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no text fixture at " << dir;
   EXPECT_EQ(load_vision_model(dir), nullptr);
+  try {
+    require_vision_model(dir);
+    ADD_FAILURE() << "a text-only checkpoint gave a vision tower";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no vision tower (config.json has no vision_config"), std::string::npos)
+        << e.what();
+  }
+  // A model file (a GGUF, say) is no directory with a config.json: its tower, if any, is an mmproj.
+  const auto file = dir / "model.safetensors";
+  EXPECT_EQ(load_vision_model(file), nullptr);
 }
 
 class VisionTensorRefusals : public ::testing::Test {
