@@ -87,13 +87,6 @@ inline std::vector<T> read_raw(const std::filesystem::path& p) {
 inline std::vector<float> read_f32(const std::filesystem::path& p) { return read_raw<float>(p); }
 inline std::vector<int> read_i32(const std::filesystem::path& p) { return read_raw<int>(p); }
 
-inline std::vector<int> read_i32(const std::filesystem::path& p) {
-  std::string b = read_file(p);
-  std::vector<int> v(b.size() / 4);
-  std::memcpy(v.data(), b.data(), v.size() * 4);
-  return v;
-}
-
 // n token ids drawn uniformly from [4, vocab) (clear of the usual special ids 0..3).
 inline std::vector<int> random_tokens(size_t n, int vocab, unsigned seed) {
   std::mt19937 rng(seed);
