@@ -297,7 +297,7 @@ ResponseContext HttpServer::response_context(const GenerationSpec& spec, Endpoin
 void HttpServer::responses(const httplib::Request& req, httplib::Response& res) {
   auto parsed = parse_json_object(req.body);
   if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
-  auto rr_or = responses_to_chat(std::get<RequestJson>(parsed), stored_responses_);
+  auto rr_or = responses_to_chat(std::get<RequestJson>(parsed), stored_responses_, service_.limits());
   if (auto* e = std::get_if<ApiError>(&rr_or)) return send_error(res, *e);
   auto rr = std::make_shared<ResponsesRequest>(std::move(std::get<ResponsesRequest>(rr_or)));
   auto spec_or = parse_chat_request(rr->chat_body, service_.limits());

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "server/image_parts.h"
 #include "server/request_fields.h"
 
 namespace g4::server {
@@ -59,18 +60,34 @@ std::variant<RequestJson, ApiError> parse_json_object(std::string_view body) {
 
 namespace {
 
-// A message's content parts: text only (Gemma 4's text decoder would not see an image).
-std::optional<ApiError> check_content_parts(const RequestJson& content, const std::string& where) {
+// A message's content parts: text, and images where the model has a vision tower (user
+// messages only: the template writes a system prompt's parts as text). Image parts are
+// collected in order, as the template writes their placeholders.
+std::optional<ApiError> check_content_parts(const RequestJson& content, const std::string& where, const std::string& role,
+                                            const RequestLimits& limits, std::vector<ImagePart>& images) {
   for (size_t j = 0; j < content.size(); ++j) {
     const RequestJson& part = content[j];
     const std::string pw = where + ".content[" + std::to_string(j) + "]";
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
       return bad_request("'" + pw + "' must be a content part object with a 'type'", pw, "invalid_value");
     const std::string type = part["type"];
+    if (type == "image_url") {
+      if (!limits.accepts_images)
+        return bad_request("'" + pw + "' is an image, and " + limits.images_refused +
+                               " (an image would be answered without being seen)",
+                           pw + ".type", "unsupported_content_type");
+      if (role != "user")
+        return bad_request("'" + pw + "': image parts are accepted in user messages only, not in a " + role + " message",
+                           pw + ".type", "unsupported_content_type");
+      auto p = read_image_url_part(part, pw);
+      if (auto* e = std::get_if<ApiError>(&p)) return *e;
+      images.push_back(std::get<ImagePart>(std::move(p)));
+      continue;
+    }
     if (type != "text")
       return bad_request("'" + pw + ".type' is \"" + type +
-                             "\": g4 serves Gemma 4's text decoder only, so only \"text\" content parts are "
-                             "accepted (an image or audio part would be answered without being seen)",
+                             "\": g4 accepts \"text\" and \"image_url\" content parts (an audio or file part would be "
+                             "answered without being heard or read)",
                          pw + ".type", "unsupported_content_type");
     if (!part.contains("text") || !part["text"].is_string())
       return bad_request("'" + pw + ".text' must be a string", pw + ".text", "invalid_value");
@@ -79,7 +96,8 @@ std::optional<ApiError> check_content_parts(const RequestJson& content, const st
 }
 
 // messages[k]: an object with a known role and string, text-part or null content.
-std::optional<ApiError> check_message(const RequestJson& m, size_t k) {
+std::optional<ApiError> check_message(const RequestJson& m, size_t k, const RequestLimits& limits,
+                                      std::vector<ImagePart>& images) {
   static const char* kRoles[] = {"system", "developer", "user", "assistant", "tool"};
   const std::string where = "messages[" + std::to_string(k) + "]";
   if (!m.is_object()) return wrong_type(where, "an object", m);
@@ -95,17 +113,18 @@ std::optional<ApiError> check_message(const RequestJson& m, size_t k) {
   auto content = m.find("content");
   if (content != m.end() && !content->is_null() && !content->is_string() && !content->is_array())
     return wrong_type(where + ".content", "a string, an array of content parts or null", *content);
-  if (content != m.end() && content->is_array()) return check_content_parts(*content, where);
+  if (content != m.end() && content->is_array())
+    return check_content_parts(*content, where, role->get<std::string>(), limits, images);
   return std::nullopt;
 }
 
-std::optional<ApiError> read_chat_messages(Reader& r, GenerationSpec& s) {
+std::optional<ApiError> read_chat_messages(Reader& r, GenerationSpec& s, const RequestLimits& limits) {
   const RequestJson* messages = r.find("messages");
   if (!messages) return bad_request("'messages' is required", "messages", "missing_required_field");
   if (!messages->is_array()) return wrong_type("messages", "an array of message objects", *messages);
   if (messages->empty()) return bad_request("'messages' must contain at least one message", "messages", "invalid_value");
   for (size_t k = 0; k < messages->size(); ++k)
-    if (auto e = check_message((*messages)[k], k)) return e;
+    if (auto e = check_message((*messages)[k], k, limits, s.images)) return e;
   s.messages = *messages;
   return std::nullopt;
 }
@@ -214,7 +233,7 @@ std::variant<GenerationSpec, ApiError> parse_chat_request(const RequestJson& bod
   Reader r{body, std::nullopt};
   GenerationSpec s;
   if (auto e = read_common(r, s, Endpoint::chat, limits)) return *e;
-  if (auto e = read_chat_messages(r, s)) return *e;
+  if (auto e = read_chat_messages(r, s, limits)) return *e;
   if (auto e = read_chat_tools(r, s)) return *e;
   if (auto e = read_tool_choice(r, s)) return *e;
   if (auto e = read_parallel_tool_calls(r, s)) return *e;

@@ -32,6 +32,17 @@ struct RequestLimits {
   int default_max_tokens = 512;    // when the request gives neither max_tokens nor max_completion_tokens
   double max_deadline_seconds = 600;
   int max_choices = 1;             // n: each choice takes a running slot (--max-seqs)
+  // Image parts: accepted only when the model has a vision tower; otherwise this says why not.
+  bool accepts_images = false;
+  std::string images_refused = "the served model has no vision tower";
+};
+
+// One image content part, in prompt order: where it was (for errors), its URL (data: or
+// http(s)) and the soft-token budget its `detail` asked for (0: the default).
+struct ImagePart {
+  std::string where;  // "messages[1].content[0]"
+  std::string url;
+  int budget = 0;
 };
 
 struct GenerationSpec {
@@ -61,6 +72,10 @@ struct GenerationSpec {
   // g4.speculative ("off" | "ngram" | "draft") and g4.draft_k: nullopt / 0 take the server's.
   std::optional<SpecMode> speculative;
   int draft_k = 0;
+  // Image parts in the order the template writes their <|image|> placeholders, and the budget
+  // (g4.max_image_tokens) for parts whose detail is "auto" or absent; 0: the server's.
+  std::vector<ImagePart> images;
+  int max_image_tokens = 0;
 };
 
 // Body bytes -> JSON object. Refuses invalid UTF-8 (naming the byte offset), malformed JSON and

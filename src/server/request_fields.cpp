@@ -286,7 +286,8 @@ void read_streaming(Reader& r, GenerationSpec& s) {
   if (!s.stream && !r.error) r.fail(bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options"));
 }
 
-// g4 extension: {"g4": {"deadline_ms": N, "speculative": "off"|"ngram"|"draft", "draft_k": K}}.
+// g4 extension: {"g4": {"deadline_ms": N, "speculative": "off"|"ngram"|"draft", "draft_k": K,
+// "max_image_tokens": B}}; max_image_tokens is the budget of image parts whose detail is auto.
 // deadline_ms lowers the server's per-request deadline; speculative and draft_k choose this
 // request's drafting (the engine refuses a drafter it lacks or K above its --draft-k). Any other
 // key is refused, never ignored.
@@ -313,8 +314,14 @@ void read_g4_extension(Reader& r, GenerationSpec& s, const RequestLimits& limits
       if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 16)
         r.fail(bad_request("'g4.draft_k' must be an integer in 1..16", field, "invalid_value"));
       else s.draft_k = int(v.get<int64_t>());
+    } else if (it.key() == "max_image_tokens") {
+      const auto budget = v.is_number_integer() ? v.get<int64_t>() : -1;
+      if (budget != 70 && budget != 140 && budget != 280 && budget != 560 && budget != 1120)
+        r.fail(bad_request("'g4.max_image_tokens' must be one of 70, 140, 280, 560, 1120 (Gemma 4's image budgets)", field,
+                           "invalid_value"));
+      else s.max_image_tokens = int(budget);
     } else {
-      r.fail(bad_request("'" + field + "' is not a g4 extension field (known: deadline_ms, speculative, draft_k)", field,
+      r.fail(bad_request("'" + field + "' is not a g4 extension field (known: deadline_ms, speculative, draft_k, max_image_tokens)", field,
                          "unsupported_parameter"));
     }
   }

@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "server/image_parts.h"
+
 namespace g4::server {
 
 using nlohmann::json;
@@ -27,7 +29,7 @@ ApiError unsupported(const std::string& param, const std::string& why) {
 
 // One input item -> chat messages appended to `out` (function calls join the assistant message
 // before them when it has only calls).
-std::optional<ApiError> add_input_item(const RequestJson& item, size_t i, nlohmann::json& out) {
+std::optional<ApiError> add_input_item(const RequestJson& item, size_t i, nlohmann::json& out, const RequestLimits& limits) {
   const std::string where = "input[" + std::to_string(i) + "]";
   if (!item.is_object()) return bad_request("'" + where + "' must be an object", where, "invalid_type");
   const std::string type = item.contains("type") && item["type"].is_string() ? item["type"].get<std::string>() : "message";
@@ -36,7 +38,11 @@ std::optional<ApiError> add_input_item(const RequestJson& item, size_t i, nlohma
     if (!item.contains("role") || !item["role"].is_string() || !kRoles.count(item["role"].get<std::string>()))
       return bad_request("'" + where + ".role' must be user, system, developer or assistant", where + ".role", "invalid_value");
     const RequestJson* content = item.contains("content") ? &item["content"] : nullptr;
+    // Text parts join into one string; with an input_image among them the content stays a list
+    // of chat parts (text and image_url, in order), as the chat template reads it.
+    nlohmann::json parts = nlohmann::json::array();
     std::string text;
+    bool any_image = false;
     if (content && content->is_string()) {
       text = content->get<std::string>();
     } else if (content && content->is_array()) {
@@ -44,19 +50,35 @@ std::optional<ApiError> add_input_item(const RequestJson& item, size_t i, nlohma
         const RequestJson& part = (*content)[j];
         const std::string pw = where + ".content[" + std::to_string(j) + "]";
         const std::string pt = part.is_object() && part.contains("type") && part["type"].is_string() ? part["type"].get<std::string>() : "";
+        if (pt == "input_image") {
+          if (!limits.accepts_images)
+            return bad_request("'" + pw + "' is an image, and " + limits.images_refused +
+                                   " (an image would be answered without being seen)",
+                               pw + ".type", "unsupported_content_type");
+          auto img = read_input_image_part(part, pw);
+          if (auto* e = std::get_if<ApiError>(&img)) return *e;
+          const ImagePart& ip = std::get<ImagePart>(img);
+          nlohmann::json iu = {{"url", ip.url}};
+          if (part.contains("detail")) iu["detail"] = part["detail"];
+          parts.push_back({{"type", "image_url"}, {"image_url", iu}});
+          any_image = true;
+          continue;
+        }
         if (pt != "input_text" && pt != "output_text")
           return bad_request("'" + pw + ".type' is \"" + pt +
-                                 "\": g4 serves Gemma 4's text decoder only, so only input_text and output_text parts "
-                                 "are accepted (an image, file or audio part would be answered without being seen)",
+                                 "\": g4 accepts input_text, output_text and input_image parts (a file or audio part "
+                                 "would be answered without being read or heard)",
                              pw + ".type", "unsupported_content_type");
         if (!part.contains("text") || !part["text"].is_string())
           return bad_request("'" + pw + ".text' must be a string", pw + ".text", "invalid_value");
         text += part["text"].get<std::string>();
+        parts.push_back({{"type", "text"}, {"text", part["text"]}});
       }
     } else {
-      return bad_request("'" + where + ".content' must be a string or an array of text parts", where + ".content", "invalid_type");
+      return bad_request("'" + where + ".content' must be a string or an array of content parts", where + ".content", "invalid_type");
     }
-    out.push_back({{"role", item["role"]}, {"content", text}});
+    if (any_image) out.push_back({{"role", item["role"]}, {"content", parts}});
+    else out.push_back({{"role", item["role"]}, {"content", text}});
     return std::nullopt;
   }
   if (type == "function_call") {
@@ -114,7 +136,8 @@ std::optional<ApiError> check_responses_fields(const RequestJson& body) {
 }
 
 // r.conversation: the stored conversation of previous_response_id (or none), then the input.
-std::optional<ApiError> read_conversation(const RequestJson& body, const ResponseStore& store, ResponsesRequest& r) {
+std::optional<ApiError> read_conversation(const RequestJson& body, const ResponseStore& store, ResponsesRequest& r,
+                                          const RequestLimits& limits) {
   if (const auto p = body.find("previous_response_id"); p != body.end() && !p->is_null()) {
     if (!p->is_string()) return bad_request("'previous_response_id' must be a string", "previous_response_id", "invalid_type");
     const auto prev = store.get(p->get<std::string>());
@@ -136,7 +159,7 @@ std::optional<ApiError> read_conversation(const RequestJson& body, const Respons
     r.conversation.push_back({{"role", "user"}, {"content", *input}});
   } else if (input->is_array()) {
     for (size_t i = 0; i < input->size(); ++i)
-      if (auto e = add_input_item((*input)[i], i, r.conversation)) return *e;
+      if (auto e = add_input_item((*input)[i], i, r.conversation, limits)) return *e;
   } else {
     return bad_request("'input' must be a string or an array of input items", "input", "invalid_type");
   }
@@ -217,11 +240,12 @@ RequestJson echoed_fields(const RequestJson& body, const ResponsesRequest& r) {
 
 }  // namespace
 
-std::variant<ResponsesRequest, ApiError> responses_to_chat(const RequestJson& body, const ResponseStore& store) {
+std::variant<ResponsesRequest, ApiError> responses_to_chat(const RequestJson& body, const ResponseStore& store,
+                                                         const RequestLimits& limits) {
   if (auto e = check_responses_fields(body)) return *e;
   ResponsesRequest r;
   RequestJson chat = {{"model", body.contains("model") ? body["model"] : RequestJson()}};
-  if (auto e = read_conversation(body, store, r)) return *e;
+  if (auto e = read_conversation(body, store, r, limits)) return *e;
   RequestJson messages = RequestJson::array();
   if (const auto ins = body.find("instructions"); ins != body.end() && !ins->is_null()) {
     if (!ins->is_string()) return bad_request("'instructions' must be a string", "instructions", "invalid_type");

@@ -20,6 +20,7 @@
 
 #include "server/api_error.h"
 #include "server/choice_responses.h"
+#include "server/openai_request.h"
 
 namespace g4::server {
 
@@ -46,7 +47,8 @@ struct ResponsesRequest {
 };
 
 // Body -> the chat request it means, or the 4xx naming the field (input[i]..., text.format, ...).
-std::variant<ResponsesRequest, ApiError> responses_to_chat(const RequestJson& body, const ResponseStore& store);
+std::variant<ResponsesRequest, ApiError> responses_to_chat(const RequestJson& body, const ResponseStore& store,
+                                                         const RequestLimits& limits);
 
 // An error of the chat request a Responses request became, naming the field the client sent:
 // max_tokens -> max_output_tokens, response_format -> text.format, messages -> input (the

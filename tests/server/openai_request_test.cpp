@@ -239,7 +239,9 @@ TEST(OpenAiRequest, G4ExtensionFieldsAreReadOrRefusedByName) {
            {{{"draft_k", 0}}, "g4.draft_k"},
            {{{"draft_k", 2.5}}, "g4.draft_k"},
            {{{"draft_k", 17}}, "g4.draft_k"},
-           {{{"max_image_tokens", 70}}, "g4.max_image_tokens"}}) {
+           {{{"max_image_tokens", 100}}, "g4.max_image_tokens"},
+           {{{"max_image_tokens", "high"}}, "g4.max_image_tokens"},
+           {{{"max_image_budget", 70}}, "g4.max_image_budget"}}) {
     const ApiError e = chat_error(chat({{"g4", ext}}));
     EXPECT_EQ(e.status, 400) << ext.dump();
     EXPECT_EQ(e.param, param) << ext.dump();

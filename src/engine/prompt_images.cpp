@@ -1,0 +1,57 @@
+#include "engine/prompt_images.h"
+
+#include <algorithm>
+#include <string>
+
+#include "platform/error.h"
+
+namespace g4 {
+
+std::vector<PromptImageSpan> expand_image_placeholders(std::vector<int>& prompt, const ImageTokenIds& ids,
+                                                       const std::vector<int>& soft_counts) {
+  const auto placeholders = size_t(std::count(prompt.begin(), prompt.end(), ids.image));
+  if (placeholders != soft_counts.size())
+    throw Error("the prompt holds " + std::to_string(placeholders) + " image placeholder token(s) (id " +
+                std::to_string(ids.image) + ") but " + std::to_string(soft_counts.size()) +
+                " image(s) were given (is the placeholder text typed into a message?)");
+  std::vector<int> out;
+  std::vector<PromptImageSpan> spans;
+  int64_t total = 0;
+  for (int c : soft_counts) total += c + 2;
+  out.reserve(prompt.size() + size_t(total));
+  size_t next = 0;
+  for (int t : prompt) {
+    if (t != ids.image) {
+      out.push_back(t);
+      continue;
+    }
+    const int s = soft_counts[next++];
+    if (s < 1) throw Error("image " + std::to_string(next - 1) + " has " + std::to_string(s) + " soft tokens");
+    out.push_back(ids.begin);
+    spans.push_back({int64_t(out.size()), s});
+    out.insert(out.end(), size_t(s), ids.image);
+    out.push_back(ids.end);
+  }
+  prompt = std::move(out);
+  return spans;
+}
+
+std::vector<PromptImageSpan> find_image_spans(const std::vector<int>& prompt, const ImageTokenIds& ids) {
+  std::vector<PromptImageSpan> spans;
+  for (size_t i = 0; i < prompt.size();) {
+    if (prompt[i] != ids.image) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < prompt.size() && prompt[j] == ids.image) ++j;
+    if (i == 0 || prompt[i - 1] != ids.begin || j == prompt.size() || prompt[j] != ids.end)
+      throw Error("image tokens at " + std::to_string(i) + ".." + std::to_string(j - 1) + " are not between <|image> (id " +
+                  std::to_string(ids.begin) + ") and <image|> (id " + std::to_string(ids.end) + ")");
+    spans.push_back({int64_t(i), int64_t(j - i)});
+    i = j;
+  }
+  return spans;
+}
+
+}  // namespace g4

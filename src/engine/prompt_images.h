@@ -1,0 +1,33 @@
+// Images in a prompt: the chat template writes one <|image|> per image part; the processor
+// expands each into <|image> + <|image|> x S + <image|>, S being that image's soft-token count
+// (transformers' Gemma4Processor.replace_image_token; no newlines around it). The spans record
+// where each image's soft tokens sit, so the forward pass can put its rows there.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace g4 {
+
+struct ImageTokenIds {
+  int image = -1;  // <|image|>: the placeholder, and each soft token's position
+  int begin = -1;  // <|image>
+  int end = -1;    // <image|>
+};
+
+struct PromptImageSpan {
+  int64_t first = 0;  // prompt index of the image's first soft token
+  int64_t count = 0;  // its soft tokens
+};
+
+// Expands the placeholders of `prompt` in place, the i-th with soft_counts[i] soft tokens, and
+// returns the spans in order. Throws g4::Error naming both numbers when the prompt holds a
+// different number of placeholders than there are images (a <|image|> typed into a message's
+// text also becomes the placeholder token).
+std::vector<PromptImageSpan> expand_image_placeholders(std::vector<int>& prompt, const ImageTokenIds& ids,
+                                                       const std::vector<int>& soft_counts);
+
+// The spans of an already expanded prompt (runs of `ids.image` between `begin` and `end`), as
+// `g4 logits --tokens` receives them. Throws naming the index of a run without its delimiters.
+std::vector<PromptImageSpan> find_image_spans(const std::vector<int>& prompt, const ImageTokenIds& ids);
+
+}  // namespace g4
