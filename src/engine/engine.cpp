@@ -30,7 +30,8 @@ Engine::Engine(const Model& model, EngineOptions o, TextStreamFactory text)
     pool_ = std::make_unique<ThreadPool>(opts_.threads);
     // Refuses with the arithmetic when no tiling fits this CPU's caches.
     matmul_ = ops::make_matmul_context(pool_.get(), host_cpu(),
-                                       std::max(model.config.widest_matmul_input(), opts_.min_matmul_input),
+                                       std::max({model.config.widest_matmul_input(), opts_.min_matmul_input,
+                                                 o.vision ? o.vision->config.widest_matmul_input() : int64_t(0)}),
                                        opts_.bf16_compute, opts_.int8_activations);
   }
   if (opts_.prefill_chunk < 1) throw Error("engine: prefill_chunk must be >= 1");
@@ -53,6 +54,7 @@ int Engine::submit(GenerationRequest r, EventCallback cb) {
       throw Error("request: prompt token " + std::to_string(r.prompt[i]) + " at index " + std::to_string(i) +
                   " is outside the vocabulary [0, " + std::to_string(c.vocab_size) + ")");
   r.sampling.validate(c.vocab_size);
+  check_images(r);
   if (r.speculative.value_or(opts_.speculative.mode) == SpecMode::Draft && !opts_.speculative.make_drafter)
     throw Error("request: speculative \"draft\" needs a drafter model, and this engine has none (--draft-model)");
   if (r.draft_k < 0 || r.draft_k > opts_.speculative.k_max)
@@ -198,7 +200,8 @@ void Engine::admit_locked() {
     }
     int kv_seq = -1;
     if (prefix_) {
-      const PrefixCache::Hit hit = prefix_->lookup(s.req.prompt);
+      if (!s.req.images.empty()) s.prefix_keys = prefix_keys(s.req.prompt, s.req.images);
+      const PrefixCache::Hit hit = prefix_->lookup(s.prefix_keys.empty() ? s.req.prompt : s.prefix_keys);
       kv_seq = hit.kv_seq;
       s.fed = s.cached = hit.tokens;
     }
@@ -233,6 +236,8 @@ void Engine::finish(Sequence& s, const std::string& reason, const std::string& e
   ev.spec = s.spec;
   ev.prompt_tokens = int64_t(s.req.prompt.size());
   ev.cached_tokens = s.cached;
+  for (const auto& img : s.req.images) ev.image_tokens += img->span.count;
+  ev.vision_seconds = s.vision_seconds;
   ev.generated_tokens = int64_t(s.generated.size());
   const auto now = Clock::now();
   ev.queue_seconds = std::chrono::duration<double>(s.admitted - s.submitted).count();
@@ -248,7 +253,8 @@ void Engine::finish(Sequence& s, const std::string& reason, const std::string& e
     // per cached position (the last sampled token was never fed).
     if (prefix_ && (reason == "stop" || reason == "length")) {
       const int64_t prompt_len = int64_t(s.req.prompt.size()), fed = kv_.length(s.kv_seq);
-      std::vector<int> tokens(s.req.prompt.begin(), s.req.prompt.begin() + std::min(fed, prompt_len));
+      const std::vector<int>& keys = s.prefix_keys.empty() ? s.req.prompt : s.prefix_keys;
+      std::vector<int> tokens(keys.begin(), keys.begin() + std::min(fed, prompt_len));
       for (int64_t i = 0; i + prompt_len < fed; ++i) tokens.push_back(s.generated[size_t(i)]);
       prefix_->insert(std::move(tokens), s.kv_seq);
     } else {
@@ -307,10 +313,12 @@ Engine::StepBatch Engine::build_batch() {
     Sequence& s = *sp;
     const int64_t prompt_len = int64_t(s.req.prompt.size());
     if (s.done || s.fed >= prompt_len || budget <= 0) continue;
-    const int64_t n = std::min({opts_.prefill_chunk, prompt_len - s.fed, budget});
+    const int64_t n = prefill_rows(s, std::min({opts_.prefill_chunk, prompt_len - s.fed, budget}));
     for (int64_t k = 0; k < n; ++k) {
       const int64_t pos = s.fed + k;
-      b.rows.push_back({s.kv_seq, pos, s.req.prompt[size_t(pos)], pos + 1 == prompt_len});
+      BatchRow row{s.kv_seq, pos, s.req.prompt[size_t(pos)], pos + 1 == prompt_len};
+      if (!s.req.images.empty()) row.soft = soft_span_at(s, pos);
+      b.rows.push_back(row);
       b.owner.push_back(&s);
     }
     budget -= n;

@@ -16,11 +16,14 @@
 #include "engine/grammar_matcher.h"
 #include "engine/kv_cache.h"
 #include "engine/prefix_cache.h"
+#include "engine/prompt_images.h"
 #include "engine/sampler.h"
 #include "engine/speculative.h"
 #include "engine/stop_matcher.h"
 #include "model/executor.h"
 #include "model/model.h"
+#include "model/soft_tokens.h"
+#include "model/vision_model.h"
 #include "ops/matmul/matmul.h"
 #include "platform/thread_pool.h"
 
@@ -61,6 +64,9 @@ struct EngineOptions {
   int64_t min_matmul_input = 0;
   // When set (g4 bench), every step adds its weight products' and attention's wall time here.
   blocks::StepTimes* step_times = nullptr;
+  // The vision tower and projector beside the model (owned by the caller); null: requests with
+  // images are refused.
+  const VisionModel* vision = nullptr;
 };
 
 struct GenerationRequest {
@@ -79,6 +85,9 @@ struct GenerationRequest {
   // The output is the same with and without (tokens, logprobs, seeded samples); only speed changes.
   std::optional<SpecMode> speculative = std::nullopt;
   int draft_k = 0;
+  // Images whose soft tokens fill spans of the prompt (expand_image_placeholders), in prompt
+  // order; each span's positions hold the model's image_token_id.
+  std::vector<std::shared_ptr<const PromptImage>> images = {};
 };
 
 struct TokenInfo {
@@ -100,6 +109,8 @@ struct GenerationEvent {
   DegeneracyVerdict verdict;
   int64_t prompt_tokens = 0, generated_tokens = 0;
   int64_t cached_tokens = 0;        // prompt tokens restored from the prefix cache, not prefilled
+  int64_t image_tokens = 0;         // prompt tokens that are images' soft tokens
+  double vision_seconds = 0;        // in the vision tower and projector (0 for a prefix-cache hit)
   double queue_seconds = 0, prefill_seconds = 0, decode_seconds = 0;  // decode: first token -> end
   double ttft_seconds = 0;  // submit -> first token
   double grammar_seconds = 0;  // time in the grammar matcher (masks and advancing; the sampler's
@@ -150,6 +161,11 @@ class Engine {
   void verify_and_emit(Sequence& s, const float* logits, const float* hidden, size_t rows);
   void keep_hidden(Sequence& s, const float* row);  // the row that chose s.pending, for its drafter
   const grammar::TokenMask* grammar_mask(Sequence& s);
+  // Images (engine_images.cpp): checked at submit; a prefill chunk never splits an image whose
+  // tokens see each other; a span's soft tokens are computed when its first row is scheduled.
+  void check_images(const GenerationRequest& r) const;
+  int64_t prefill_rows(const Sequence& s, int64_t n) const;
+  const SoftSpan* soft_span_at(Sequence& s, int64_t pos);
   bool accept_in_grammar(Sequence& s, int token, bool& complete);
   // One step: cancel_and_admit, build_batch, make_room_for (prefix cache on), run_batch.
   void cancel_and_admit();

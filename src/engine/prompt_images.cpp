@@ -36,6 +36,31 @@ std::vector<PromptImageSpan> expand_image_placeholders(std::vector<int>& prompt,
   return spans;
 }
 
+uint64_t image_content_key(const PromptImage& img) {
+  uint64_t h = 1469598103934665603ull;
+  const auto mix = [&h](const void* data, size_t n) {
+    const auto* b = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  };
+  mix(&img.grid_rows, sizeof img.grid_rows);
+  mix(&img.grid_cols, sizeof img.grid_cols);
+  mix(img.positions.data(), img.positions.size() * sizeof(int32_t));
+  mix(img.pixel_values.data(), img.pixel_values.size() * sizeof(float));
+  return h;
+}
+
+std::vector<int> prefix_keys(const std::vector<int>& prompt, const std::vector<std::shared_ptr<const PromptImage>>& images) {
+  std::vector<int> keys = prompt;
+  for (const auto& img : images)
+    for (int64_t i = 0; i < img->span.count; ++i) {
+      // A 31-bit draw per position; a span matches only if every one of its positions does.
+      uint64_t x = img->key + 0x9E3779B97F4A7C15ull * uint64_t(i + 1);
+      x = (x ^ (x >> 31)) * 0xBF58476D1CE4E5B9ull;
+      keys[size_t(img->span.first + i)] = -1 - int(uint32_t(x ^ (x >> 29)) & 0x7FFFFFFF);
+    }
+  return keys;
+}
+
 std::vector<PromptImageSpan> find_image_spans(const std::vector<int>& prompt, const ImageTokenIds& ids) {
   std::vector<PromptImageSpan> spans;
   for (size_t i = 0; i < prompt.size();) {

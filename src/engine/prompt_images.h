@@ -4,6 +4,7 @@
 // where each image's soft tokens sit, so the forward pass can put its rows there.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace g4 {
@@ -18,6 +19,26 @@ struct PromptImageSpan {
   int64_t first = 0;  // prompt index of the image's first soft token
   int64_t count = 0;  // its soft tokens
 };
+
+// One image of a request: the vision tower's input (owned; media::ImagePatches' fields) and the
+// span of the prompt its soft tokens fill. The engine runs the tower when the span is first
+// prefilled (not at all when the prefix cache already holds it).
+struct PromptImage {
+  std::vector<float> pixel_values;  // [N, p*p*3], values in [0, 1]
+  std::vector<int32_t> positions;   // [N, 2]: (patch column, patch row)
+  int grid_rows = 0, grid_cols = 0;
+  PromptImageSpan span;
+  // What the prefix cache keys the span's positions by: a hash of the tower's input, so the same
+  // image (same pixels, same budget) at the same place reuses its KV and any other image misses.
+  uint64_t key = 0;
+};
+
+// FNV-1a over the tower input (pixels, positions, grid).
+uint64_t image_content_key(const PromptImage& img);
+
+// The prompt as the prefix cache sees it: token ids, and at each soft-token position a negative
+// key drawn from its image's content key and its index in the span (token ids are never negative).
+std::vector<int> prefix_keys(const std::vector<int>& prompt, const std::vector<std::shared_ptr<const PromptImage>>& images);
 
 // Expands the placeholders of `prompt` in place, the i-th with soft_counts[i] soft tokens, and
 // returns the spans in order. Throws g4::Error naming both numbers when the prompt holds a

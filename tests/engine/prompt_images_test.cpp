@@ -12,13 +12,6 @@
 namespace g4 {
 namespace {
 
-std::vector<int> read_i32(const std::filesystem::path& p) {
-  const std::string b = test::read_file(p);
-  std::vector<int> out(b.size() / 4);
-  std::memcpy(out.data(), b.data(), out.size() * 4);
-  return out;
-}
-
 TEST(PromptImages, ExpansionGivesTheFixtureTokensAndSpans) {
   const auto dir = test::fixtures_dir() / "gemma4-vision-tiny" / "tiny-e-vision";
   if (!std::filesystem::exists(dir / "manifest.json")) GTEST_SKIP() << "no fixtures at " << dir;
@@ -26,7 +19,7 @@ TEST(PromptImages, ExpansionGivesTheFixtureTokensAndSpans) {
   const ImageTokenIds ids{m["token_ids"]["image_token_id"], m["token_ids"]["boi_token_id"], m["token_ids"]["eoi_token_id"]};
   for (const char* seq : {"two_images", "one_image"}) {
     const auto& s = m["sequences"][seq];
-    const std::vector<int> expected = read_i32(dir / "expected" / s["tokens"]["file"].get<std::string>());
+    const std::vector<int> expected = test::read_i32(dir / "expected" / s["tokens"]["file"].get<std::string>());
     // The template's form: each run <|image> <|image|> x S <image|> is one <|image|>.
     std::vector<int> compact;
     std::vector<int> counts;
