@@ -84,6 +84,21 @@ inline std::vector<T> read_raw(const std::filesystem::path& p) {
   std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
   return v;
 }
+// Standard base64 with padding, for data: URLs in requests (the decoder under test is g4's own).
+inline std::string base64(const std::string& bytes) {
+  static const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t v = uint32_t(uint8_t(bytes[i])) << 16;
+    if (i + 1 < bytes.size()) v |= uint32_t(uint8_t(bytes[i + 1])) << 8;
+    if (i + 2 < bytes.size()) v |= uint8_t(bytes[i + 2]);
+    out += a[(v >> 18) & 63];
+    out += a[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? a[(v >> 6) & 63] : '=';
+    out += i + 2 < bytes.size() ? a[v & 63] : '=';
+  }
+  return out;
+}
 inline std::vector<float> read_f32(const std::filesystem::path& p) { return read_raw<float>(p); }
 inline std::vector<int> read_i32(const std::filesystem::path& p) { return read_raw<int>(p); }
 

@@ -23,7 +23,8 @@ Args::Args(const std::vector<std::string>& argv, std::set<std::string> value_fla
           if (i + 1 >= argv.size()) throw Error("option " + flag + " needs a value");
           value = argv[++i];
         }
-        values_[flag] = value;
+        values_[flag] = value;  // the last one wins for get(); all_values_ keeps every one
+        all_values_[flag].push_back(value);
       } else if (switches.count(flag) && !inline_value) {
         switches_on_.insert(flag);
       } else {
@@ -42,6 +43,11 @@ std::optional<std::string> Args::get(const std::string& flag) const {
   auto it = values_.find(flag);
   if (it == values_.end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<std::string> Args::get_all(const std::string& flag) const {
+  auto it = all_values_.find(flag);
+  return it == all_values_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::string Args::require(const std::string& flag) const {

@@ -17,6 +17,8 @@ class Args {
 
   bool has(const std::string& flag) const;
   std::optional<std::string> get(const std::string& flag) const;
+  // Every value of a repeatable flag (--image A --image B), in order.
+  std::vector<std::string> get_all(const std::string& flag) const;
   std::string require(const std::string& flag) const;
   std::string get_or(const std::string& flag, const std::string& fallback) const;
   long long get_int(const std::string& flag, long long fallback) const;
@@ -25,6 +27,7 @@ class Args {
 
  private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> all_values_;
   std::set<std::string> switches_on_;
   std::vector<std::string> positional_;
 };

@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/model_arg.h"
 #include "cli/compute_choice.h"
+#include "cli/image_args.h"
 #include "cli/output_grammar.h"
 #include "cli/weights_at_load.h"
 #include "engine/model_text.h"
@@ -34,7 +35,8 @@ const std::string kUsage = std::string(
     "                   [--tokenizer FILE] [--kv f32|f16|bf16|int8] [--chunk N] [--stop-on-degenerate]\n"
     "                   [--threads N] [--reference] [--weights q8|q4] [--weight-memory auto|huge|mapped]\n"
     "                   [--compute f32|bf16] [--json-schema FILE | --json-object | --grammar FILE]\n"
-    "                   [--speculative off|ngram|draft] [--draft-k N] [--draft-model DIR] [--draft-p-min P]\n\n"
+    "                   [--speculative off|ngram|draft] [--draft-k N] [--draft-model DIR] [--draft-p-min P]\n"
+    "                   [--image FILE ... [--image-tokens N] [--mmproj FILE]]\n\n"
     "Generates up to N tokens (default 64), printing text as it streams, then a summary line on\n"
     "stderr: prompt and generated tokens, prefill and decode tok/s, finish reason, degeneracy verdict.\n\n"
     "  --prompt TEXT        encoded with exactly one <bos> in front (needs a tokenizer)\n"
@@ -61,7 +63,8 @@ const std::string kUsage = std::string(
     "                       keeps activations f32 for q8/q4 weights instead of int8 products on VNNI)\n"
     "  --weight-memory M    auto (default): copy the streamed matrices into 2 MiB huge pages when THP\n"
     "                       is on and they fit in MemAvailable; huge: always; mapped: read the mapping\n") +
-    kSpeculativeHelp + kModelHelp;
+    kSpeculativeHelp + kImageHelp + "  (--image needs --chat: the images come first in the user turn, then --prompt)\n" +
+    kModelHelp;
 
 class DetokStream : public TokenTextStream {
  public:
@@ -98,17 +101,30 @@ std::optional<text::Tokenizer> load_tokenizer(const Args& a, const Model& m) {
 }
 
 // --prompt (encoded with one <bos>, or wrapped in the chat template with --chat) or --tokens.
-std::vector<int> prompt_tokens(const Args& a, const std::filesystem::path& dir, const std::optional<text::Tokenizer>& tok) {
+// With images (--chat only), each is a part of the user turn before the text, its placeholder
+// expanded to its span.
+std::vector<int> prompt_tokens(const Args& a, const std::filesystem::path& dir, const std::optional<text::Tokenizer>& tok,
+                               const Model& m, const std::vector<std::shared_ptr<PromptImage>>& images) {
   std::vector<int> prompt;
   auto p = a.get("--prompt");
+  if (!images.empty() && !(p && a.has("--chat"))) throw Error("--image needs --chat and --prompt");
   if (!p) return parse_int_list(a.require("--tokens"), "--tokens");
   if (!tok) throw Error(dir.string() + ": no tokenizer.json; pass --tokenizer FILE or use --tokens");
   if (a.has("--chat")) {
     nlohmann::json messages = nlohmann::json::array();
     if (auto sys = a.get("--system")) messages.push_back({{"role", "system"}, {"content", *sys}});
-    messages.push_back({{"role", "user"}, {"content", *p}});
+    nlohmann::json content = nlohmann::json::array();
+    for (size_t i = 0; i < images.size(); ++i) content.push_back({{"type", "image_url"}});
+    content.push_back({{"type", "text"}, {"text", *p}});
+    messages.push_back({{"role", "user"}, {"content", images.empty() ? nlohmann::json(*p) : content}});
     for (int32_t id : text::encode_chat(*tok, messages, nlohmann::json::array(), text::chat_options_for(tok->vocab())))
       prompt.push_back(id);
+    if (!images.empty()) {
+      std::vector<int> counts;
+      for (const auto& img : images) counts.push_back(int(img->span.count));
+      const auto spans = expand_image_placeholders(prompt, image_token_ids(m, &tok->vocab()), counts);
+      for (size_t i = 0; i < images.size(); ++i) images[i]->span = spans[i];
+    }
   } else {
     text::EncodeOptions eo;
     eo.add_bos = true;
@@ -213,7 +229,8 @@ int run(const std::vector<std::string>& argv) {
   Args a(argv,
          with_speculative_flags({"--model", "--prompt", "--tokens", "-n", "--temperature", "--seed", "--top-k", "--top-p",
                                  "--min-p", "--tokenizer", "--kv", "--chunk", "--system", "--threads", "--weights",
-                                 "--weight-memory", "--compute", "--json-schema", "--grammar"}),
+                                 "--weight-memory", "--compute", "--json-schema", "--grammar", "--image", "--image-tokens",
+                                 "--mmproj"}),
          {"--chat", "--stop-on-degenerate", "--reference", "--json-object"});
   if (a.has("--prompt") == a.has("--tokens")) throw Error("give exactly one of --prompt or --tokens");
   const std::filesystem::path dir = model_arg(a.require("--model")).path;
@@ -223,11 +240,23 @@ int run(const std::vector<std::string>& argv) {
   std::optional<WeightsAtLoad> requant = load_weights(a, *model, threads);
   const std::optional<text::Tokenizer> tok = load_tokenizer(a, *model);
 
+  std::unique_ptr<VisionModel> vision;
+  std::vector<std::shared_ptr<PromptImage>> images;
+  if (a.has("--image")) {
+    vision = load_vision_for(a, dir, *model);
+    if (!vision) throw Error("--image: " + dir.string() + " has no vision tower (no vision_config; for a GGUF pass --mmproj)");
+    images = read_image_files(a, vision->config);
+  } else {
+    for (const char* f : {"--image-tokens", "--mmproj"})
+      if (a.has(f)) throw Error(std::string(f) + " needs --image");
+  }
   GenerationRequest req;
-  req.prompt = prompt_tokens(a, dir, tok);
+  req.prompt = prompt_tokens(a, dir, tok, *model, images);
+  req.images.assign(images.begin(), images.end());
   set_decoding(a, *model, tok, req);
   EngineOptions eo;
   const ComputeChoice compute = set_engine_options(a, *model, threads, eo);
+  eo.vision = vision.get();
   prepare_kernels(compute, eo, requant, *model, threads);
   const int64_t max_tokens = req.sampling.max_tokens;
   eo.kv.max_total_tokens = (int64_t(req.prompt.size()) + max_tokens + eo.kv.block_tokens) / eo.kv.block_tokens * eo.kv.block_tokens;
@@ -237,6 +266,9 @@ int run(const std::vector<std::string>& argv) {
 
   const GenerationEvent last = generate(engine, req, tok.has_value());
   print_summary(last);
+  if (last.image_tokens > 0)
+    std::fprintf(stderr, "[g4] images: %zu, %lld soft tokens, vision tower %.3f s\n", images.size(),
+                 (long long)last.image_tokens, last.vision_seconds);
   if (last.finish_reason == "error") throw Error(last.error);
   return 0;
 }

@@ -2,12 +2,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <numeric>
 
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/model_arg.h"
 #include "cli/compute_choice.h"
+#include "cli/image_args.h"
 #include "cli/logits_draft.h"
 #include "cli/weights_at_load.h"
 #include "engine/kv_cache.h"
@@ -25,7 +27,8 @@ namespace {
 
 const std::string kUsage = std::string(
     "usage: g4 logits --model MODEL --tokens 5,17,... [--out FILE] [--mode full|incremental|chunked]\n"
-    "                 [--chunk N] [--kv f32|f16|bf16|int8] [--threads N [--compute f32|bf16] [--weights q8|q4]]\n\n"
+    "                 [--chunk N] [--kv f32|f16|bf16|int8] [--threads N [--compute f32|bf16] [--weights q8|q4]]\n"
+    "                 [--image FILE ... [--image-tokens N] [--mmproj FILE]]\n\n"
     "Runs the forward pass over the sequence (positions from 0, no BOS added) and prints the top-5\n"
     "of the last row. --mode full (default): the f32 reference over the whole sequence at once;\n"
     "incremental: one token at a time through the KV cache; chunked: --chunk tokens per step\n"
@@ -38,6 +41,9 @@ const std::string kUsage = std::string(
     "                  the device policy's compute and KV dtype (as g4 generate; --kv overrides)\n"
     "  --compute C     f32|bf16, as g4 generate (needs --threads)\n"
     "  --weights W     q8|q4: re-encode the weight matrices at load, as g4 generate (needs --threads)\n\n"
+    "With --image, LIST already holds each image's expanded span (<|image>, S x <|image|>, <image|>);\n"
+    "the images fill the spans in order, and a span whose length is not its image's soft-token count\n"
+    "is refused. The tower runs on the same path as the decoder (reference, or SIMD with --threads).\n"
     "Draft mode (an assistant drafter, model_type gemma4_assistant, checked against MODEL at load):\n"
     "  g4 logits --model MODEL --draft-model DIR --tokens LIST --draft-at P[,P...] [--draft-k K] [--out FILE]\n"
     "For each start P (1 <= P < T): the target over tokens 0..P-1, then K draft steps (default 4) from\n"
@@ -46,7 +52,7 @@ const std::string kUsage = std::string(
     "  --draft-model DIR  the drafter's directory (config.json + model.safetensors)\n"
     "  --draft-at LIST    comma-separated starting positions\n"
     "  --draft-k K        draft steps per start (default 4)") +
-    kModelHelp;
+    kImageHelp + kModelHelp;
 
 // The fast path's setup as g4 generate does it: weights re-encoded (--weights), placed and
 // interleaved for the kernels the policy picks. `mm` must outlive the returned Exec.
@@ -67,9 +73,34 @@ blocks::Exec simd_exec(const Args& a, Model& m, ThreadPool& pool, std::optional<
   return ex;
 }
 
+// --image: the images at the spans of `tokens`, in order, their soft tokens computed on `ex`.
+EncodedImages logits_images(const Args& a, const std::filesystem::path& model_path, Model& m,
+                            const std::vector<int>& tokens, const blocks::Exec& ex) {
+  if (!a.has("--image")) {
+    for (const char* f : {"--image-tokens", "--mmproj"})
+      if (a.has(f)) throw Error(std::string(f) + " needs --image");
+    return {};
+  }
+  const auto vision = load_vision_for(a, model_path, m);
+  if (!vision) throw Error("--image: " + model_path.string() + " has no vision tower (no vision_config; for a GGUF pass --mmproj)");
+  const auto images = read_image_files(a, vision->config);
+  const auto spans = find_image_spans(tokens, image_token_ids(m, nullptr));
+  if (spans.size() != images.size())
+    throw Error("--tokens holds " + std::to_string(spans.size()) + " image span(s) and " + std::to_string(images.size()) +
+                " --image file(s) were given");
+  for (size_t i = 0; i < images.size(); ++i) {
+    if (spans[i].count != images[i]->span.count)
+      throw Error("image " + std::to_string(i) + " (" + a.get_all("--image")[i] + ") has " + std::to_string(images[i]->span.count) +
+                  " soft tokens but its span at index " + std::to_string(spans[i].first) + " holds " +
+                  std::to_string(spans[i].count));
+    images[i]->span = spans[i];
+  }
+  return encode_images(*vision, images, ex);
+}
+
 int run(const std::vector<std::string>& argv) {
   Args a(argv, {"--model", "--tokens", "--out", "--mode", "--chunk", "--kv", "--threads", "--compute", "--weights",
-                "--draft-model", "--draft-at", "--draft-k"},
+                "--draft-model", "--draft-at", "--draft-k", "--image", "--image-tokens", "--mmproj"},
          {});
   if (a.has("--draft-model")) return run_logits_draft(a);
   for (const char* f : {"--draft-at", "--draft-k"})
@@ -88,7 +119,8 @@ int run(const std::vector<std::string>& argv) {
     if (a.has(f) && !simd) throw Error(std::string(f) + " needs --threads (the SIMD path)");
   const auto tokens = parse_int_list(a.require("--tokens"), "--tokens");
   auto t0 = std::chrono::steady_clock::now();
-  auto model = load_model(model_arg(a.require("--model")).path);
+  const std::filesystem::path model_path = model_arg(a.require("--model")).path;
+  auto model = load_model(model_path);
   std::optional<ThreadPool> pool;
   std::optional<ops::MatmulContext> mm;
   blocks::Exec ex;
@@ -99,10 +131,11 @@ int run(const std::vector<std::string>& argv) {
     pool.emplace(int(threads));
     ex = simd_exec(a, *model, *pool, mm, kv_dtype);
   }
+  const EncodedImages images = logits_images(a, model_path, *model, tokens, ex);
   auto t1 = std::chrono::steady_clock::now();
   std::vector<float> logits;
   if (mode == "full") {
-    logits = forward_reference(*model, tokens);
+    logits = forward_reference(*model, tokens, images.spans);
   } else {
     KvCacheOptions ko;
     ko.dtype = kv_dtype;
@@ -111,8 +144,11 @@ int run(const std::vector<std::string>& argv) {
     const int seq = kv.add_sequence();
     for (size_t start = 0; start < tokens.size(); start += size_t(chunk)) {
       std::vector<BatchRow> rows;
-      for (size_t t = start; t < std::min(tokens.size(), start + size_t(chunk)); ++t)
+      for (size_t t = start; t < std::min(tokens.size(), start + size_t(chunk)); ++t) {
         rows.push_back({seq, int64_t(t), tokens[t], true});
+        for (const SoftSpan& sp : images.spans)
+          if (int64_t(t) >= sp.first_pos && int64_t(t) < sp.end_pos()) rows.back().soft = &sp;
+      }
       const auto l = forward_cached(*model, rows, kv, ex);
       logits.insert(logits.end(), l.begin(), l.end());
     }

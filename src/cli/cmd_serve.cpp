@@ -40,7 +40,8 @@ const std::string kUsage = std::string(
     "                [--ready-interval S] [--ready-tokens N] [--threads N] [--stop-on-degenerate]\n"
     "                [--listen-backlog N] [--weight-memory auto|huge|mapped] [--compute f32|bf16]\n"
     "                [--weights q8|q4] [--prefix-cache-mb N] [--speculative off|ngram|draft] [--draft-k N]\n"
-    "                [--draft-model DIR] [--draft-p-min P]\n\n"
+    "                [--draft-model DIR] [--draft-p-min P] [--mmproj FILE] [--image-tokens N]\n"
+    "                [--allowed-media-domains HOSTS] [--max-image-bytes N] [--media-timeout S]\n\n"
     "Serves the model over HTTP in the OpenAI wire format (see README, \"Serving\"):\n"
     "  POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize; GET /v1/models,\n"
     "  /health (liveness), /ready (200 once a real generation through the whole path passed its\n"
@@ -79,6 +80,15 @@ const std::string kUsage = std::string(
     kSpeculativeHelp +
     "                       (a request may choose with {\"g4\": {\"speculative\": M, \"draft_k\": K}}; the\n"
     "                       response's g4.speculative gives its acceptance per draft position)\n" +
+    "Images (chat image_url parts, Responses input_image parts; the model needs a vision tower):\n"
+    "  --mmproj FILE        the vision tower from a llama.cpp mmproj GGUF (projector type gemma4v)\n"
+    "  --image-tokens N     soft tokens of an image part without detail: 70, 140, 280, 560 or 1120\n"
+    "                       (default: the tower's, 280); detail low = 70, high = 1120;\n"
+    "                       {\"g4\": {\"max_image_tokens\": N}} sets it per request\n"
+    "  --allowed-media-domains HOSTS  comma-separated host names whose http(s) image URLs are fetched\n"
+    "                       (default none: only data: URLs); redirects must stay on the list\n"
+    "  --max-image-bytes N  largest fetched image (default 20971520)\n"
+    "  --media-timeout S    time limit of one image fetch, redirects included (default 10)\n" +
     kModelHelp;
 
 sigset_t shutdown_signals() {
@@ -165,6 +175,31 @@ int64_t set_cache_and_requests(const Args& a, server::ServiceOptions& so) {
   return prefix_mb;
 }
 
+// Image parts: the default budget, and which remote hosts may be fetched, how much and how long.
+server::ImageOptions image_options(const Args& a, const server::ServedModel& model) {
+  server::ImageOptions o;
+  if (a.has("--image-tokens")) {
+    const auto n = a.get_int("--image-tokens", 0);
+    if (n != 70 && n != 140 && n != 280 && n != 560 && n != 1120)
+      throw Error("--image-tokens must be one of 70, 140, 280, 560, 1120 (Gemma 4's image budgets)");
+    if (!model.vision) throw Error("--image-tokens: the model has no vision tower");
+    o.default_budget = int(n);
+  }
+  const std::string hosts = a.get_or("--allowed-media-domains", "");
+  for (size_t b = 0; b < hosts.size();) {
+    size_t e = hosts.find(',', b);
+    if (e == std::string::npos) e = hosts.size();
+    if (e > b) o.fetch.allowed_hosts.push_back(hosts.substr(b, e - b));
+    b = e + 1;
+  }
+  const auto max_bytes = a.get_int("--max-image-bytes", int64_t(o.fetch.max_bytes));
+  if (max_bytes < 1) throw Error("--max-image-bytes must be >= 1");
+  o.fetch.max_bytes = uint64_t(max_bytes);
+  o.fetch.timeout_s = a.get_double("--media-timeout", o.fetch.timeout_s);
+  if (!(o.fetch.timeout_s > 0)) throw Error("--media-timeout must be > 0");
+  return o;
+}
+
 server::HttpOptions http_options(const Args& a) {
   server::HttpOptions ho;
   ho.host = a.get_or("--host", "127.0.0.1");
@@ -198,6 +233,10 @@ nlohmann::json listening_line(const server::ServedModel& model, const server::Se
           {"device", host_cpu().name},
           {"synthetic", model.synthetic},
           {"missing_template_tokens", model.missing_template_tokens},
+          {"images", model.images_refused.empty()
+                         ? nlohmann::json{{"tower", model.vision->format}, {"default_tokens", so.images.default_budget > 0 ? so.images.default_budget : model.vision->config.default_output_length},
+                                          {"allowed_media_domains", so.images.fetch.allowed_hosts}}
+                         : nlohmann::json(model.images_refused)},
           {"notes", model.notes}};
 }
 
@@ -233,7 +272,9 @@ int run(const std::vector<std::string>& argv) {
          with_speculative_flags({"--model", "--tokenizer", "--host", "--port", "--api-key", "--max-seqs", "--ctx", "--queue",
                                  "--name", "--kv", "--max-tokens-default", "--request-timeout", "--drain-timeout",
                                  "--max-body", "--ready-interval", "--ready-tokens", "--chunk", "--threads",
-                                 "--listen-backlog", "--weight-memory", "--compute", "--weights", "--prefix-cache-mb"}),
+                                 "--listen-backlog", "--weight-memory", "--compute", "--weights", "--prefix-cache-mb",
+                                 "--mmproj", "--image-tokens", "--allowed-media-domains", "--max-image-bytes",
+                                 "--media-timeout"}),
          {"--stop-on-degenerate"});
   // Shutdown signals go to one thread (sigwait); every thread started from here inherits the mask.
   sigset_t sigs = shutdown_signals();
@@ -243,7 +284,8 @@ int run(const std::vector<std::string>& argv) {
   const auto t0 = std::chrono::steady_clock::now();
   const ModelArg arg = model_arg(a.require("--model"));
   server::ServedModel model =
-      server::ServedModel::load(arg.path, a.get_or("--tokenizer", ""), a.get_or("--name", arg.cache ? arg.cache->spec : ""));
+      server::ServedModel::load(arg.path, a.get_or("--tokenizer", ""), a.get_or("--name", arg.cache ? arg.cache->spec : ""),
+                                a.get_or("--mmproj", ""));
 
   server::ServiceOptions so;
   EngineOptions& e = so.engine;
@@ -263,6 +305,7 @@ int run(const std::vector<std::string>& argv) {
   e.kv.dtype = resolve_kv(a, compute, e.threads == 0);
   model.forward = describe_forward(compute, e, *model.model);
   const int64_t prefix_mb = set_cache_and_requests(a, so);
+  so.images = image_options(a, model);
   const server::HttpOptions ho = http_options(a);
   const double drain_s = a.get_double("--drain-timeout", 30);
 

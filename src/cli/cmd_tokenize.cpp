@@ -8,6 +8,11 @@
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/model_arg.h"
+#include "engine/prompt_images.h"
+#include "model/config.h"
+#include "model/vision_config.h"
+#include "server/image_input.h"
+#include "server/image_parts.h"
 #include "engine/gguf_tokenizer.h"
 #include "platform/error.h"
 #include "text/chat_template.h"
@@ -29,7 +34,10 @@ const std::string kUsage = std::string(
     "  --decode 1,2,3    prints the decoded text (--skip-special drops control tokens)\n"
     "  --chat FILE.json  an OpenAI-style messages array (or {\"messages\": [...], \"tools\": [...]}),\n"
     "                    rendered with the Gemma 4 template; prints {\"text\": ..., \"ids\": [...]}\n"
-    "  --thinking        --chat with thinking enabled (<|think|> in the system turn)") +
+    "  --thinking        --chat with thinking enabled (<|think|> in the system turn)\n"
+    "  --image-tokens N  --chat with image parts (data: URLs; needs --model with a vision tower): each\n"
+    "                    <|image|> is expanded to <|image>, its soft tokens, <image|>, at the part's\n"
+    "                    detail or N (default: the tower's); the output adds each image's span") +
     kModelHelp;
 
 text::Tokenizer load(const Args& a) {
@@ -54,8 +62,44 @@ json read_json_file(const std::string& path) {
   }
 }
 
+// The chat's image parts expanded in `ids` (as the server expands them); their spans as JSON.
+json expand_chat_images(const Args& a, const json& messages, std::vector<int32_t>& ids) {
+  std::vector<server::ImagePart> parts;
+  for (size_t k = 0; messages.is_array() && k < messages.size(); ++k) {
+    const json* content = messages[k].is_object() && messages[k].contains("content") ? &messages[k]["content"] : nullptr;
+    for (size_t j = 0; content && content->is_array() && j < content->size(); ++j) {
+      const json& part = (*content)[j];
+      if (!part.is_object() || part.value("type", "") != "image_url") continue;
+      auto p = server::read_image_url_part(part, "messages[" + std::to_string(k) + "].content[" + std::to_string(j) + "]");
+      if (auto* e = std::get_if<server::ApiError>(&p)) throw Error(e->message);
+      parts.push_back(std::get<server::ImagePart>(p));
+    }
+  }
+  if (parts.empty()) return nullptr;
+  if (!a.has("--model")) throw Error("--chat with image parts needs --model (its vision tower sets each image's tokens)");
+  const std::filesystem::path dir = model_arg(a.require("--model")).path;
+  const auto vc = std::filesystem::is_directory(dir) ? load_vision_config(dir / "config.json") : std::nullopt;
+  if (!vc) throw Error(dir.string() + ": no vision_config, so image parts cannot be expanded");
+  const ModelConfig mc = load_config(dir / "config.json");
+  if (!mc.image_token_id || !mc.boi_token_id || !mc.eoi_token_id) throw Error(dir.string() + ": config.json names no image token ids");
+  server::GenerationSpec spec;
+  spec.images = parts;
+  server::ImageOptions o;
+  o.default_budget = int(a.get_int("--image-tokens", 0));
+  std::vector<int> prompt(ids.begin(), ids.end());
+  for (const auto& p : parts)
+    if (p.url.rfind("data:", 0) != 0) throw Error("'" + p.where + "': g4 tokenize reads data: URLs only (it fetches nothing)");
+  auto images = server::prepare_images(spec, prompt, {*mc.image_token_id, *mc.boi_token_id, *mc.eoi_token_id}, *vc, o);
+  if (auto* e = std::get_if<server::ApiError>(&images)) throw Error(e->message);
+  ids.assign(prompt.begin(), prompt.end());
+  json spans = json::array();
+  for (const auto& img : std::get<std::vector<std::shared_ptr<const PromptImage>>>(images))
+    spans.push_back({{"first", img->span.first}, {"count", img->span.count}, {"grid", {img->grid_rows, img->grid_cols}}});
+  return spans;
+}
+
 int run(const std::vector<std::string>& argv) {
-  Args a(argv, {"--tokenizer", "--model", "--text", "--jsonl", "--decode", "--chat"},
+  Args a(argv, {"--tokenizer", "--model", "--text", "--jsonl", "--decode", "--chat", "--image-tokens"},
          {"--bos", "--skip-special", "--thinking", "--no-generation-prompt"});
   const int modes = a.has("--text") + a.has("--jsonl") + a.has("--decode") + a.has("--chat");
   if (modes != 1) throw Error("give exactly one of --text, --jsonl, --decode, --chat (see --help)");
@@ -114,7 +158,10 @@ int run(const std::vector<std::string>& argv) {
                  "they are encoded as plain text\n", list.c_str());
     ids = tok.encode(rendered);
   }
-  std::printf("%s\n", json{{"text", rendered}, {"ids", ids}}.dump().c_str());
+  const json images = expand_chat_images(a, messages, ids);
+  json out = {{"text", rendered}, {"ids", ids}};
+  if (!images.is_null()) out["images"] = images;
+  std::printf("%s\n", out.dump().c_str());
   return 0;
 }
 

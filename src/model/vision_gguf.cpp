@@ -165,4 +165,11 @@ std::unique_ptr<VisionModel> load_vision_mmproj(const std::filesystem::path& fil
   return m;
 }
 
+void infer_image_mask_rule_for_gguf(ModelConfig& c) {
+  if (!c.use_bidirectional_attention.empty() || c.has_ple()) return;
+  c.use_bidirectional_attention = "vision";
+  c.notes.push_back("use_bidirectional_attention: \"vision\" inferred for images (a GGUF does not carry it; the released "
+                    "configs without per-layer embeddings, 26B-A4B and 31B, set it)");
+}
+
 }  // namespace g4

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "model/config.h"
 #include "model/gguf.h"
 #include "model/vision_model.h"
 
@@ -23,6 +24,13 @@ std::optional<std::string> mmproj_to_hf_name(const std::string& gguf_name);
 
 // Throws g4::Error naming the key or tensor when the file is not a gemma4v vision projector.
 VisionConfig vision_config_from_mmproj(const GgufFile& g);
+
+// A GGUF text model carries no use_bidirectional_attention (llama.cpp makes every image
+// bidirectional on all layers instead). The released configs say "vision" exactly for the models
+// without per-layer embeddings (26B-A4B, 31B) and null for E2B/E4B; this applies that to a config
+// read from GGUF (no-op when the rule is already set or the config is not from GGUF) and records
+// a note saying so.
+void infer_image_mask_rule_for_gguf(ModelConfig& c);
 
 // `file`: an mmproj GGUF. `text_hidden` is the text decoder's H (the projector's output width is
 // checked against it). The patch embedding is rearranged at load from the converter's conv layout

@@ -24,17 +24,28 @@ void ActiveRequest::push(GenerationEvent ev) {
   cv_.notify_one();
 }
 
+namespace {
+
+EngineOptions with_vision(EngineOptions e, const ServedModel& m) {
+  e.vision = m.vision.get();
+  return e;
+}
+
+}  // namespace
+
 GenerationService::GenerationService(const ServedModel& model, ServiceOptions o, Metrics& metrics)
     : model_(model),
       opts_(o),
       metrics_(metrics),
-      engine_(*model.model, o.engine, server_text_streams(*model.tokenizer)) {
+      engine_(*model.model, with_vision(o.engine, model), server_text_streams(*model.tokenizer)) {
   limits_.model_name = model.id;
   limits_.vocab_size = model.model->config.vocab_size;
   limits_.max_context = std::min<int64_t>(o.engine.max_context, model.model->config.max_position_embeddings);
   limits_.default_max_tokens = o.default_max_tokens;
   limits_.max_deadline_seconds = o.request_timeout_s;
   limits_.max_choices = o.engine.max_seqs;
+  limits_.accepts_images = model.images_refused.empty();
+  if (!limits_.accepts_images) limits_.images_refused = model.images_refused;
   stop_ids_.assign(model.stops.ids.begin(), model.stops.ids.end());
   kv_capacity_bytes_ = kv_footprint(model.model->config, o.engine.kv.dtype).bytes_at(limits_.max_context, model.model->config.sliding_window) *
                        uint64_t(o.engine.max_seqs);
@@ -174,6 +185,15 @@ std::variant<GenerationRequest, ApiError> GenerationService::engine_request(cons
   if (auto* e = std::get_if<ApiError>(&encoded)) return *e;
   GenerationRequest req;
   req.prompt = std::move(std::get<std::vector<int>>(encoded));
+  if (limits_.accepts_images) {
+    // Placeholders become each image's span; a prompt whose placeholders and images disagree
+    // (the placeholder typed as text, or a completion prompt holding it) is refused.
+    auto images = prepare_images(spec, req.prompt, model_.image_ids, model_.vision->config, opts_.images);
+    if (auto* e = std::get_if<ApiError>(&images)) return *e;
+    req.images = std::move(std::get<std::vector<std::shared_ptr<const PromptImage>>>(images));
+    if (auto r = check_prompt_length(req.prompt.size(), spec, limits_); std::holds_alternative<ApiError>(r))
+      return std::get<ApiError>(r);
+  }
   req.sampling = spec.sampling;
   req.sampling.stop_token_ids.insert(req.sampling.stop_token_ids.end(), stop_ids_.begin(), stop_ids_.end());
   if (spec.endpoint == Endpoint::chat && !model_.missing_template_tokens.empty())

@@ -16,6 +16,7 @@
 #include <variant>
 
 #include "engine/engine.h"
+#include "server/image_input.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "engine/grammar_matcher.h"
@@ -49,6 +50,7 @@ struct ServiceOptions {
   double request_timeout_s = 600;  // per-request deadline
   bool stop_on_degenerate = false;
   int default_max_tokens = 512;
+  ImageOptions images;             // remote hosts, limits and the default budget of image parts
 };
 
 class GenerationService {

@@ -206,10 +206,13 @@ std::string ResponseBuilder::finish_reason() const {
 }
 
 json ResponseBuilder::usage() const {
-  return {{"prompt_tokens", final_.prompt_tokens},
-          {"completion_tokens", final_.generated_tokens},
-          {"total_tokens", final_.prompt_tokens + final_.generated_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", final_.cached_tokens}}}};
+  json u = {{"prompt_tokens", final_.prompt_tokens},
+            {"completion_tokens", final_.generated_tokens},
+            {"total_tokens", final_.prompt_tokens + final_.generated_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", final_.cached_tokens}}}};
+  // Images' soft tokens are prompt tokens (each takes a position); this says how many.
+  if (final_.image_tokens > 0) u["prompt_tokens_details"]["image_tokens"] = final_.image_tokens;
+  return u;
 }
 
 json ResponseBuilder::usage_chunk(json usage) const {
@@ -238,6 +241,7 @@ json ResponseBuilder::g4_extension() const {
   if (!errors.empty()) g["tool_call_errors"] = errors;
   if (repaired_ > 0) g["repaired_tail_bytes"] = repaired_;
   if (final_.spec.verify_steps > 0) g["speculative"] = speculation_json(final_.spec);
+  if (final_.image_tokens > 0) g["timings"]["vision_s"] = final_.vision_seconds;
   return g;
 }
 

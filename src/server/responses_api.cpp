@@ -386,6 +386,8 @@ json ResponsesBuilder::final_object(const ChoiceResponses& chat) const {
                 {"output_tokens", outt},
                 {"output_tokens_details", {{"reasoning_tokens", 0}}},
                 {"total_tokens", in + outt}};
+  if (c.usage["prompt_tokens_details"].contains("image_tokens"))
+    r["usage"]["input_tokens_details"]["image_tokens"] = c.usage["prompt_tokens_details"]["image_tokens"];
   r["g4"] = c.g4;
   return r;
 }

@@ -6,14 +6,43 @@
 #include "engine/model_text.h"
 #include "platform/device.h"
 #include "platform/dtype.h"
+#include "model/vision_gguf.h"
 #include "platform/error.h"
 
 namespace g4::server {
 
 using nlohmann::json;
 
+namespace {
+
+// The image tokens: config.json's ids, or (a GGUF carries none) the tokenizer's pieces; images are
+// accepted only with a tower and all three ids inside the model's vocabulary.
+void resolve_images(ServedModel& m) {
+  const ModelConfig& c = m.model->config;
+  const text::Vocabulary& v = m.tokenizer->vocab();
+  m.image_ids.image = c.image_token_id.value_or(v.find("<|image|>"));
+  m.image_ids.begin = c.boi_token_id.value_or(v.find("<|image>"));
+  m.image_ids.end = c.eoi_token_id.value_or(v.find("<image|>"));
+  if (!m.vision) {
+    m.images_refused = "the served model has no vision tower (no vision_config in config.json; for a GGUF pass --mmproj)";
+    return;
+  }
+  for (const auto& [id, name] : {std::pair{m.image_ids.image, "<|image|>"}, {m.image_ids.begin, "<|image>"}, {m.image_ids.end, "<image|>"}})
+    if (id < 0 || id >= c.vocab_size) {
+      m.images_refused = std::string("the image token ") + name + " has no id in config.json or the tokenizer";
+      return;
+    }
+  if (m.model->format == "gguf") infer_image_mask_rule_for_gguf(m.model->config);
+  if (!m.model->config.image_token_id) m.model->config.image_token_id = m.image_ids.image;  // the engine's check reads it
+  if (!m.model->config.boi_token_id) m.model->config.boi_token_id = m.image_ids.begin;
+  if (!m.model->config.eoi_token_id) m.model->config.eoi_token_id = m.image_ids.end;
+  if (!m.missing_template_tokens.empty()) m.images_refused = "the tokenizer lacks the chat template's tokens";
+}
+
+}  // namespace
+
 ServedModel ServedModel::load(const std::filesystem::path& dir, const std::filesystem::path& tokenizer_file,
-                              const std::string& name) {
+                              const std::string& name, const std::filesystem::path& mmproj) {
   ServedModel m;
   m.dir = dir;
   m.id = name.empty() ? std::filesystem::absolute(dir).lexically_normal().filename().string() : name;
@@ -67,6 +96,11 @@ ServedModel ServedModel::load(const std::filesystem::path& dir, const std::files
   m.synthetic = cfg.is_object() && cfg.contains("g4_synth");
   if (m.synthetic) m.notes.push_back("random weights made by g4 synth: output is noise by design (the degeneracy guard flags it)");
   m.policy = resolve_policy(host_cpu(), checkpoint_format(m.model->weights.dtype));
+  if (!mmproj.empty())
+    m.vision = load_vision_mmproj(mmproj, m.model->config.hidden_size);
+  else if (std::filesystem::is_directory(dir))
+    m.vision = load_vision_model(dir);
+  resolve_images(m);
   return m;
 }
 
@@ -89,6 +123,21 @@ json ServedModel::describe() const {
             {"missing_template_tokens", missing_template_tokens},
             {"chat_template", missing_template_tokens.empty() ? "gemma4" : "gemma4 (degraded: control tokens as plain text)"},
             {"notes", notes}};
+  if (vision) {
+    const VisionConfig& v = vision->config;
+    d["vision"] = {{"source", vision->format == "gguf" ? vision->path.string() : "config.json vision_config"},
+                   {"format", vision->format},
+                   {"layers", v.num_hidden_layers},
+                   {"hidden_size", v.hidden_size},
+                   {"patch_size", v.patch_size},
+                   {"pooling_kernel_size", v.pooling_kernel_size},
+                   {"default_image_tokens", v.default_output_length},
+                   {"image_token_ids", {{"image", image_ids.image}, {"begin", image_ids.begin}, {"end", image_ids.end}}},
+                   {"accepts_images", images_refused.empty()}};
+  } else {
+    d["vision"] = nullptr;
+  }
+  if (!images_refused.empty()) d["images_refused"] = images_refused;
   return d;
 }
 

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/prompt_images.h"
 #include "model/model.h"
+#include "model/vision_model.h"
 #include "platform/dtype_policy.h"
 #include "text/chat_template.h"
 #include "text/stop_tokens.h"
@@ -23,6 +25,11 @@ struct ServedModel {
   std::filesystem::path dir;
   std::string forward = "f32 reference loops";  // what runs the model; set by the frontend
   std::unique_ptr<Model> model;
+  // The vision tower and projector: from the checkpoint directory (its vision_config) or an
+  // mmproj GGUF (--mmproj); null for a text-only model, which refuses images.
+  std::unique_ptr<VisionModel> vision;
+  ImageTokenIds image_ids;          // from config.json, else the tokenizer's pieces
+  std::string images_refused;       // empty when images are accepted; else why not
   std::unique_ptr<text::Tokenizer> tokenizer;
   std::filesystem::path tokenizer_path;
   text::StopTokens stops;
@@ -33,7 +40,7 @@ struct ServedModel {
 
   // Loads and validates; throws g4::Error naming what is wrong (no tokenizer, vocab mismatch, ...).
   static ServedModel load(const std::filesystem::path& dir, const std::filesystem::path& tokenizer_file,
-                          const std::string& name);
+                          const std::string& name, const std::filesystem::path& mmproj = {});
 
   // The `g4` block of /v1/models: policy with reasons, device, tokenizer, stops, notes.
   nlohmann::json describe() const;

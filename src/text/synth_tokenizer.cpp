@@ -258,13 +258,25 @@ json tokenizer_config_json() {
 
 }  // namespace
 
-void write_synth_tokenizer(const std::filesystem::path& dir, int vocab_size) {
+void write_synth_tokenizer(const std::filesystem::path& dir, int vocab_size,
+                           const std::vector<std::pair<int, std::string>>& moved_controls) {
   if (vocab_size < 512)
     throw Error("synth tokenizer: vocab_size " + std::to_string(vocab_size) +
                 " is below 512 (Gemma's layout needs ids up to 493 for the byte pieces)");
   if (vocab_size > (1 << 24)) throw Error("synth tokenizer: vocab_size " + std::to_string(vocab_size) + " is too large");
   Builder b(vocab_size);
   put_fixed_pieces(b);
+  for (const auto& [id, piece] : moved_controls) {
+    if (id < 168 || id >= vocab_size)
+      throw Error("synth tokenizer: control token " + piece + " at id " + std::to_string(id) + " is outside 168.." +
+                  std::to_string(vocab_size - 1) + " (the fixed Gemma slots end at 167)");
+    if (const auto it = b.ids.find(piece); it != b.ids.end()) {  // its Gemma slot, when the vocabulary reaches it
+      b.pieces[size_t(it->second)].clear();
+      b.ids.erase(it);
+    }
+    if (!b.pieces[size_t(id)].empty()) b.ids.erase(b.pieces[size_t(id)]);
+    b.put(id, piece, true, true);
+  }
   add_characters_and_merges(b);
   for (size_t id = 0; id < b.pieces.size(); ++id)
     if (b.pieces[id].empty()) b.pieces[id] = "<unused" + std::to_string(id - 6) + ">";

@@ -15,11 +15,17 @@
 // rarest characters (upper case, symbols) use byte fallback. Still a valid, complete tokenizer.
 #pragma once
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace g4::text {
 
 // Writes dir/tokenizer.json and dir/tokenizer_config.json atomically (temp file + rename).
 // Throws g4::Error when vocab_size < 512 or > 2^24 or a file cannot be written.
-void write_synth_tokenizer(const std::filesystem::path& dir, int vocab_size);
+// `moved_controls` puts control tokens at other ids (>= 168), as small test checkpoints move
+// them: the tiny vision fixtures keep <|image> 500, <|image|> 501, <image|> 502 in a 512-id vocab.
+void write_synth_tokenizer(const std::filesystem::path& dir, int vocab_size,
+                           const std::vector<std::pair<int, std::string>>& moved_controls = {});
 
 }  // namespace g4::text

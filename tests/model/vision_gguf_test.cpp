@@ -155,4 +155,18 @@ TEST_P(VisionMmproj, RefusesWhatIsNotAGemma4VisionProjector) {
 
 INSTANTIATE_TEST_SUITE_P(BothTowers, VisionMmproj, ::testing::Values("tiny-e-vision", "tiny-31b-vision"));
 
+// The image mask rule a GGUF lacks: "vision" exactly where the fixtures' configs (from the released
+// ones) set it, the model without per-layer embeddings; E-models stay causal.
+TEST(VisionMmprojRule, InferredFromTheFixtureConfigsOwnShapes) {
+  for (const char* v : {"tiny-e-vision", "tiny-31b-vision"}) {
+    const auto path = test::fixtures_dir() / "gemma4-vision-tiny" / v / "hf" / "config.json";
+    if (!std::filesystem::exists(path)) GTEST_SKIP() << "no fixtures";
+    const ModelConfig truth = load_config(path);
+    ModelConfig from_gguf = truth;
+    from_gguf.use_bidirectional_attention.clear();  // what a GGUF's metadata gives
+    infer_image_mask_rule_for_gguf(from_gguf);
+    EXPECT_EQ(from_gguf.use_bidirectional_attention, truth.use_bidirectional_attention) << v;
+  }
+}
+
 }  // namespace g4::vision_gguf_test

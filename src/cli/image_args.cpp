@@ -1,0 +1,68 @@
+#include "cli/image_args.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "model/vision_gguf.h"
+#include "model/vision_projector.h"
+#include "platform/error.h"
+#include "server/image_input.h"
+
+namespace g4::cli {
+
+const std::string kImageHelp =
+    "Images (a checkpoint with a vision tower, or a GGUF with --mmproj):\n"
+    "  --image FILE         a PNG, JPEG or WebP image (repeatable; in order)\n"
+    "  --image-tokens N     soft tokens per image: 70, 140, 280, 560 or 1120 (default: the tower's, 280)\n"
+    "  --mmproj FILE        the vision tower from a llama.cpp mmproj GGUF (projector type gemma4v)\n";
+
+std::unique_ptr<VisionModel> load_vision_for(const Args& a, const std::filesystem::path& model_path, Model& m) {
+  if (auto f = a.get("--mmproj")) {
+    if (m.format == "gguf") infer_image_mask_rule_for_gguf(m.config);
+    return load_vision_mmproj(*f, m.config.hidden_size);
+  }
+  if (std::filesystem::is_directory(model_path)) return load_vision_model(model_path);
+  return nullptr;
+}
+
+ImageTokenIds image_token_ids(const Model& m, const text::Vocabulary* vocab) {
+  const auto id = [&](const std::optional<int>& from_config, const char* piece) {
+    const int v = from_config ? *from_config : vocab ? vocab->find(piece) : -1;
+    if (v < 0 || v >= m.config.vocab_size)
+      throw Error(std::string("the image token ") + piece + " has no id in config.json" + (vocab ? " or the tokenizer" : ""));
+    return v;
+  };
+  return {id(m.config.image_token_id, "<|image|>"), id(m.config.boi_token_id, "<|image>"), id(m.config.eoi_token_id, "<image|>")};
+}
+
+std::vector<std::shared_ptr<PromptImage>> read_image_files(const Args& a, const VisionConfig& vc) {
+  const int budget = int(a.get_int("--image-tokens", vc.default_output_length > 0 ? vc.default_output_length : 280));
+  std::vector<std::shared_ptr<PromptImage>> out;
+  for (const std::string& file : a.get_all("--image")) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw Error(file + ": cannot open the image");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    const std::string bytes = ss.str();
+    try {
+      out.push_back(server::image_from_bytes(bytes, budget, vc));
+    } catch (const Error& e) {
+      throw Error(file + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+EncodedImages encode_images(const VisionModel& v, const std::vector<std::shared_ptr<PromptImage>>& images,
+                            const blocks::Exec& ex) {
+  EncodedImages e;
+  e.rows.reserve(images.size());
+  for (const auto& img : images) {
+    const VisionInput in{img->pixel_values, img->positions, img->grid_rows, img->grid_cols};
+    e.rows.push_back(encode_image(v.config, v.weights, in, ex));
+    e.spans.push_back(SoftSpan{e.rows.back().data(), img->span.first, img->span.count, true});
+  }
+  return e;
+}
+
+}  // namespace g4::cli
