@@ -24,7 +24,11 @@ G4_Q8_TARGET inline __m256i load256(const void* p) { return _mm256_loadu_si256(r
 
 // 4 activation bytes in every 32-bit lane: the quad each weight quad meets in a VPDPBUSD (or its
 // VPMADDUBSW + VPMADDWD pair).
-G4_Q8_TARGET inline __m256i broadcast4(const int8_t* p) { return _mm256_set1_epi32(x86::load_i32(p)); }
+// VBROADCASTSS from memory, a plain load: from _mm256_set1_epi32 of the loaded int GCC 12 made a
+// VPBROADCASTD into a register, stored it on the stack and fed VPMADDUBSW from there.
+G4_Q8_TARGET inline __m256i broadcast4(const int8_t* p) {
+  return _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(p)));
+}
 
 // int16 lanes summed in pairs into int32 lanes, exactly: VPMADDUBSW's pair sums widened.
 G4_Q8_TARGET inline __m256i pair_sums(__m256i v) { return _mm256_madd_epi16(v, _mm256_set1_epi16(1)); }

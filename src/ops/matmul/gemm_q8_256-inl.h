@@ -41,7 +41,9 @@ struct Codes {
 
 // One 8-row half's block sum for one token, built vector by vector. AVX2 Q4: the pair products of
 // all its vectors summed in int16 (eight of at most 2 x 15 x 127: 30480, no saturation) and
-// widened once; otherwise int32 sums from the start on.
+// widened once; otherwise int32 sums from the start on. The int16 adds are VPADDSW: they never
+// saturate here, so the sums are VPADDW's, but GCC does not re-associate them, where a chain of
+// VPADDW became a tree holding every pair product at once, spilled to the stack.
 template <bool kQ4>
 struct HalfSum {
   __m256i v;
@@ -55,7 +57,7 @@ struct HalfSum {
 #if G4_Q8_VNNI
       v = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(v, w.a, x0), w.b, x1);
 #else
-      v = _mm256_add_epi16(v, _mm256_add_epi16(_mm256_maddubs_epi16(w.a, x0), _mm256_maddubs_epi16(w.b, x1)));
+      v = _mm256_adds_epi16(v, _mm256_adds_epi16(_mm256_maddubs_epi16(w.a, x0), _mm256_maddubs_epi16(w.b, x1)));
 #endif
     } else {
 #if G4_Q8_VNNI
@@ -180,7 +182,8 @@ G4_Q8_TARGET inline void column_tokens(const std::byte* group, uint64_t values, 
 
 // One group x C tokens (1..8, from the token panels): the block columns in order, up to 4 tokens
 // per pass over a column while its bytes sit in L1. Serves a few streams decoding together
-// (weights streamed once for all, `prefetch` bytes ahead, never past `end`) and prefill panels.
+// (weights streamed once for all, `prefetch` bytes ahead, never past `end`); prefill panels take
+// panel16.
 template <bool kQ4, int C>
 G4_Q8_TARGET void group_tokens(const std::byte* group, const std::byte* end, const Q8Activations& a, int64_t t0,
                                float* y, int64_t ldy, uint64_t prefetch) {
@@ -204,6 +207,67 @@ G4_Q8_TARGET void group_tokens(const std::byte* group, const std::byte* end, con
   for (int c = 0; c < C; ++c) {
     _mm256_storeu_ps(y + c * ldy, _mm256_load_ps(macc[c]));
     _mm256_storeu_ps(y + c * ldy + 8, _mm256_load_ps(macc[c] + 8));
+  }
+}
+
+// One value vector's 8-row half (at vec) into the sums of the panel's kPanelTokens tokens, whose
+// activation quads for it sit at x + 32c (Q4's high nibbles' 16 bytes further).
+template <bool kQ4>
+G4_Q8_TARGET inline void panel_vector(HalfSum<kQ4>* s, const std::byte* vec, const int8_t* x) {
+  const Codes<kQ4> w = Codes<kQ4>::of(load256(vec));
+  #pragma GCC unroll 8
+  for (int c = 0; c < int(kPanelTokens); ++c) {
+    const __m256i x0 = broadcast4(x + c * kQ8Block);
+    s[c].add(w, x0, kQ4 ? broadcast4(x + c * kQ8Block + 16) : x0);
+  }
+}
+
+// Prefill: one group x one panel of kPanelTokens tokens (`count` of them real; the panel's cells
+// past T are zeros), one 8-row half x the 6 tokens at a time: each value vector is unpacked once
+// for 6 tokens, whose block sums stay in registers (Q4 on AVX2: 6 int16 sums, 2 code vectors, the
+// broadcasts), the f32 accumulators in L1. All of it in one function over one local accumulator
+// array, so that nothing the stores write can alias the panel's bytes: split into functions over
+// macc (group_tokens), GCC reloaded every scale and activation pointer per token and spilled the
+// pair products. Per output the same steps as group_tokens and the AVX-512 prefill16.
+template <bool kQ4>
+G4_Q8_TARGET void panel16(const std::byte* group, const Q8Activations& a, int64_t t, float* y, int64_t ldy, int count) {
+  constexpr int P = int(kPanelTokens);
+  constexpr uint64_t kColumnBytes = kQ4 ? kQ4ColumnBytes : kQ8ColumnBytes;
+  const int64_t blocks = a.in / kQ8Block;
+  const size_t first = a.panel_cell(t, 0);  // t starts a panel; block b's cells follow at first + b·P
+  const int8_t* xq = a.panel_q.data() + first * kQ8Block;
+  const int32_t* start = (kQ4 ? a.panel_q4_start : a.panel_q8_start).data() + first;
+  const float* xs = a.panel_scale.data() + first;
+  alignas(32) float acc[2][P][8] = {};
+  for (int64_t b = 0; b < blocks; ++b, xq += P * kQ8Block, start += P, xs += P) {
+    const std::byte* values = group + interleaved_values_at(kColumnBytes, blocks, b);
+    const std::byte* scales = group + interleaved_scales_at(kColumnBytes, b);
+    #pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      HalfSum<kQ4> s[P];
+      #pragma GCC unroll 8
+      for (int c = 0; c < P; ++c) s[c].begin(start[c]);
+      if constexpr (kQ4) {
+        #pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) panel_vector<kQ4>(s, values + 64 * j + 32 * h, xq + 4 * j);
+      } else {
+        // Not unrolled: GCC re-associates an unrolled chain of int32 adds into a tree whose
+        // partial sums spill (HalfSum's saturating int16 adds keep Q4's chain as written).
+        #pragma GCC unroll 1
+        for (int j = 0; j < 8; ++j) panel_vector<kQ4>(s, values + 64 * j + 32 * h, xq + 4 * j);
+      }
+      const __m256 ws = halves8_at(scales + 16 * h);
+      #pragma GCC unroll 8
+      for (int c = 0; c < P; ++c) {
+        const __m256 product = _mm256_mul_ps(ws, _mm256_set1_ps(xs[c]));
+        _mm256_store_ps(acc[h][c], _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[c].sum(start[c])), product,
+                                                   _mm256_load_ps(acc[h][c])));
+      }
+    }
+  }
+  for (int c = 0; c < count; ++c) {
+    _mm256_storeu_ps(y + c * ldy, _mm256_load_ps(acc[0][c]));
+    _mm256_storeu_ps(y + c * ldy + 8, _mm256_load_ps(acc[1][c]));
   }
 }
 
@@ -270,6 +334,7 @@ Kernels256 kernels() {
   k.tokens[0] = group_tokens<kQ4, 1>, k.tokens[1] = group_tokens<kQ4, 2>, k.tokens[2] = group_tokens<kQ4, 3>;
   k.tokens[3] = group_tokens<kQ4, 4>, k.tokens[4] = group_tokens<kQ4, 5>, k.tokens[5] = group_tokens<kQ4, 6>;
   k.tokens[6] = group_tokens<kQ4, 7>, k.tokens[7] = group_tokens<kQ4, 8>;
+  k.panel = panel16<kQ4>;
   k.row[0][0] = row_tile<1, 1, kQ4>, k.row[0][1] = row_tile<1, 2, kQ4>;
   k.row[0][2] = row_tile<1, 3, kQ4>, k.row[0][3] = row_tile<1, 4, kQ4>;
   k.row[1][0] = row_tile<2, 1, kQ4>, k.row[1][1] = row_tile<2, 2, kQ4>;

@@ -22,8 +22,11 @@ struct Kernels256 {
   // `prefetch` bytes ahead but never past `end`.
   using Tokens = void (*)(const std::byte* group, const std::byte* end, const Q8Activations& a, int64_t t0, float* y,
                           int64_t ldy, uint64_t prefetch);
+  // Prefill: one group x the panel of tokens from t (a panel's start), `count` of them real.
+  using Panel = void (*)(const std::byte* group, const Q8Activations& a, int64_t t, float* y, int64_t ldy, int count);
   Decode decode[3];  // 1, 2, 4 groups side by side
   Tokens tokens[kFewTokens];
+  Panel panel;
   RowTileFn row[2][4];  // row-major tiles: [rows - 1][tokens - 1]
 };
 }  // namespace g4::ops
@@ -64,8 +67,7 @@ void interleaved_256(const Kernels256& k, const Q8Activations& a, const std::byt
       },
       [&](bool pair, int64_t g, int64_t t, int count) {
         for (int64_t i = 0; i < (pair ? 2 : 1); ++i)
-          k.tokens[count - 1](w + uint64_t(g + i) * group_bytes, end, a, t, y + t * ldy + (g + i) * kInterleaveRows, ldy,
-                              0);
+          k.panel(w + uint64_t(g + i) * group_bytes, a, t, y + t * ldy + (g + i) * kInterleaveRows, ldy, count);
       });
 }
 
