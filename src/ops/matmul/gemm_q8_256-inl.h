@@ -217,8 +217,8 @@ G4_Q8_TARGET inline void panel_vector(HalfSum<kQ4>* s, const std::byte* vec, con
   const Codes<kQ4> w = Codes<kQ4>::of(load256(vec));
   #pragma GCC unroll 8
   for (int c = 0; c < int(kPanelTokens); ++c) {
-    const __m256i x0 = broadcast4(x + c * kQ8Block);
-    s[c].add(w, x0, kQ4 ? broadcast4(x + c * kQ8Block + 16) : x0);
+    const __m256i x0 = broadcast4_load(x + c * kQ8Block);
+    s[c].add(w, x0, kQ4 ? broadcast4_load(x + c * kQ8Block + 16) : x0);
   }
 }
 
