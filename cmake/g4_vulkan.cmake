@@ -34,7 +34,7 @@ function(g4_spirv symbol source)
     COMMAND ${Vulkan_GLSLC_EXECUTABLE} -fshader-stage=compute --target-env=vulkan1.2 -O -Werror ${ARGN}
             ${source} -o ${spv}
     COMMAND ${CMAKE_COMMAND} -DSPV=${spv} -DOUT=${cpp} -DSYMBOL=${symbol} -P ${CMAKE_SOURCE_DIR}/cmake/embed_spirv.cmake
-    DEPENDS ${source} ${CMAKE_SOURCE_DIR}/cmake/embed_spirv.cmake
+    DEPENDS ${source} ${CMAKE_SOURCE_DIR}/cmake/embed_spirv.cmake ${G4_SHADER_INCLUDES}
     COMMENT "glslc ${symbol}"
     VERBATIM)
   set(G4_SPIRV_SOURCES ${G4_SPIRV_SOURCES} ${cpp} PARENT_SCOPE)
@@ -53,10 +53,17 @@ function(g4_gpu_layer)
   file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/gpu/*.cpp)
   if(G4_VULKAN)
     file(GLOB vk_srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/gpu/vulkan/*.cpp)
-    set(shader ${CMAKE_SOURCE_DIR}/src/gpu/shaders/matmul.comp)
-    g4_spirv(matmul_f32 ${shader})
-    g4_spirv(matmul_f16 ${shader} -DWEIGHT_F16)
-    g4_spirv(matmul_bf16 ${shader} -DWEIGHT_BF16)
+    set(dir ${CMAKE_SOURCE_DIR}/src/gpu/shaders)
+    file(GLOB G4_SHADER_INCLUDES CONFIGURE_DEPENDS ${dir}/*.glsl)
+    g4_spirv(matmul_f32 ${dir}/matmul.comp)
+    g4_spirv(matmul_f16 ${dir}/matmul.comp -DWEIGHT_F16)
+    g4_spirv(matmul_bf16 ${dir}/matmul.comp -DWEIGHT_BF16)
+    # The decoder's shaders (src/gpu/vulkan/vk_decoder.cpp), one variant each except the gather.
+    g4_spirv(embed_f32 ${dir}/embed.comp)
+    g4_spirv(embed_bf16 ${dir}/embed.comp -DWEIGHT_BF16)
+    foreach(name rms_norm rope kv_write attention_scores attention_values softmax gelu_mul add_scale softcap)
+      g4_spirv(${name} ${dir}/${name}.comp)
+    endforeach()
     list(APPEND srcs ${vk_srcs} ${G4_SPIRV_SOURCES})
   else()
     file(GLOB stub_srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/gpu/without_vulkan/*.cpp)

@@ -46,4 +46,20 @@ ShaderTilePlan plan_matmul_tile(const VulkanDeviceInfo& d) {
   return {"matmul", *it, plan.scratch_bytes, limit.bytes, plan.shrunk, describe_tile_plan(plan)};
 }
 
+uint64_t reduction_shared_bytes(uint32_t workgroup) { return uint64_t(workgroup) * sizeof(float); }
+
+ReductionPlan plan_reduction(const VulkanDeviceInfo& d) {
+  TileProblem problem;
+  problem.kernel = "row-reduction";
+  for (const int wg : {256, 128, 64, 32})
+    if (d.max_workgroup_invocations == 0 || uint32_t(wg) <= d.max_workgroup_invocations)
+      problem.candidates.push_back({wg, 1, 1});
+  if (problem.candidates.empty())
+    throw Error("row-reduction: " + d.name + " allows " + std::to_string(d.max_workgroup_invocations) +
+                " invocations per workgroup, fewer than the 32 the reduction shaders need");
+  problem.scratch_bytes = [](const TileShape& s) { return reduction_shared_bytes(uint32_t(s.m)); };
+  const TilePlan plan = plan_tiles(problem, {d.max_shared_memory_bytes, "maxComputeSharedMemorySize of " + d.name});
+  return {uint32_t(plan.tile.m), plan.scratch_bytes, describe_tile_plan(plan)};
+}
+
 }  // namespace g4::gpu

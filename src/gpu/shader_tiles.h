@@ -44,4 +44,16 @@ struct ShaderTilePlan {
 // 16 x 16 x 16 (the smallest candidate), device allows 2 KiB (2048 bytes) ...".
 ShaderTilePlan plan_matmul_tile(const VulkanDeviceInfo& device);
 
+// rms_norm.comp and softmax.comp: one workgroup per row, reducing through `workgroup` floats of
+// shared memory (workgroup * 4 bytes). The ladder is 256, 128, 64, 32 invocations (powers of two
+// for the tree reduction), largest first, within both the shared memory and the workgroup limit.
+struct ReductionPlan {
+  uint32_t workgroup = 0;
+  uint64_t shared_bytes = 0;
+  std::string text;  // "row-reduction: tile 256 x 1 x 1 uses 1 KiB of 32 KiB (...)"
+};
+uint64_t reduction_shared_bytes(uint32_t workgroup);
+// Throws g4::Error with the arithmetic when not even 32 invocations fit.
+ReductionPlan plan_reduction(const VulkanDeviceInfo& device);
+
 }  // namespace g4::gpu

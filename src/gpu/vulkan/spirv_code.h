@@ -17,6 +17,18 @@ namespace spirv {
 SpirvCode matmul_f32();
 SpirvCode matmul_f16();
 SpirvCode matmul_bf16();
+// The decoder's shaders (src/gpu/shaders/<name>.comp; embed in f32 and bf16-word variants).
+SpirvCode embed_f32();
+SpirvCode embed_bf16();
+SpirvCode rms_norm();
+SpirvCode rope();
+SpirvCode kv_write();
+SpirvCode attention_scores();
+SpirvCode attention_values();
+SpirvCode softmax();
+SpirvCode gelu_mul();
+SpirvCode add_scale();
+SpirvCode softcap();
 }  // namespace spirv
 
 }  // namespace g4::gpu

@@ -83,24 +83,33 @@ void ComputePipeline::release() {
   set_layout_ = VK_NULL_HANDLE, module_ = VK_NULL_HANDLE, set_ = VK_NULL_HANDLE;
 }
 
-void ComputePipeline::bind_buffers(const std::vector<VkBuffer>& buffers) {
-  if (buffers.size() != buffer_count_)
-    throw Error("Vulkan: pipeline expects " + std::to_string(buffer_count_) + " buffers, got " +
-                std::to_string(buffers.size()));
+namespace {
+void write_set(const VulkanSession::Impl& s, VkDescriptorSet set, const std::vector<VkBuffer>& buffers) {
   std::vector<VkDescriptorBufferInfo> infos;
   std::vector<VkWriteDescriptorSet> writes;
   infos.reserve(buffers.size());
   for (uint32_t i = 0; i < buffers.size(); ++i) {
     infos.push_back({buffers[i], 0, VK_WHOLE_SIZE});
     auto w = vk_info<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
-    w.dstSet = set_;
+    w.dstSet = set;
     w.dstBinding = i;
     w.descriptorCount = 1;
     w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     w.pBufferInfo = &infos.back();
     writes.push_back(w);
   }
-  s_.api->vkUpdateDescriptorSets(s_.device, uint32_t(writes.size()), writes.data(), 0, nullptr);
+  s.api->vkUpdateDescriptorSets(s.device, uint32_t(writes.size()), writes.data(), 0, nullptr);
+}
+
+void check_count(uint32_t expected, size_t got) {
+  if (got != expected)
+    throw Error("Vulkan: pipeline expects " + std::to_string(expected) + " buffers, got " + std::to_string(got));
+}
+}  // namespace
+
+void ComputePipeline::bind_buffers(const std::vector<VkBuffer>& buffers) {
+  check_count(buffer_count_, buffers.size());
+  write_set(s_, set_, buffers);
 }
 
 void ComputePipeline::record(VkCommandBuffer cmd, const void* push, uint32_t gx, uint32_t gy, uint32_t gz) const {
@@ -109,6 +118,42 @@ void ComputePipeline::record(VkCommandBuffer cmd, const void* push, uint32_t gx,
   api.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout_, 0, 1, &set_, 0, nullptr);
   if (push_bytes_) api.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes_, push);
   api.vkCmdDispatch(cmd, gx, gy, gz);
+}
+
+void ComputePipeline::record_with(VkCommandBuffer cmd, VkDescriptorSet set, const void* push, uint32_t gx,
+                                  uint32_t gy, uint32_t gz) const {
+  const VulkanApi& api = *s_.api;
+  api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_);
+  api.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout_, 0, 1, &set, 0, nullptr);
+  if (push_bytes_) api.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes_, push);
+  api.vkCmdDispatch(cmd, gx, gy, gz);
+}
+
+DescriptorArena::DescriptorArena(const VulkanSession& session, uint32_t max_sets, uint32_t max_buffers)
+    : s_(session.impl()) {
+  const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, max_buffers};
+  auto dp = vk_info<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
+  dp.maxSets = max_sets;
+  dp.poolSizeCount = 1;
+  dp.pPoolSizes = &size;
+  vk_check(s_.api->vkCreateDescriptorPool(s_.device, &dp, nullptr, &pool_), "vkCreateDescriptorPool");
+}
+
+DescriptorArena::~DescriptorArena() {
+  if (pool_) s_.api->vkDestroyDescriptorPool(s_.device, pool_, nullptr);
+}
+
+VkDescriptorSet DescriptorArena::make(const ComputePipeline& pipeline, const std::vector<VkBuffer>& buffers) {
+  check_count(pipeline.buffer_count(), buffers.size());
+  const VkDescriptorSetLayout layout = pipeline.set_layout();
+  auto ds = vk_info<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
+  ds.descriptorPool = pool_;
+  ds.descriptorSetCount = 1;
+  ds.pSetLayouts = &layout;
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  vk_check(s_.api->vkAllocateDescriptorSets(s_.device, &ds, &set), "vkAllocateDescriptorSets");
+  write_set(s_, set, buffers);
+  return set;
 }
 
 }  // namespace g4::gpu

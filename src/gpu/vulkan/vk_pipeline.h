@@ -23,6 +23,12 @@ class ComputePipeline {
   void bind_buffers(const std::vector<VkBuffer>& buffers);
   // Records bind + push constants + dispatch into cmd.
   void record(VkCommandBuffer cmd, const void* push, uint32_t gx, uint32_t gy, uint32_t gz) const;
+  // The same with a descriptor set of this pipeline's layout made elsewhere (DescriptorArena):
+  // many dispatches of one pipeline over different buffers inside one command buffer.
+  void record_with(VkCommandBuffer cmd, VkDescriptorSet set, const void* push, uint32_t gx, uint32_t gy,
+                   uint32_t gz) const;
+  VkDescriptorSetLayout set_layout() const { return set_layout_; }
+  uint32_t buffer_count() const { return buffer_count_; }
 
  private:
   void release();
@@ -35,6 +41,22 @@ class ComputePipeline {
   VkPipeline pipeline_ = VK_NULL_HANDLE;
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   VkDescriptorSet set_ = VK_NULL_HANDLE;
+};
+
+// Descriptor sets for one recorded command buffer: one per dispatch, each pointing a pipeline's
+// bindings at whole buffers; all freed together when the arena goes (after the submission).
+class DescriptorArena {
+ public:
+  DescriptorArena(const VulkanSession& session, uint32_t max_sets, uint32_t max_buffers);
+  ~DescriptorArena();
+  DescriptorArena(const DescriptorArena&) = delete;
+  DescriptorArena& operator=(const DescriptorArena&) = delete;
+  // Throws g4::Error when the arena is full or the buffer count is not the pipeline's.
+  VkDescriptorSet make(const ComputePipeline& pipeline, const std::vector<VkBuffer>& buffers);
+
+ private:
+  const VulkanSession::Impl& s_;
+  VkDescriptorPool pool_ = VK_NULL_HANDLE;
 };
 
 }  // namespace g4::gpu

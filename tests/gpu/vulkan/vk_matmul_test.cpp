@@ -13,32 +13,13 @@
 #include "platform/dtype.h"
 #include "platform/error.h"
 #include "test_util.h"
+#include "vk_test_session.h"
 
 namespace g4::gpu {
 namespace {
 
 using test::matrix_view;
 using test::random_activations;
-
-// One session for the binary: opening a device costs lavapipe a few milliseconds each time.
-const VulkanSession* session_or_skip_reason(std::string& why) {
-  static std::unique_ptr<VulkanSession> session;
-  static std::string reason;
-  static bool tried = false;
-  if (!tried) {
-    tried = true;
-    const VulkanProbe probe = probe_vulkan();
-    if (probe.state != ProbeState::Found) reason = probe.message;
-    else session = std::make_unique<VulkanSession>(0);
-  }
-  why = reason;
-  return session.get();
-}
-
-#define OPEN_OR_SKIP(s)                                                                                     \
-  std::string skip_reason;                                                                               \
-  const VulkanSession* s = session_or_skip_reason(skip_reason);                                           \
-  if (!s) GTEST_SKIP() << "no Vulkan device (" << skip_reason << "); install mesa-vulkan-drivers for lavapipe"
 
 struct Case {
   uint32_t T, N, K;

@@ -1,0 +1,25 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// scores[t, h, j] = q[t, h] . k[key j of row t] (scaling 1.0: q_norm and k_norm play its role);
+// entries past the row's last key are -inf, so the softmax gives them 0.
+layout(constant_id = 0) const uint WG = 64;
+layout(local_size_x_id = 0) in;
+#include "attention_common.glsl"
+layout(std430, binding = 0) readonly buffer Q { float q[]; };
+layout(std430, binding = 1) readonly buffer KC { float kc[]; };
+layout(std430, binding = 2) writeonly buffer Scores { float scores[]; };
+
+void main() {
+  const uint e = gl_GlobalInvocationID.y * gl_NumWorkGroups.x * WG + gl_GlobalInvocationID.x;  // 2-D grid past 65535 groups
+  if (e >= p.T * p.heads * p.S) return;
+  const uint j = e % p.S, h = (e / p.S) % p.heads, t = e / (p.S * p.heads);
+  const uint pos = p.pos0 + t, key = first_key(pos) + j;
+  if (key > pos) {
+    scores[e] = uintBitsToFloat(0xff800000u);  // -inf
+    return;
+  }
+  const uint qb = (t * p.heads + h) * p.hd;
+  float s = 0.0;
+  for (uint d = 0; d < p.hd; ++d) s += q[qb + d] * kc[kv_index(key, h, d)];
+  scores[e] = s;
+}

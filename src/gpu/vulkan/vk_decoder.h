@@ -1,0 +1,54 @@
+// The Gemma 4 text decoder on a Vulkan device: weights uploaded once into device-local buffers
+// (f32, or f16/bf16 matrices kept as 16-bit words that the shaders widen), per-layer KV buffers
+// indexed by absolute position (a ring on sliding layers), and one command buffer per step with
+// every layer's dispatches recorded behind barriers: one submission per step, not one per op.
+// The shaders are src/gpu/shaders/*.comp; docs/gpu.md has the plan and the bounds measured.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "gpu/gpu_decoder_spec.h"
+#include "gpu/vulkan/vk_session.h"
+
+namespace g4::gpu {
+
+struct GpuDecoderLimits {
+  uint32_t max_context = 0;  // positions one sequence may reach (rows of the full layers' KV buffers)
+  uint32_t max_step = 0;     // tokens one step may carry (rows of the activation buffers)
+};
+
+struct GpuStepResult {
+  std::vector<float> logits;             // [T, V], row i = logits after token i
+  std::optional<double> device_seconds;  // all of the step's dispatches, by timestamps
+  uint32_t dispatches = 0;               // recorded into the step's one command buffer
+  uint32_t submissions = 0;              // 1
+};
+
+class GpuDecoder {
+ public:
+  // Uploads every weight the spec names. Throws g4::Error naming the tensor: a dtype the shaders
+  // do not read (quantized blocks), f16 words without 16-bit storage, or a tensor over the
+  // device's maxStorageBufferRange (with both sizes); also a tile or reduction the device's
+  // shared memory cannot hold (the planner's arithmetic).
+  GpuDecoder(const VulkanSession& session, GpuDecoderSpec spec, GpuDecoderLimits limits);
+  ~GpuDecoder();
+  GpuDecoder(const GpuDecoder&) = delete;
+  GpuDecoder& operator=(const GpuDecoder&) = delete;
+
+  // Runs `tokens` at positions position() .. position() + T - 1 of the sequence, appending their
+  // keys and values to the KV buffers. Throws g4::Error for an empty step, one over max_step,
+  // positions past max_context, or an id outside the vocabulary (nothing is run then).
+  GpuStepResult step(const std::vector<int>& tokens);
+  int64_t position() const;
+  void reset();  // a new sequence from position 0
+  uint64_t weight_bytes() const;  // device bytes of the resident weights
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace g4::gpu
