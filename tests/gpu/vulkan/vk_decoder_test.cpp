@@ -71,10 +71,12 @@ TEST_P(GpuDecoderFixture, OneShotMatchesReferenceAndFixture) {
   const auto expected = g4::test::read_f32(dir_ / "expected_logits.f32");
   float worst_ref = 0, worst_rel = 0, worst_fixture = 0;
   double device_s = 0;  // the longest sequence's step, by timestamps
+  uint32_t dispatches = 0;
   for (const Sequence& q : seqs_) {
     dec.reset();
     const GpuStepResult r = dec.step(q.tokens);
     EXPECT_EQ(r.submissions, 1u);
+    dispatches = r.dispatches;
     EXPECT_GT(r.dispatches, uint32_t(model_->config.num_hidden_layers) * 15);
     if (s->info().timestamps) {
       ASSERT_TRUE(r.device_seconds.has_value());
@@ -96,9 +98,9 @@ TEST_P(GpuDecoderFixture, OneShotMatchesReferenceAndFixture) {
     EXPECT_EQ(dec.position(), int64_t(q.tokens.size()));
   }
   EXPECT_LE(worst_fixture, kFixtureBound);
-  std::printf("[ gpu ] %s on %s: max |d| vs reference %.3g (relative %.3g), vs fixture %.3g; %zu-token step %.3f s\n",
+  std::printf("[ gpu ] %s on %s: max |d| vs reference %.3g (relative %.3g), vs fixture %.3g; %zu-token step %.3f s, %u dispatches\n",
               GetParam().c_str(), s->info().name.c_str(), worst_ref, worst_rel, worst_fixture, seqs_.back().tokens.size(),
-              device_s);
+              device_s, dispatches);
 }
 
 // A prefill, then one token per step: the sliding layers' rings wrap (window 8, steps of 1 in a
