@@ -62,4 +62,30 @@ TEST(ShaderTiles, AWorkgroupOverTheDevicesLimitIsRefused) {
   EXPECT_THROW(plan_matmul_tile(d), Error);
 }
 
+// rms_norm.comp and softmax.comp reduce through WG floats of shared memory.
+TEST(ShaderTiles, ReductionTakesTheLargestWorkgroupThatFitsBothLimits) {
+  EXPECT_EQ(reduction_shared_bytes(256), 1024u);
+  for (const VulkanDeviceInfo& d : {presets::lavapipe(), presets::tesla_t4(), presets::nvidia_h100()}) {
+    const ReductionPlan plan = plan_reduction(d);
+    EXPECT_EQ(plan.workgroup, 256u) << d.name;
+    EXPECT_EQ(plan.shared_bytes, 1024u);
+  }
+  EXPECT_EQ(plan_reduction(presets::with_shared_memory(presets::lavapipe(), 600)).workgroup, 128u);
+  VulkanDeviceInfo narrow = presets::lavapipe();
+  narrow.max_workgroup_invocations = 64;
+  EXPECT_EQ(plan_reduction(narrow).workgroup, 64u);
+}
+
+TEST(ShaderTiles, ReductionWithoutRoomForThirtyTwoFloatsIsRefused) {
+  try {
+    plan_reduction(presets::with_shared_memory(presets::lavapipe(), 100));
+    FAIL() << "no refusal";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("row-reduction"), std::string::npos) << e.what();
+  }
+  VulkanDeviceInfo tiny = presets::lavapipe();
+  tiny.max_workgroup_invocations = 16;
+  EXPECT_THROW(plan_reduction(tiny), Error);
+}
+
 }  // namespace g4::gpu
