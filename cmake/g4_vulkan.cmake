@@ -61,7 +61,10 @@ function(g4_gpu_layer)
     # The decoder's shaders (src/gpu/vulkan/vk_decoder.cpp), one variant each except the gather.
     g4_spirv(embed_f32 ${dir}/embed.comp)
     g4_spirv(embed_bf16 ${dir}/embed.comp -DWEIGHT_BF16)
-    foreach(name rms_norm rope kv_write attention_scores attention_values softmax gelu_mul add_scale softcap)
+    g4_spirv(moe_matvec_f32 ${dir}/moe_matvec.comp)
+    g4_spirv(moe_matvec_bf16 ${dir}/moe_matvec.comp -DWEIGHT_BF16)
+    foreach(name rms_norm rope kv_write attention_scores attention_values softmax gelu_mul add_scale softcap moe_route
+                 moe_combine)
       g4_spirv(${name} ${dir}/${name}.comp)
     endforeach()
     list(APPEND srcs ${vk_srcs} ${G4_SPIRV_SOURCES})

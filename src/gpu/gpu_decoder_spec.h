@@ -28,6 +28,16 @@ struct GpuLayerSpec {
   const TensorView *gate_proj = nullptr, *up_proj = nullptr, *down_proj = nullptr;  // [I, H], [I, H], [H, I]
   // Per-layer embeddings (P > 0): gate [P, H], projection [H, P], post norm [H].
   const TensorView *ple_input_gate = nullptr, *ple_projection = nullptr, *ple_post_norm = nullptr;
+  // Mixture of experts (moe): the router reads RMSNorm(residual) · router_input_scale, the
+  // experts pre_feedforward_norm_2(residual); the outputs are post_feedforward_norm_1(dense) +
+  // post_feedforward_norm_2(experts), then post_feedforward_norm.
+  bool moe = false;
+  int top_k = 0;
+  std::vector<float> router_input_scale;  // [H]: router.scale[i] · H^-1/2, as the reference forms it
+  const TensorView *router_proj = nullptr, *router_per_expert_scale = nullptr;  // [E, H], [E]
+  const TensorView *experts_gate_up = nullptr, *experts_down = nullptr;        // [E, 2·I_e, H], [E, H, I_e]
+  const TensorView *pre_feedforward_norm_2 = nullptr, *post_feedforward_norm_1 = nullptr,
+                   *post_feedforward_norm_2 = nullptr;
 };
 
 struct GpuDecoderSpec {

@@ -33,7 +33,6 @@ gpu::GpuDecoderSpec gpu_decoder_spec(const Model& m) {
   for (size_t i = 0; i < c.layers.size(); ++i) {
     const LayerPlan& p = c.layers[i];
     const LayerWeights& lw = w.layers[i];
-    if (p.moe) throw Error("gpu decoder: layer " + std::to_string(i) + " is a mixture-of-experts layer (no MoE shaders yet)");
     gpu::GpuLayerSpec l;
     l.full = p.type == LayerType::Full;
     l.head_dim = p.head_dim, l.kv_heads = p.kv_heads;
@@ -45,6 +44,15 @@ gpu::GpuDecoderSpec gpu_decoder_spec(const Model& m) {
     l.o_proj = lw.o_proj;
     l.gate_proj = lw.gate_proj, l.up_proj = lw.up_proj, l.down_proj = lw.down_proj;
     l.ple_input_gate = lw.ple_input_gate, l.ple_projection = lw.ple_projection, l.ple_post_norm = lw.ple_post_norm;
+    if (p.moe) {
+      l.moe = true, l.top_k = c.top_k_experts;
+      const float hs = float(1.0 / std::sqrt(double(c.hidden_size)));
+      for (int64_t k = 0; k < c.hidden_size; ++k) l.router_input_scale.push_back(lw.router_scale->at(k) * hs);
+      l.router_proj = lw.router_proj, l.router_per_expert_scale = lw.router_per_expert_scale;
+      l.experts_gate_up = lw.experts_gate_up, l.experts_down = lw.experts_down;
+      l.pre_feedforward_norm_2 = lw.pre_feedforward_norm_2, l.post_feedforward_norm_1 = lw.post_feedforward_norm_1;
+      l.post_feedforward_norm_2 = lw.post_feedforward_norm_2;
+    }
     s.layers.push_back(l);
   }
   // The reference's inverse frequencies and its cos/sin formula (ref::rope_cos_sin): same bits.

@@ -10,7 +10,7 @@
 namespace g4 {
 
 // Views into `m` (which must outlive the spec). Throws g4::Error for what the GPU decoder does not
-// run yet: mixture-of-experts layers, and a hidden activation other than gelu_pytorch_tanh.
+// run: a hidden activation other than gelu_pytorch_tanh.
 gpu::GpuDecoderSpec gpu_decoder_spec(const Model& m);
 
 }  // namespace g4

@@ -29,6 +29,10 @@ SpirvCode softmax();
 SpirvCode gelu_mul();
 SpirvCode add_scale();
 SpirvCode softcap();
+SpirvCode moe_route();
+SpirvCode moe_matvec_f32();
+SpirvCode moe_matvec_bf16();
+SpirvCode moe_combine();
 }  // namespace spirv
 
 }  // namespace g4::gpu

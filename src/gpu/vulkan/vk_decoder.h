@@ -1,4 +1,5 @@
-// The Gemma 4 text decoder on a Vulkan device: weights uploaded once into device-local buffers
+// The Gemma 4 text decoder (dense, per-layer embeddings, KV sharing, mixture of experts) on a
+// Vulkan device: weights uploaded once into device-local buffers
 // (f32, or f16/bf16 matrices kept as 16-bit words that the shaders widen), per-layer KV buffers
 // indexed by absolute position (a ring on sliding layers), and one command buffer per step with
 // every layer's dispatches recorded behind barriers: one submission per step, not one per op.
