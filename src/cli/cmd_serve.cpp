@@ -41,7 +41,8 @@ const std::string kUsage = std::string(
     "                [--listen-backlog N] [--weight-memory auto|huge|mapped] [--compute f32|bf16]\n"
     "                [--weights q8|q4] [--prefix-cache-mb N] [--speculative off|ngram|draft] [--draft-k N]\n"
     "                [--draft-model DIR] [--draft-p-min P] [--mmproj FILE] [--image-tokens N]\n"
-    "                [--allowed-media-domains HOSTS] [--max-image-bytes N] [--media-timeout S]\n\n"
+    "                [--allowed-media-domains HOSTS] [--max-image-bytes N] [--media-timeout S]\n"
+    "                [--image-cache-mb N]\n\n"
     "Serves the model over HTTP in the OpenAI wire format (see README, \"Serving\"):\n"
     "  POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize; GET /v1/models,\n"
     "  /health (liveness), /ready (200 once a real generation through the whole path passed its\n"
@@ -88,7 +89,9 @@ const std::string kUsage = std::string(
     "  --allowed-media-domains HOSTS  comma-separated host names whose http(s) image URLs are fetched\n"
     "                       (default none: only data: URLs); redirects must stay on the list\n"
     "  --max-image-bytes N  largest fetched image (default 20971520)\n"
-    "  --media-timeout S    time limit of one image fetch, redirects included (default 10)\n" +
+    "  --media-timeout S    time limit of one image fetch, redirects included (default 10)\n"
+    "  --image-cache-mb N   keep recent images' soft tokens up to N MiB (default 64; 0: off), so an\n"
+    "                       image sent again skips the vision tower even where the prefix cache missed\n" +
     kModelHelp;
 
 sigset_t shutdown_signals() {
@@ -167,6 +170,9 @@ int64_t set_cache_and_requests(const Args& a, server::ServiceOptions& so) {
   const int64_t prefix_mb = a.get_int("--prefix-cache-mb", 1024);
   if (prefix_mb < 0 || prefix_mb > (int64_t(1) << 20)) throw Error("--prefix-cache-mb must be in 0..1048576");
   e.prefix_cache_bytes = uint64_t(prefix_mb) << 20;
+  const int64_t image_mb = a.get_int("--image-cache-mb", 64);
+  if (image_mb < 0 || image_mb > (int64_t(1) << 20)) throw Error("--image-cache-mb must be in 0..1048576");
+  e.image_cache_bytes = uint64_t(image_mb) << 20;
   so.queue_limit = int(a.get_int("--queue", 64));
   if (so.queue_limit < 0) throw Error("--queue must be >= 0");
   so.request_timeout_s = a.get_double("--request-timeout", 600);
@@ -274,7 +280,7 @@ int run(const std::vector<std::string>& argv) {
                                  "--max-body", "--ready-interval", "--ready-tokens", "--chunk", "--threads",
                                  "--listen-backlog", "--weight-memory", "--compute", "--weights", "--prefix-cache-mb",
                                  "--mmproj", "--image-tokens", "--allowed-media-domains", "--max-image-bytes",
-                                 "--media-timeout"}),
+                                 "--media-timeout", "--image-cache-mb"}),
          {"--stop-on-degenerate"});
   // Shutdown signals go to one thread (sigwait); every thread started from here inherits the mask.
   sigset_t sigs = shutdown_signals();

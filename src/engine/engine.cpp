@@ -39,6 +39,7 @@ Engine::Engine(const Model& model, EngineOptions o, TextStreamFactory text)
     throw Error("engine: draft k_max " + std::to_string(opts_.speculative.k_max) + " is outside 1..16");
   if (opts_.prefix_cache_bytes > 0)
     prefix_ = std::make_unique<PrefixCache>(kv_, opts_.prefix_cache_bytes, opts_.prefix_cache_min_tokens);
+  if (opts_.vision && opts_.image_cache_bytes > 0) image_cache_ = std::make_unique<ImageEncoderCache>(opts_.image_cache_bytes);
   if (opts_.max_batch_tokens < opts_.max_seqs)
     throw Error("engine: max_batch_tokens (" + std::to_string(opts_.max_batch_tokens) + ") must be >= max_seqs (" +
                 std::to_string(opts_.max_seqs) + ")");
@@ -236,8 +237,14 @@ void Engine::finish(Sequence& s, const std::string& reason, const std::string& e
   ev.spec = s.spec;
   ev.prompt_tokens = int64_t(s.req.prompt.size());
   ev.cached_tokens = s.cached;
-  for (const auto& img : s.req.images) ev.image_tokens += img->span.count;
+  for (const auto& img : s.req.images) {
+    ev.image_tokens += img->span.count;
+    const int64_t end = img->span.first + img->span.count;
+    ev.image_tokens_prefilled += std::max<int64_t>(0, end - std::max(img->span.first, s.cached));
+  }
   ev.vision_seconds = s.vision_seconds;
+  ev.images_encoded = s.images_encoded;
+  ev.image_cache_hits = s.image_cache_hits;
   ev.generated_tokens = int64_t(s.generated.size());
   const auto now = Clock::now();
   ev.queue_seconds = std::chrono::duration<double>(s.admitted - s.submitted).count();

@@ -14,6 +14,7 @@
 
 #include "engine/degeneracy.h"
 #include "engine/grammar_matcher.h"
+#include "engine/image_cache.h"
 #include "engine/kv_cache.h"
 #include "engine/prefix_cache.h"
 #include "engine/prompt_images.h"
@@ -67,6 +68,9 @@ struct EngineOptions {
   // The vision tower and projector beside the model (owned by the caller); null: requests with
   // images are refused.
   const VisionModel* vision = nullptr;
+  // Encoder-output cache (image_cache.h): recent images' soft tokens kept up to this many bytes,
+  // so an image sent again skips the tower even where the prefix cache misses. 0: off.
+  uint64_t image_cache_bytes = uint64_t(64) << 20;
 };
 
 struct GenerationRequest {
@@ -111,6 +115,9 @@ struct GenerationEvent {
   int64_t cached_tokens = 0;        // prompt tokens restored from the prefix cache, not prefilled
   int64_t image_tokens = 0;         // prompt tokens that are images' soft tokens
   double vision_seconds = 0;        // in the vision tower and projector (0 for a prefix-cache hit)
+  int64_t images_encoded = 0;       // images run through the tower for this request
+  int64_t image_cache_hits = 0;     // images whose soft tokens came from the encoder cache
+  int64_t image_tokens_prefilled = 0;  // of image_tokens, those prefilled (not from the prefix cache)
   double queue_seconds = 0, prefill_seconds = 0, decode_seconds = 0;  // decode: first token -> end
   double ttft_seconds = 0;  // submit -> first token
   double grammar_seconds = 0;  // time in the grammar matcher (masks and advancing; the sampler's
@@ -193,6 +200,7 @@ class Engine {
   std::vector<float> hidden_;                       // engine thread only: their final-normed rows, for drafters
   std::unique_ptr<PrefixCache> prefix_;             // engine thread only; null when off
   PrefixCacheStats prefix_stats_;                   // guarded by mu_ (a copy for other threads)
+  std::unique_ptr<ImageEncoderCache> image_cache_;  // engine thread only; null when off
 };
 
 }  // namespace g4

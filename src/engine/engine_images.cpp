@@ -1,7 +1,8 @@
 // Images in the engine: requests are checked against the model's image tokens and the tower at
 // submit; prefill chunks keep an image whole where its tokens see each other; an image's soft
 // tokens are computed by the vision tower and projector on the engine's kernels when its span is
-// first scheduled (a prefix-cache hit that covers it skips the tower).
+// first scheduled, unless the encoder cache holds them (a prefix-cache hit that covers the span
+// needs neither).
 #include <chrono>
 #include <string>
 
@@ -66,13 +67,20 @@ const SoftSpan* Engine::soft_span_at(Sequence& s, int64_t pos) {
     if (pos < img.span.first || pos >= img.span.first + img.span.count) continue;
     if (s.soft.empty()) s.soft.resize(s.req.images.size());  // sized once: spans keep their address
     Sequence::SoftImage& si = s.soft[i];
-    if (si.rows.empty()) {
-      const auto t0 = std::chrono::steady_clock::now();
-      blocks::Exec ex;
-      if (pool_) ex.matmul = &matmul_;
-      si.rows = encode_image(opts_.vision->config, opts_.vision->weights, input_of(img), ex);
-      si.span = SoftSpan{si.rows.data(), img.span.first, img.span.count, /*vision=*/true};
-      s.vision_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!si.rows) {
+      if (image_cache_) si.rows = image_cache_->find(img);
+      if (si.rows) {
+        ++s.image_cache_hits;
+      } else {
+        const auto t0 = std::chrono::steady_clock::now();
+        blocks::Exec ex;
+        if (pool_) ex.matmul = &matmul_;
+        si.rows = std::make_shared<const SoftRows>(encode_image(opts_.vision->config, opts_.vision->weights, input_of(img), ex));
+        s.vision_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        ++s.images_encoded;
+        if (image_cache_) image_cache_->insert(s.req.images[i], si.rows);
+      }
+      si.span = SoftSpan{si.rows->data(), img.span.first, img.span.count, /*vision=*/true};
     }
     return &si.span;
   }

@@ -41,14 +41,16 @@ struct Engine::Sequence {
   std::vector<float> hidden;  // [H]: the final-normed row that chose `pending` (drafters that read it)
   SpeculationStats spec;
   // Images: the prefix cache's view of the prompt (prompt_images.h), and each image's soft
-  // tokens once computed (soft[i] belongs to req.images[i]; the span points into its rows).
+  // tokens once computed or found in the encoder cache (soft[i] belongs to req.images[i]; the
+  // span points into its rows, which the sequence holds, so an eviction cannot free them).
   std::vector<int> prefix_keys;
   struct SoftImage {
     SoftSpan span;
-    blocks::Vec rows;  // [S, H]
+    std::shared_ptr<const SoftRows> rows;  // [S, H]
   };
   std::vector<SoftImage> soft;
   double vision_seconds = 0;
+  int64_t images_encoded = 0, image_cache_hits = 0;
 };
 
 // Rows of one step's forward pass and the sequence each belongs to (a sequence's rows adjacent).

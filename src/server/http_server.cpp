@@ -240,6 +240,7 @@ json HttpServer::model_object() const {
                  {"queue_limit", service_.options().queue_limit},
                  {"kv_dtype", kv_dtype_name(service_.options().engine.kv.dtype)},
                  {"prefix_cache_bytes", service_.options().engine.prefix_cache_bytes},
+                 {"image_cache_bytes", service_.options().engine.image_cache_bytes},
                  {"speculative",
                   {{"mode", spec_mode_name(service_.options().engine.speculative.mode)},
                    {"k_max", service_.options().engine.speculative.k_max},

@@ -70,13 +70,17 @@ GenerationRequest request(const Fixture& f, const std::string& seq, int max_toke
 
 struct Generated {
   std::vector<int> tokens;
+  std::vector<float> logprobs;  // of each token, when the request asks for them
   GenerationEvent last;
 };
 
 Generated generate(Engine& e, const GenerationRequest& r) {
   Generated run;
   e.submit(r, [&](const GenerationEvent& ev) {
-    for (const auto& t : ev.tokens) run.tokens.push_back(t.token);
+    for (const auto& t : ev.tokens) {
+      run.tokens.push_back(t.token);
+      run.logprobs.push_back(t.logprob);
+    }
     if (ev.finished) run.last = ev;
   });
   e.run_until_idle();
@@ -167,6 +171,85 @@ TEST_P(EngineImages, ThePrefixCacheReusesAnImageOnlyWhenItIsTheSame) {
   EXPECT_LE(swapped.last.cached_tokens, 5);  // stops where the first image starts
   Engine alone(*f.model, options(f, 1, 32));
   EXPECT_EQ(swapped.tokens, generate(alone, other).tokens);
+}
+
+// The encoder cache with the prefix cache off: the same images again skip the tower and give the
+// same tokens; an image that only claims another's key (a forged collision) is encoded itself.
+TEST_P(EngineImages, TheEncoderCacheServesOnlyTheSameImage) {
+  const Fixture f = load(GetParam());
+  EngineOptions o = options(f, 1, 32);
+  ASSERT_EQ(o.prefix_cache_bytes, 0u);
+  ASSERT_GT(o.image_cache_bytes, 0u);  // on by default
+  Engine e(*f.model, o);
+  // Logprobs too: the tiny models may answer different images with the same greedy tokens.
+  const auto with_logprobs = [](GenerationRequest r) {
+    r.sampling.logprobs = true;
+    return r;
+  };
+  const GenerationRequest same = with_logprobs(request(f, "two_images", 4));
+  const Generated cold = generate(e, same);
+  const Generated warm = generate(e, same);
+  EXPECT_EQ(cold.last.images_encoded, 2);
+  EXPECT_EQ(cold.last.image_cache_hits, 0);
+  EXPECT_EQ(warm.tokens, cold.tokens);
+  EXPECT_EQ(warm.logprobs, cold.logprobs);
+  EXPECT_EQ(warm.last.cached_tokens, 0);
+  EXPECT_EQ(warm.last.images_encoded, 0);
+  EXPECT_EQ(warm.last.image_cache_hits, 2);
+  EXPECT_EQ(warm.last.vision_seconds, 0);
+  EXPECT_EQ(warm.last.image_tokens_prefilled, 63 + 65);
+  // img2 (63 soft tokens, like img0) given img0's key: compared in full, it misses.
+  const GenerationRequest honest = with_logprobs(request(f, "two_images", 4, {"img2_small_30x40", "img1_wide_60x150"}));
+  GenerationRequest forged = honest;
+  auto img = std::make_shared<PromptImage>(*forged.images[0]);
+  img->key = same.images[0]->key;
+  forged.images[0] = img;
+  const Generated run = generate(e, forged);
+  EXPECT_EQ(run.last.images_encoded, 1);  // img2
+  EXPECT_EQ(run.last.image_cache_hits, 1);  // img1
+  EngineOptions off = o;
+  off.image_cache_bytes = 0;
+  Engine alone(*f.model, off);
+  const Generated truth = generate(alone, honest);
+  EXPECT_EQ(truth.last.images_encoded, 2);
+  EXPECT_EQ(run.tokens, truth.tokens);
+  EXPECT_EQ(run.logprobs, truth.logprobs);
+  EXPECT_NE(truth.logprobs, cold.logprobs);  // img2's answer is not img0's (else the check above could not fail)
+  // img0 and the forged img2 now share a key in the cache: each still gets its own rows.
+  EXPECT_EQ(generate(e, same).logprobs, cold.logprobs);
+  EXPECT_EQ(generate(e, forged).logprobs, truth.logprobs);
+}
+
+// Two image requests prefilled side by side, in chunks, each equals the same prompt alone.
+TEST_P(EngineImages, BatchedImagePromptsEqualEachAlone) {
+  const Fixture f = load(GetParam());
+  for (int threads : {0, 2}) {
+    EngineOptions o = options(f, threads, 16);
+    o.image_cache_bytes = 0;  // every run encodes its own images
+    std::vector<std::vector<int>> alone;
+    for (const char* seq : {"two_images", "one_image"}) {
+      Engine e(*f.model, o);
+      alone.push_back(generate(e, request(f, seq, 6)).tokens);
+    }
+    Engine e(*f.model, o);
+    std::vector<Generated> runs(2);
+    for (int i = 0; i < 2; ++i)
+      e.submit(request(f, i == 0 ? "two_images" : "one_image", 6), [&, i](const GenerationEvent& ev) {
+        for (const auto& t : ev.tokens) runs[size_t(i)].tokens.push_back(t.token);
+        if (ev.finished) runs[size_t(i)].last = ev;
+      });
+    // Both prompts (about 150 and 80 tokens) take several 16-token chunks, side by side: steps
+    // that prefill more than one chunk's worth hold rows of both.
+    int both_running = 0;
+    for (int64_t before = e.prefilled_tokens(); e.step(); before = e.prefilled_tokens())
+      if (e.running() == 2 && e.prefilled_tokens() - before > 16) ++both_running;
+    EXPECT_GE(both_running, 2) << "threads " << threads;
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_NE(runs[size_t(i)].last.finish_reason, "error") << runs[size_t(i)].last.error;
+      EXPECT_EQ(runs[size_t(i)].last.images_encoded, i == 0 ? 2 : 1);
+      EXPECT_EQ(runs[size_t(i)].tokens, alone[size_t(i)]) << "request " << i << " threads " << threads;
+    }
+  }
 }
 
 TEST_P(EngineImages, MalformedImageRequestsAreRefusedAtSubmit) {
