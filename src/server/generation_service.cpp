@@ -240,6 +240,8 @@ EventCallback GenerationService::event_callback(std::shared_ptr<ActiveRequest> a
       if (metrics) {
         metrics->count_tokens(ev.choice == 0 ? ev.prompt_tokens : 0, ev.generated_tokens);  // one prefill
         metrics->count_speculation(ev.spec);
+        if (ev.choice == 0 && ev.image_tokens > 0)  // the prompt's images, prefilled once for all choices
+          metrics->count_images(ev.images_encoded, ev.vision_seconds, ev.image_cache_hits, ev.image_tokens_prefilled);
         if (ev.generated_tokens > 0 && ev.choice == 0) metrics->observe_ttft(ev.ttft_seconds);
         metrics->count_verdict(std::string(degeneracy_kind_name(ev.verdict.kind)), ev.stopped_degenerate);
         if (ev.finish_reason == "cancelled" && ev.choice == 0) metrics->count_cancelled();

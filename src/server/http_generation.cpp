@@ -34,6 +34,12 @@ void record_generation(const ChoiceResponses& choices, bool stream) {
   if (f.stopped_degenerate) r["stopped_degenerate"] = true;
   if (f.spec.verify_steps > 0) r["speculative"] = speculation_json(f.spec);
   r["ttft_s"] = f.ttft_seconds;
+  if (f.image_tokens > 0) {
+    r["image_tokens"] = f.image_tokens;
+    r["vision_s"] = f.vision_seconds;
+    r["images_encoded"] = f.images_encoded;
+    r["image_cache_hits"] = f.image_cache_hits;
+  }
 }
 
 ApiError deadline_error_of(const ActiveRequest& a) {

@@ -57,6 +57,14 @@ void Metrics::count_speculation(const SpeculationStats& s) {
   spec_accepted_ += uint64_t(s.accepted);
   spec_draft_seconds_ += s.draft_seconds;
 }
+void Metrics::count_images(int64_t encoded, double vision_seconds, int64_t cache_hits, int64_t tokens_prefilled) {
+  std::lock_guard<std::mutex> l(mu_);
+  images_encoded_ += uint64_t(encoded);
+  vision_seconds_ += vision_seconds;
+  image_cache_hits_ += uint64_t(cache_hits);
+  image_tokens_prefilled_ += uint64_t(tokens_prefilled);
+}
+
 void Metrics::count_tokens(int64_t p, int64_t g) {
   std::lock_guard<std::mutex> l(mu_);
   prompt_tokens_ += uint64_t(p);
@@ -154,6 +162,14 @@ std::string Metrics::render(const MetricGauges& g) const {
          std::to_string(spec_accepted_));
   single(o, "g4_speculative_draft_seconds_total", "counter", "Time spent proposing drafts.",
          std::to_string(spec_draft_seconds_));
+  single(o, "g4_images_encoded_total", "counter", "Images run through the vision tower and projector.",
+         std::to_string(images_encoded_));
+  single(o, "g4_vision_seconds_total", "counter", "Time spent in the vision tower and projector.",
+         std::to_string(vision_seconds_));
+  single(o, "g4_image_cache_hits_total", "counter", "Images whose soft tokens came from the encoder cache.",
+         std::to_string(image_cache_hits_));
+  single(o, "g4_image_prefill_tokens_total", "counter",
+         "Image soft tokens prefilled (not restored from the prefix cache).", std::to_string(image_tokens_prefilled_));
   render_gauges(o, g);
   return o;
 }

@@ -48,6 +48,9 @@ class Metrics {
   void count_rejected(const std::string& reason);  // 429 queue full, 503 draining, ...
   void count_cancelled();
   void count_speculation(const SpeculationStats& s);
+  // A finished request's images: encoded by the tower (and the seconds it took), served by the
+  // encoder cache, and soft tokens prefilled (not restored from the prefix cache).
+  void count_images(int64_t encoded, double vision_seconds, int64_t cache_hits, int64_t tokens_prefilled);
 
   std::string render(const MetricGauges& gauges) const;
 
@@ -62,6 +65,8 @@ class Metrics {
   uint64_t cancelled_ = 0;
   uint64_t spec_steps_ = 0, spec_drafted_ = 0, spec_accepted_ = 0;
   double spec_draft_seconds_ = 0;
+  uint64_t images_encoded_ = 0, image_cache_hits_ = 0, image_tokens_prefilled_ = 0;
+  double vision_seconds_ = 0;
 };
 
 }  // namespace g4::server

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <sstream>
 #include <thread>
 
 #include "server_process.h"
@@ -126,6 +128,73 @@ TEST_F(ServerImages, AnImageTakesItsSoftTokensAndIsAnsweredTheSameEveryWay) {
   // The chat response's content ends without the trailing newlines the raw stream has.
   while (!out.empty() && out.back() == '\n') out.pop_back();
   EXPECT_EQ(out, answer) << cmd;
+}
+
+// A sample's value in a /metrics body (-1 when absent).
+double scraped(const std::string& text, const std::string& name) {
+  const size_t p = text.find("\n" + name + " ");
+  return p == std::string::npos ? -1 : std::stod(text.substr(p + name.size() + 2));
+}
+
+// The same image after different text: the prefix cache misses at the image, the encoder cache
+// does not, so the tower runs once. /metrics and the request log line say so.
+TEST_F(ServerImages, AnImageSentAgainAfterOtherTextSkipsTheTowerAndIsCounted) {
+  auto c = server_->client();
+  const auto scrape = [&] { return c.Get("/metrics")->body; };
+  const auto ask = [&](const std::string& text) {
+    return post("/v1/chat/completions", chat(json::array({{{"type", "text"}, {"text", text}},
+                                                          image_part(data_url(png("img1_wide_60x150")))})));
+  };
+  const std::string m0 = scrape();
+  const json first = ask("look at this");
+  const std::string m1 = scrape();
+  const json second = ask("and now describe");
+  const std::string m2 = scrape();
+  const int64_t S = first["usage"]["prompt_tokens_details"]["image_tokens"];
+  ASSERT_GT(S, 0);
+  // The first: encoded, unless an earlier test already sent img1 (then a cache hit); prefilled.
+  EXPECT_EQ(scraped(m1, "g4_images_encoded_total") - scraped(m0, "g4_images_encoded_total") +
+                scraped(m1, "g4_image_cache_hits_total") - scraped(m0, "g4_image_cache_hits_total"),
+            1);
+  EXPECT_EQ(scraped(m1, "g4_image_prefill_tokens_total") - scraped(m0, "g4_image_prefill_tokens_total"), S);
+  // The second: from the encoder cache, no tower time, the soft tokens prefilled again.
+  EXPECT_EQ(second["usage"]["prompt_tokens_details"]["image_tokens"], S);
+  EXPECT_EQ(second["g4"]["timings"]["vision_s"].get<double>(), 0);
+  EXPECT_EQ(scraped(m2, "g4_images_encoded_total"), scraped(m1, "g4_images_encoded_total"));
+  EXPECT_EQ(scraped(m2, "g4_vision_seconds_total"), scraped(m1, "g4_vision_seconds_total"));
+  EXPECT_EQ(scraped(m2, "g4_image_cache_hits_total") - scraped(m1, "g4_image_cache_hits_total"), 1);
+  EXPECT_EQ(scraped(m2, "g4_image_prefill_tokens_total") - scraped(m1, "g4_image_prefill_tokens_total"), S);
+  EXPECT_GT(scraped(m2, "g4_vision_seconds_total"), 0);
+  // The request log line of the second carries the image fields.
+  std::istringstream log(server_->log_text());
+  json last;
+  for (std::string line; std::getline(log, line);) {
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("path", "") == "/v1/chat/completions") last = j;
+  }
+  ASSERT_TRUE(last.is_object()) << server_->log_text();
+  EXPECT_EQ(last["image_tokens"], S);
+  EXPECT_EQ(last["vision_s"], 0.0);
+  EXPECT_EQ(last["image_cache_hits"], 1);
+  EXPECT_EQ(last["images_encoded"], 0);
+}
+
+// The official OpenAI client (npm `openai`, scripts/install-node-deps.sh) sends img0 as a data:
+// URL, in chat and in Responses (tests/server/node/openai_image_test.mjs).
+TEST_F(ServerImages, OpenAiNodeClientSendsAnImage) {
+  const fs::path node_dir = fs::path(G4_SOURCE_DIR) / "tests" / "server" / "node";
+  ASSERT_TRUE(fs::exists(node_dir / "node_modules" / "openai" / "package.json"))
+      << "the npm package 'openai' is not installed in " << node_dir << ": run scripts/install-node-deps.sh "
+      << "(scripts/test.sh does); this test does not skip";
+  const fs::path log = *dir_ / "node_image.log";
+  const std::string cmd = "cd " + node_dir.string() + " && G4_BASE_URL=http://127.0.0.1:" + std::to_string(server_->port()) +
+                          "/v1 G4_MODEL=m G4_IMAGE=" + (kFixture / "images" / "img0_exact_108x84.png").string() +
+                          " G4_IMAGE_TOKENS=63 node openai_image_test.mjs > " + log.string() + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  const std::string out = read_file(log);
+  EXPECT_EQ(rc, 0) << out << "\nserver log:\n" << server_->log_text();
+  EXPECT_NE(out.find("chat image ok"), std::string::npos) << out;
+  EXPECT_NE(out.find("all OpenAI image checks passed"), std::string::npos) << out;
 }
 
 TEST_F(ServerImages, ABiggerBudgetGivesMoreSoftTokens) {
