@@ -4,7 +4,7 @@
 Seeds are written by hand here (byte layouts spelled out below) or made by g4 itself: with a g4
 binary, `g4 synth --preset tiny-e|tiny-31b|tiny-moe --vocab 512` supplies the config.json and
 tokenizer.json seeds. Re-running rewrites the same files."""
-import json, os, struct, subprocess, sys, tempfile
+import base64, json, os, struct, subprocess, sys, tempfile
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 
@@ -181,6 +181,17 @@ def seeds_text():
         tool_choice={"type": "function", "function": {"name": "get_weather"}}, tools=tools)))
     put("openai_request", "completion_text", json.dumps({"model": "tiny", "prompt": "Once upon", "max_tokens": 8, "logprobs": 2, "stop": "x", "echo": False}))
     put("openai_request", "completion_tokens", json.dumps({"model": "tiny", "prompt": [2, 17, 99], "stream": True}))
+    png = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000") + b"\x1f\x15\xc4\x89"
+    data_url = "data:image/png;base64," + base64.b64encode(png).decode()
+    put("openai_request", "chat_images", json.dumps(dict(chat, messages=[{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": data_url, "detail": "low"}},
+        {"type": "image_url", "image_url": "https://example.com/a.png"},
+        {"type": "text", "text": "what is it"}]}], g4={"max_image_tokens": 140})))
+    put("data_url", "png", data_url)
+    put("data_url", "padded", "data:image/jpeg;base64,/9j/4A==")
+    put("data_url", "bad_char", "data:image/webp;base64,UklG*kY=")
+    put("data_url", "not_base64", "data:image/png,raw")
+    put("data_url", "text_type", "data:text/plain;base64,aGk=")
     put("openai_request", "bad_utf8", b'{"model": "tiny", "prompt": "\xff\xfe"}')
     put("tokenizer_encode", "english", "The quick brown fox jumps over the lazy dog.  Twice!\n\n")
     put("tokenizer_encode", "code", "def f(x):\n\treturn x ** 2  # square\n")

@@ -1,5 +1,7 @@
 // libFuzzer target: the OpenAI request body (server/openai_request.h: parse_json_object, then
 // parse_chat_request and parse_completion_request, then the chat template on accepted messages).
+// Each body is parsed twice: for a model without a vision tower (image parts refused) and for
+// one with (image parts reach read_image_url_part; their data: URLs go through parse_data_url).
 // Asserts: every refusal is an ApiError with a 4xx status and a message; nothing else escapes;
 // an accepted request's sampling parameters pass SamplingParams::validate (what the engine
 // would otherwise refuse with a 5xx), max_tokens is positive, completion token prompts are in
@@ -12,6 +14,7 @@
 #include <variant>
 
 #include "fuzz_util.h"
+#include "server/image_parts.h"
 #include "server/openai_request.h"
 #include "text/chat_template.h"
 
@@ -46,6 +49,14 @@ void check_spec(const GenerationSpec& s, const RequestLimits& limits) {
       fuzz::check_error(e);
     }
   }
+  G4_FUZZ_CHECK(limits.accepts_images || s.images.empty());
+  for (const ImagePart& p : s.images) {
+    G4_FUZZ_CHECK(!p.where.empty() && !p.url.empty());
+    G4_FUZZ_CHECK(p.budget == 0 || p.budget == 70 || p.budget == 1120);
+    if (p.url.rfind("data:", 0) != 0) continue;
+    auto d = parse_data_url(p.url, p.where);
+    if (auto* e = std::get_if<ApiError>(&d)) check_api_error(*e);
+  }
   for (size_t n : {size_t(0), size_t(1), size_t(limits.max_context), size_t(1) << 40}) {
     auto r = check_prompt_length(n, s, limits);
     if (auto* e = std::get_if<ApiError>(&r)) check_api_error(*e);
@@ -68,12 +79,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const RequestJson& body = std::get<RequestJson>(parsed);
   G4_FUZZ_CHECK(body.is_object());
-  for (auto* parse : {&parse_chat_request, &parse_completion_request}) {
-    auto r = parse(body, limits);
-    if (auto* e = std::get_if<ApiError>(&r))
-      check_api_error(*e);
-    else
-      check_spec(std::get<GenerationSpec>(r), limits);
+  for (bool images : {false, true}) {
+    limits.accepts_images = images;
+    for (auto* parse : {&parse_chat_request, &parse_completion_request}) {
+      auto r = parse(body, limits);
+      if (auto* e = std::get_if<ApiError>(&r))
+        check_api_error(*e);
+      else
+        check_spec(std::get<GenerationSpec>(r), limits);
+    }
   }
   return 0;
 }

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-60}"
 BUILD_DIR="${G4_FUZZ_BUILD_DIR:-build-fuzz}"
-TARGETS="${G4_FUZZ_TARGETS:-safetensors gguf config tokenizer_json chat_template tokenizer_encode openai_request grammar image_decode}"
+TARGETS="${G4_FUZZ_TARGETS:-safetensors gguf config tokenizer_json chat_template tokenizer_encode openai_request grammar image_decode data_url}"
 JOBS="${G4_JOBS:-$(nproc)}"
 
 # Longest input per target: a header, a config or a request is small; tokenizer.json and GGUF
