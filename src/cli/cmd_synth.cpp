@@ -21,9 +21,16 @@ const char* kUsage =
     "Writes config.json, generation_config.json, model.safetensors (sharded with an index above\n"
     "--shard-mb, default 4096) with random weights, generated and written tensor by tensor, and a\n"
     "small Gemma-format tokenizer.json, so the directory runs with generate and serve as it is.\n"
+    "A NAME-vision preset adds the vision tower and projector (model.vision_tower.*,\n"
+    "model.embed_vision.*), its vision_config, the image token ids and processor_config.json: a\n"
+    "multimodal checkpoint that takes images (generate --image, serve, bench --image).\n"
     "Random weights produce noise by design; the numbers are deterministic in --seed.\n\n"
     "  --preset NAME   tiny-e | tiny-31b | tiny-moe (small, same features as the test fixtures)\n"
     "                  e2b | e4b | 12b | 26b-a4b | 31b (released geometries; large files)\n"
+    "                  tiny-e-vision (tiny-e + a 2-layer, 48-wide tower like the vision fixture's,\n"
+    "                  budget 70; image ids moved to 500..502 in a small vocab)\n"
+    "                  e2b-vision | e4b-vision (16 layers, 768 wide, clipped linears) |\n"
+    "                  26b-a4b-vision | 31b-vision (27 layers, 1152 wide, standardize)\n"
     "                  tiny-assistant | e2b-assistant: an assistant drafter (gemma4_assistant,\n"
     "                  centroid head) for tiny-e | e2b; give it the target's --vocab and --window.\n"
     "                  Writes config.json and model.safetensors only (the target has the tokenizer)\n"
@@ -84,7 +91,9 @@ int run(const std::vector<std::string>& argv) {
   for (const std::string& name : preset_assistant_names())
     if (preset == name) return run_drafter(a, preset);
   ModelConfig c = preset_config(preset);
+  const std::optional<VisionConfig> vision = preset_vision_config(preset);
   apply_overrides(a, c);
+  if (vision) set_media_token_ids(c);  // the released ids only when --vocab reaches them
   c.finalize();
   std::string dt;
   const SynthOptions o = synth_options(a, preset, dt);
@@ -92,12 +101,18 @@ int run(const std::vector<std::string>& argv) {
 
   uint64_t total = 0;
   for (const auto& s : checkpoint_tensor_specs(c, o.dtype, o.prefix)) total += s.nbytes();
+  if (vision)
+    for (const auto& s : vision_tensor_specs(*vision, c.hidden_size, o.dtype)) total += s.nbytes();
   std::fprintf(stderr, "synth %s: %s weights, %.1f MiB, seed %llu -> %s\n", preset.c_str(), dt.c_str(),
                double(total) / (1 << 20), (unsigned long long)o.seed, out.c_str());
   const auto t0 = std::chrono::steady_clock::now();
-  const auto files = write_synth_checkpoint(c, o, out);
+  const auto files = write_synth_checkpoint(c, o, out, vision ? &*vision : nullptr);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  text::write_synth_tokenizer(out, c.vocab_size);  // so the directory is a complete checkpoint
+  // So the directory is a complete checkpoint; its image pieces sit at config.json's ids.
+  std::vector<std::pair<int, std::string>> moved;
+  if (vision && *c.boi_token_id < 255999)
+    moved = {{*c.boi_token_id, "<|image>"}, {*c.image_token_id, "<|image|>"}, {*c.eoi_token_id, "<image|>"}};
+  text::write_synth_tokenizer(out, c.vocab_size, moved);
   for (const auto& f : files) std::printf("%s\n", f.string().c_str());
   std::printf("%s\n", (std::filesystem::path(out) / "tokenizer.json").string().c_str());
   std::fprintf(stderr, "wrote %zu safetensors file(s) in %.2f s\n", files.size(), secs);

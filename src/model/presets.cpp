@@ -68,10 +68,73 @@ AssistantConfig preset_assistant_config(const std::string& name) {
 }
 
 std::vector<std::string> preset_names() {
-  return {"tiny-e", "tiny-31b", "tiny-moe", "e2b", "e4b", "12b", "26b-a4b", "31b"};
+  return {"tiny-e", "tiny-31b", "tiny-moe", "e2b", "e4b", "12b", "26b-a4b", "31b",
+          "tiny-e-vision", "e2b-vision", "e4b-vision", "26b-a4b-vision", "31b-vision"};
+}
+
+namespace {
+
+const std::string kVisionSuffix = "-vision";
+
+bool is_vision_preset(const std::string& name) {
+  return name.size() > kVisionSuffix.size() &&
+         name.compare(name.size() - kVisionSuffix.size(), kVisionSuffix.size(), kVisionSuffix) == 0;
+}
+
+VisionConfig tower(int Hv, int Iv, int Lv, int nh, int d, int p, int P, int budget) {
+  return VisionConfig{.hidden_size = Hv, .intermediate_size = Iv, .num_hidden_layers = Lv, .num_attention_heads = nh,
+                      .num_key_value_heads = nh, .head_dim = d, .patch_size = p, .pooling_kernel_size = 3,
+                      .position_embedding_size = P, .default_output_length = budget};
+}
+
+}  // namespace
+
+std::optional<VisionConfig> preset_vision_config(const std::string& name) {
+  if (!is_vision_preset(name)) {
+    (void)preset_config(name);  // throws for an unknown name
+    return std::nullopt;
+  }
+  const std::string text = name.substr(0, name.size() - kVisionSuffix.size());
+  VisionConfig v;
+  if (text == "tiny-e") {  // the shape of ../shared/fixtures/gemma4-vision-tiny/tiny-e-vision
+    v = tower(48, 96, 2, 3, 16, 4, 64, 70);
+    v.use_clipped_linears = true;
+  } else if (text == "e2b" || text == "e4b") {
+    // E2B: the gemma-4-E2B-it mmproj GGUF's clip.vision.* keys (block_count 16, embedding_length
+    // 768, feed_forward_length 3072, head_count 12, patch_size 16; ollama.com's listing of
+    // gemma-4-E2B-it-qat-q4_0-gguf); E4B: its config.json's vision_config (gemma4-vision.md §1.1).
+    v = tower(768, 3072, 16, 12, 64, 16, 10240, 280);
+    v.use_clipped_linears = true;
+  } else if (text == "26b-a4b" || text == "31b") {
+    // 26B-A4B: gemma4-vision.md §1.1; 31B: a vision_config extracted from google/gemma-4-31B-it
+    // (huggingface.co/rnagabh/gemma4-vision-encoder config.json): the same 1152-wide tower.
+    v = tower(1152, 4304, 27, 16, 72, 16, 10240, 280);
+    v.standardize = true;
+  } else {
+    throw Error("unknown preset '" + name + "' (no vision tower for '" + text + "')");
+  }
+  return v;
+}
+
+void set_media_token_ids(ModelConfig& c) {
+  const bool released = c.vocab_size > 258884;
+  c.boi_token_id = released ? 255999 : 500;
+  c.image_token_id = released ? 258880 : 501;
+  c.eoi_token_id = released ? 258882 : 502;
+  c.video_token_id = released ? 258884 : 503;
+  c.audio_token_id = released ? 258881 : 504;
 }
 
 ModelConfig preset_config(const std::string& name) {
+  if (is_vision_preset(name)) {
+    const std::string text = name.substr(0, name.size() - kVisionSuffix.size());
+    ModelConfig c = preset_config(text);
+    (void)preset_vision_config(name);  // throws for a text preset without a tower
+    // The larger sizes let an image's soft tokens see each other on sliding layers (§1.2).
+    if (text == "26b-a4b" || text == "31b") c.use_bidirectional_attention = "vision";
+    set_media_token_ids(c);
+    return c;
+  }
   ModelConfig c;
   if (name == "tiny-e") {  // E2B-like: PLE, KV sharing, double-wide MLP on shared layers
     c = base(512, 64, 128, 10, 4, 1, 16, 32, 8, 5);

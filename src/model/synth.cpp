@@ -42,6 +42,11 @@ Init init_for(const TensorSpec& s) {
   const float sqrt3 = std::sqrt(3.0f);
   auto proj = [&](int64_t fan_in) { return Init{0.0f, sqrt3 / std::sqrt(float(fan_in))}; };
   if (ends_with(n, "layer_scalar")) return {1.0f, 0.1f};
+  // The vision tower's clamp bounds: wide enough that unit-scale activations rarely touch them.
+  if (ends_with(n, "put_min")) return {-6.0f, 1.0f};
+  if (ends_with(n, "put_max")) return {6.0f, 1.0f};
+  if (ends_with(n, "std_scale")) return {1.0f, 0.1f};
+  if (ends_with(n, "std_bias")) return {0.0f, 0.1f};
   if (ends_with(n, "q_norm.weight") || ends_with(n, "k_norm.weight")) return {0.5f, 0.05f};
   if (n == "norm.weight" || ends_with(n, ".norm.weight") || ends_with(n, "language_model.norm.weight"))
     return {3.0f, 0.1f};
@@ -138,10 +143,71 @@ std::vector<TensorSpec> checkpoint_tensor_specs(const ModelConfig& c, DType dt, 
   return s;
 }
 
+std::vector<TensorSpec> vision_tensor_specs(const VisionConfig& v, int64_t text_hidden, DType dt) {
+  const int64_t Hv = v.hidden_size, Iv = v.intermediate_size, d = v.head_dim;
+  std::vector<TensorSpec> s;
+  auto add = [&](const std::string& name, std::vector<int64_t> shape, DType t) { s.push_back({name, t, std::move(shape)}); };
+  const std::string tw = "model.vision_tower.";
+  add(tw + "patch_embedder.input_proj.weight", {Hv, v.patch_width()}, dt);
+  add(tw + "patch_embedder.position_embedding_table", {2, v.position_embedding_size, Hv}, dt);
+  auto linear = [&](const std::string& name, int64_t out, int64_t in) {
+    add(name + ".linear.weight", {out, in}, dt);
+    if (v.use_clipped_linears)  // 0-d F32 bounds, as in the fixtures
+      for (const char* b : {".input_min", ".input_max", ".output_min", ".output_max"}) add(name + b, {}, DType::F32);
+  };
+  for (int64_t i = 0; i < v.num_hidden_layers; ++i) {
+    const std::string l = tw + "encoder.layers." + std::to_string(i) + ".";
+    for (const char* norm : {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                             "post_feedforward_layernorm"})
+      add(l + norm + ".weight", {Hv}, dt);
+    linear(l + "self_attn.q_proj", v.q_width(), Hv);
+    linear(l + "self_attn.k_proj", v.kv_width(), Hv);
+    linear(l + "self_attn.v_proj", v.kv_width(), Hv);
+    linear(l + "self_attn.o_proj", Hv, v.q_width());
+    add(l + "self_attn.q_norm.weight", {d}, dt);
+    add(l + "self_attn.k_norm.weight", {d}, dt);
+    linear(l + "mlp.gate_proj", Iv, Hv);
+    linear(l + "mlp.up_proj", Iv, Hv);
+    linear(l + "mlp.down_proj", Hv, Iv);
+  }
+  if (v.standardize) {
+    add(tw + "std_bias", {Hv}, dt);
+    add(tw + "std_scale", {Hv}, dt);
+  }
+  add("model.embed_vision.embedding_projection.weight", {text_hidden, Hv}, dt);
+  return s;
+}
+
+namespace {
+
+// processor_config.json as released (Gemma4Processor), for this tower's patch size, pooling and budget.
+nlohmann::json processor_config(const VisionConfig& v) {
+  const int budget = v.default_output_length > 0 ? v.default_output_length : 280;
+  return {{"processor_class", "Gemma4Processor"},
+          {"image_seq_length", budget},
+          {"image_processor",
+           {{"image_processor_type", "Gemma4ImageProcessor"},
+            {"do_convert_rgb", true},
+            {"do_resize", true},
+            {"resample", 3},
+            {"do_rescale", true},
+            {"rescale_factor", 1.0 / 255.0},
+            {"do_normalize", false},
+            {"image_mean", {0.0, 0.0, 0.0}},
+            {"image_std", {1.0, 1.0, 1.0}},
+            {"patch_size", v.patch_size},
+            {"max_soft_tokens", budget},
+            {"pooling_kernel_size", v.pooling_kernel_size}}}};
+}
+
+}  // namespace
+
 std::vector<std::filesystem::path> write_synth_checkpoint(const ModelConfig& c, const SynthOptions& o,
-                                                          const std::filesystem::path& dir) {
+                                                          const std::filesystem::path& dir, const VisionConfig* vision) {
   std::filesystem::create_directories(dir);
-  const auto specs = checkpoint_tensor_specs(c, o.dtype, o.prefix);
+  auto specs = checkpoint_tensor_specs(c, o.dtype, o.prefix);
+  if (vision)
+    for (TensorSpec& s : vision_tensor_specs(*vision, c.hidden_size, o.dtype)) specs.push_back(std::move(s));
   // Remove an older checkpoint's safetensors so a single file and shards never mix.
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     const std::string f = e.path().filename().string();
@@ -153,6 +219,13 @@ std::vector<std::filesystem::path> write_synth_checkpoint(const ModelConfig& c, 
   nlohmann::json cfg = config_to_json(c);
   cfg["torch_dtype"] = o.dtype == DType::F32 ? "float32" : o.dtype == DType::BF16 ? "bfloat16" : "float16";
   cfg["g4_synth"] = {{"seed", o.seed}, {"note", "random weights made by g4 synth: output is noise by design"}};
+  if (vision) {
+    cfg["vision_config"] = vision_config_to_json(*vision);
+    cfg["vision_soft_tokens_per_image"] = vision->default_output_length;
+    write_json_atomic(dir / "processor_config.json", processor_config(*vision));
+  } else {
+    std::filesystem::remove(dir / "processor_config.json");  // an older multimodal synth's
+  }
   write_json_atomic(dir / "config.json", cfg);
   nlohmann::json gen = {{"bos_token_id", c.bos_token_id}, {"pad_token_id", c.pad_token_id}};
   std::vector<int> stops;

@@ -10,6 +10,7 @@
 #include "model/config.h"
 #include "model/assistant_config.h"
 #include "model/safetensors.h"
+#include "model/vision_config.h"
 
 namespace g4 {
 
@@ -26,10 +27,17 @@ std::vector<TensorSpec> checkpoint_tensor_specs(const ModelConfig& c, DType dtyp
 // The deterministic random values `g4 synth` writes for one tensor (a function of seed + name).
 void fill_synth_tensor(const TensorSpec& spec, std::byte* out, uint64_t seed);
 
+// The vision tower's and projector's tensors (model.vision_tower.*, model.embed_vision.*) for a
+// tower `v` beside a text decoder of width text_hidden; the clamp bounds are 0-d F32 tensors.
+std::vector<TensorSpec> vision_tensor_specs(const VisionConfig& v, int64_t text_hidden, DType dtype);
+
 // Writes config.json, generation_config.json and model.safetensors (or shards) into `dir`.
+// With `vision`, a multimodal checkpoint: the tower's tensors in the same safetensors, config.json
+// with its vision_config (and c's media token ids), and processor_config.json.
 // Returns the safetensors files written.
 std::vector<std::filesystem::path> write_synth_checkpoint(const ModelConfig& c, const SynthOptions& o,
-                                                          const std::filesystem::path& dir);
+                                                          const std::filesystem::path& dir,
+                                                          const VisionConfig* vision = nullptr);
 
 // The same for an assistant drafter (model/assistant_synth.cpp): config.json and model.safetensors
 // in the released *-it-assistant layout (the stack under "model.", o.prefix unused), its

@@ -103,4 +103,26 @@ std::optional<VisionConfig> load_vision_config(const std::filesystem::path& path
   return parse_vision_config(read_config_json(path), path.string());
 }
 
+json vision_config_to_json(const VisionConfig& c) {
+  return {{"model_type", "gemma4_vision"},
+          {"hidden_size", c.hidden_size},
+          {"intermediate_size", c.intermediate_size},
+          {"num_hidden_layers", c.num_hidden_layers},
+          {"num_attention_heads", c.num_attention_heads},
+          {"num_key_value_heads", c.num_key_value_heads},
+          {"head_dim", c.head_dim},
+          {"global_head_dim", c.head_dim},  // released files repeat head_dim here
+          {"hidden_activation", c.hidden_activation},
+          {"rms_norm_eps", c.rms_norm_eps},
+          {"max_position_embeddings", 131072},
+          {"attention_bias", false},
+          {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", c.rope_theta}}},
+          {"pooling_kernel_size", c.pooling_kernel_size},
+          {"patch_size", c.patch_size},
+          {"position_embedding_size", c.position_embedding_size},
+          {"default_output_length", c.default_output_length},
+          {"use_clipped_linears", c.use_clipped_linears},
+          {"standardize", c.standardize}};
+}
+
 }  // namespace g4

@@ -33,6 +33,8 @@ struct VisionConfig {
   int64_t kv_width() const { return int64_t(num_key_value_heads) * head_dim; }  // nkv·d
   // The widest input of any tower or projector product (a matmul context must be planned for it).
   int64_t widest_matmul_input() const;
+
+  bool operator==(const VisionConfig&) const = default;
 };
 
 // `root` is the whole config.json. nullopt when it has no vision tower (no vision_config, or
@@ -40,5 +42,8 @@ struct VisionConfig {
 // a wrong type or range, an unsupported value, or a field the tower does not know.
 std::optional<VisionConfig> parse_vision_config(const nlohmann::json& root, const std::string& source);
 std::optional<VisionConfig> load_vision_config(const std::filesystem::path& config_json);
+
+// The config as a released file's vision_config object (what parse_vision_config reads back).
+nlohmann::json vision_config_to_json(const VisionConfig& c);
 
 }  // namespace g4

@@ -1,0 +1,133 @@
+// `g4 synth` with a vision tower: the written directory is a multimodal checkpoint the loaders
+// read back as written (config, tensors, tokenizer ids), its tower runs, and `g4 generate` takes
+// an image on it. The released presets' towers are checked against bind_vision_weights (the
+// loader's own shape rules) without writing gigabytes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "model/model.h"
+#include "model/presets.h"
+#include "model/synth.h"
+#include "model/vision_model.h"
+#include "model/vision_projector.h"
+#include "platform/error.h"
+#include "test_util.h"
+#include "text/tokenizer.h"
+
+namespace g4 {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kImage = test::fixtures_dir() / "gemma4-vision-tiny" / "images" / "img0_exact_108x84.png";
+
+TEST(SynthVision, TinyPresetReadsBackAsWrittenAndTakesAnImage) {
+  if (!fs::exists(kImage)) GTEST_SKIP() << "no fixture image at " << kImage;
+  test::TempDir tmp;
+  const fs::path dir = tmp / "tev";
+  std::string out;
+  ASSERT_EQ(0, test::g4_command("synth --preset tiny-e-vision --out " + dir.string(), &out)) << out;
+  for (const char* f : {"config.json", "processor_config.json", "model.safetensors", "tokenizer.json"})
+    EXPECT_TRUE(fs::exists(dir / f)) << f;
+
+  // The tower as written: the preset's config, every tensor bound (clamp bounds included).
+  const auto vision = load_vision_model(dir);
+  ASSERT_NE(vision, nullptr);
+  const VisionConfig want = *preset_vision_config("tiny-e-vision");
+  EXPECT_TRUE(vision->config == want);
+  EXPECT_EQ(vision->config.hidden_size, 48);
+  EXPECT_EQ(vision->config.default_output_length, 70);
+  ASSERT_EQ(vision->weights.layers.size(), 2u);
+  const ClippedLinear& q = vision->weights.layers[0].q_proj;
+  EXPECT_TRUE(q.clipped);
+  EXPECT_LT(q.input_min, q.input_max);
+  EXPECT_LT(q.output_min, q.output_max);
+
+  // config.json's image ids, the tokenizer's pieces and the text decoder agree.
+  const auto model = load_model(dir);
+  EXPECT_EQ(vision->text_hidden, model->config.hidden_size);
+  ASSERT_TRUE(model->config.image_token_id && model->config.boi_token_id && model->config.eoi_token_id);
+  const auto tok = text::Tokenizer::from_dir(dir);
+  EXPECT_EQ(tok.vocab().find("<|image>"), *model->config.boi_token_id);
+  EXPECT_EQ(tok.vocab().find("<|image|>"), *model->config.image_token_id);
+  EXPECT_EQ(tok.vocab().find("<image|>"), *model->config.eoi_token_id);
+  EXPECT_EQ(*model->config.image_token_id, 501);  // moved into the 512-id vocab
+  const auto proc = nlohmann::json::parse(test::read_file(dir / "processor_config.json"));
+  EXPECT_EQ(proc["image_processor"]["patch_size"], 4);
+  EXPECT_EQ(proc["image_processor"]["max_soft_tokens"], 70);
+
+  // The tower runs: img0 (108x84 at budget 70) becomes 63 soft tokens of width H, finite and not
+  // constant.
+  // (The fixture's preprocessed rows for img0: patch 4, budget 70, as this tower's.)
+  const fs::path stem = kImage.parent_path() / "img0_exact_108x84";
+  const auto pixels = test::read_f32(stem.string() + ".pixel_values.f32");
+  const auto positions = test::read_i32(stem.string() + ".position_ids.i32");
+  int cols = 0, rows = 0;
+  for (size_t i = 0; i + 1 < positions.size(); i += 2) {
+    cols = std::max(cols, positions[i] + 1);
+    rows = std::max(rows, positions[i + 1] + 1);
+  }
+  const size_t n = size_t(rows) * size_t(cols);  // the fixture pads to the budget's 630 patches
+  const VisionInput in{std::span<const float>(pixels).first(n * 48), std::span<const int32_t>(positions).first(n * 2),
+                       rows, cols};
+  const blocks::Vec ref = encode_image(vision->config, vision->weights, in, blocks::Exec{});
+  ASSERT_EQ(ref.size(), size_t(63 * model->config.hidden_size));
+  double sum = 0, sq = 0;
+  for (float x : ref) {
+    ASSERT_TRUE(std::isfinite(x));
+    sum += x;
+    sq += double(x) * x;
+  }
+  EXPECT_GT(sq / double(ref.size()) - (sum / double(ref.size())) * (sum / double(ref.size())), 1e-3);
+
+  // g4 generate takes the image and counts its soft tokens.
+  ASSERT_EQ(0, test::g4_command("generate --model " + dir.string() + " --chat --prompt hi -n 2 --image " +
+                                    kImage.string(),
+                                &out))
+      << out;
+  EXPECT_NE(out.find("images: 1, 63 soft tokens"), std::string::npos) << out;
+}
+
+// The released towers: config.json's vision_config parses back to the preset, the text config
+// carries the released image ids, and the tensor list binds under the loader's shape checks.
+TEST(SynthVision, ReleasedPresetsParseBackAndBind) {
+  for (const std::string name : {"e2b-vision", "e4b-vision", "26b-a4b-vision", "31b-vision"}) {
+    SCOPED_TRACE(name);
+    const ModelConfig c = preset_config(name);
+    const VisionConfig v = *preset_vision_config(name);
+    nlohmann::json root = config_to_json(c);
+    root["vision_config"] = vision_config_to_json(v);
+    EXPECT_TRUE(*parse_vision_config(root, name) == v);
+    EXPECT_EQ(v.default_output_length, 280);
+    EXPECT_EQ(root["image_token_id"], 258880);
+    EXPECT_EQ(root["boi_token_id"], 255999);
+    EXPECT_EQ(root["eoi_token_id"], 258882);
+    EXPECT_EQ(c.vision_bidirectional(), name == "26b-a4b-vision" || name == "31b-vision");
+
+    const auto specs = vision_tensor_specs(v, c.hidden_size, DType::BF16);
+    uint64_t largest = 0;
+    for (const auto& s : specs) largest = std::max(largest, s.nbytes());
+    std::vector<std::byte> zeros(largest);
+    const float lo = -1, hi = 1;
+    std::map<std::string, TensorView> views;
+    for (const auto& s : specs) {
+      TensorView t{s.name, "synth", s.dtype, s.shape, zeros.data(), s.nbytes(), 0};
+      if (s.shape.empty()) t.data = reinterpret_cast<const std::byte*>(s.name.find("_min") != std::string::npos ? &lo : &hi);
+      views.emplace(s.name, t);
+    }
+    const VisionWeights w = bind_vision_weights(v, c.hidden_size, views, name);
+    EXPECT_EQ(w.layers.size(), size_t(v.num_hidden_layers));
+    EXPECT_EQ(w.layers[0].gate_proj.clipped, v.use_clipped_linears);
+    EXPECT_EQ(w.std_scale != nullptr, v.standardize);
+  }
+  EXPECT_THROW(preset_vision_config("12b-vision"), Error);
+  EXPECT_EQ(preset_vision_config("e2b"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace g4
