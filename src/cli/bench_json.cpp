@@ -175,6 +175,7 @@ void add_optional_runs(nlohmann::json& j, const OptionalRuns& o) {
   if (!o.turns_cached.empty())
     j["chat_turns"] = {{"with_prefix_cache", turns_json(o.turns_cached)}, {"without", turns_json(o.turns_cold)}};
   if (o.masks) j["grammar_masks"] = grammar_masks_json(*o.masks);
+  if (o.vision) j["vision"] = vision_bench_json(*o.vision);
 }
 
 }  // namespace

@@ -87,6 +87,7 @@ OptionalRuns run_optional(const Args& a, bool grammar_run, BenchRig& rig) {
     with_drafter.min_matmul_input = spec.min_matmul_input;
     out.speculative = bench_speculative(rig, with_drafter, spec.options.mode, spec.options.k_max);
   }
+  if (wants_vision_bench(a)) out.vision = run_vision_bench(a, rig, options);
   return out;
 }
 

@@ -1,6 +1,7 @@
 // The runs g4 bench adds on request, after the prefills and decodes: decoding under an output
 // grammar (--json-schema, --json-object, --grammar), several streams decoding together through
-// the engine (--streams LIST) and a chat replayed turn by turn (--chat-turns N).
+// the engine (--streams LIST), a chat replayed turn by turn (--chat-turns N) and the vision
+// tower on images (--image FILE, --image-size WxH).
 #pragma once
 #include <optional>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "cli/bench_grammar.h"
 #include "cli/bench_rig.h"
 #include "cli/bench_speculative.h"
+#include "cli/bench_vision.h"
 
 namespace g4::cli {
 
@@ -26,6 +28,7 @@ struct OptionalRuns {
   std::vector<StreamsRounds> streams;  // one per --streams count, in the order given
   std::vector<ChatTurn> turns_cached, turns_cold;  // with the prefix cache and without
   std::optional<SpecBench> speculative;            // --speculative ngram|draft
+  std::optional<VisionBench> vision;               // --image FILE / --image-size WxH
 };
 
 // Runs what the flags ask for, in that order; throws g4::Error naming a flag whose value is out of

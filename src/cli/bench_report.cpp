@@ -243,6 +243,7 @@ void print_bench_table(const BenchRig& r, const BenchResults& res, const BenchFi
   print_streams(res.optional.streams);
   if (res.optional.speculative) print_spec_bench(*res.optional.speculative);
   if (!res.optional.turns_cached.empty()) print_chat_turns(res.optional.turns_cached, res.optional.turns_cold);
+  if (res.optional.vision) print_vision_bench(*res.optional.vision);
   print_machine(r, res.rss);
 }
 

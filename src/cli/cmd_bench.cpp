@@ -23,7 +23,8 @@ const std::string kUsage = std::string(
     "                [--repeat 5] [--kv f32|f16|bf16|int8] [--weights q8|q4] [--weight-memory auto|huge|mapped]\n"
     "                [--compute f32|bf16] [--reference] [--json FILE]\n"
     "                [--json-schema FILE | --json-object | --grammar FILE] [--streams LIST] [--chat-turns N]\n"
-    "                [--speculative ngram|draft] [--draft-k N] [--draft-model DIR] [--draft-p-min P]\n\n"
+    "                [--speculative ngram|draft] [--draft-k N] [--draft-model DIR] [--draft-p-min P]\n"
+    "                [--image FILE ... | --image-size WxH] [--image-tokens N] [--mmproj FILE]\n\n"
     "Measures, in one run: cold load time; cold and warm prefill tok/s (--prompt-len tokens);\n"
     "time to first token; decode tok/s at depth 0 and at --depth, the runs alternating (the cache\n"
     "is filled with synthetic K/V to that length: attention cost depends on length, not content),\n"
@@ -78,6 +79,13 @@ const std::string kUsage = std::string(
     "ceiling of the machinery, not of any drafter) and a random drafter (nothing accepted: the cost\n"
     "when speculation never pays): tok/s, each against plain in the same round, tokens per verify step\n"
     "and acceptance per draft position.\n"
+    "--image FILE (repeatable) and --image-size WxH (a synthetic image, deterministic pixels) also\n"
+    "time the vision tower (the checkpoint's, or --mmproj FILE's) on each image at --image-tokens\n"
+    "(default: the tower's budget, 280): decode and preprocess time, patches, soft tokens, the tower\n"
+    "and projector over --repeat runs (median and range), patches/s, the encoder's time in weight\n"
+    "products, attention and the rest, the products' GFLOP/s against the peak of the instruction\n"
+    "they issue (measured in the same run), and the engine's time to first token on a one-image\n"
+    "chat (the image and 8 text tokens, one token generated, cold prefix cache).\n"
     "--json FILE also writes the figures with the device, the dtype policy, the kernels, the decode\n"
     "streaming plan and the prefill panel rows as one JSON object.") +
     kModelHelp;
@@ -86,7 +94,7 @@ int run(const std::vector<std::string>& argv) {
   Args a(argv,
          with_speculative_flags({"--model", "--prompt-len", "--gen", "--depth", "--threads", "--repeat", "--json", "--kv",
                                  "--weights", "--weight-memory", "--compute", "--json-schema", "--grammar", "--streams",
-                                 "--chat-turns"}),
+                                 "--chat-turns", "--image", "--image-size", "--image-tokens", "--mmproj"}),
          {"--reference", "--json-object"});
   const BenchFlags flags = parse_bench_flags(a);
   const bool grammar_run = wants_output_grammar(a);

@@ -26,12 +26,18 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kImage = test::fixtures_dir() / "gemma4-vision-tiny" / "images" / "img0_exact_108x84.png";
 
+// `g4 synth --preset tiny-e-vision --out dir`; returns its output (asserted to succeed).
+std::string synth_tiny_vision(const fs::path& dir) {
+  std::string out;
+  EXPECT_EQ(0, test::g4_command("synth --preset tiny-e-vision --out " + dir.string(), &out)) << out;
+  return out;
+}
+
 TEST(SynthVision, TinyPresetReadsBackAsWrittenAndTakesAnImage) {
   if (!fs::exists(kImage)) GTEST_SKIP() << "no fixture image at " << kImage;
   test::TempDir tmp;
   const fs::path dir = tmp / "tev";
-  std::string out;
-  ASSERT_EQ(0, test::g4_command("synth --preset tiny-e-vision --out " + dir.string(), &out)) << out;
+  std::string out = synth_tiny_vision(dir);
   for (const char* f : {"config.json", "processor_config.json", "model.safetensors", "tokenizer.json"})
     EXPECT_TRUE(fs::exists(dir / f)) << f;
 
@@ -91,6 +97,53 @@ TEST(SynthVision, TinyPresetReadsBackAsWrittenAndTakesAnImage) {
                                 &out))
       << out;
   EXPECT_NE(out.find("images: 1, 63 soft tokens"), std::string::npos) << out;
+}
+
+// g4 bench --image / --image-size on the tiny preset: every figure is there and consistent with the
+// image's own arithmetic (no timing is asserted).
+TEST(SynthVision, BenchReportsEachImage) {
+  if (!fs::exists(kImage)) GTEST_SKIP() << "no fixture image at " << kImage;
+  test::TempDir tmp;
+  const fs::path dir = tmp / "tev";
+  std::string out = synth_tiny_vision(dir);
+  int rc = -1;
+  const fs::path json_file = tmp / "b.json";
+  out = test::g4_quick_bench(dir.string(),
+                             "--repeat 2 --image " + kImage.string() + " --image-size 96x64 --json " + json_file.string(), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("vision tower:"), std::string::npos) << out;
+  EXPECT_NE(out.find("one-image chat TTFT"), std::string::npos) << out;
+  const auto j = nlohmann::json::parse(test::read_file(json_file))["vision"];
+  EXPECT_GT(j["peak_gops"].get<double>(), 0);
+  ASSERT_EQ(j["images"].size(), 2u);
+  // img0 is 84 wide, 108 high, at budget 70: 21 x 27 patches of 4 pixels, 63 soft tokens (the fixture's counts).
+  const auto& f = j["images"][0];
+  EXPECT_EQ(f["budget"], 70);
+  EXPECT_EQ(f["width"], 84);
+  EXPECT_EQ(f["height"], 108);
+  EXPECT_EQ(f["patches"], 567);
+  EXPECT_EQ(f["soft_tokens"], 63);
+  // The synthetic image: 96x64 scaled to fill budget 70 (120x72: 30 x 18 patches, 60 soft tokens).
+  const auto& s = j["images"][1];
+  EXPECT_EQ(s["source"], "synthetic 96x64");
+  EXPECT_EQ(s["decode_ms"], 0.0);
+  EXPECT_EQ(s["resized_width"].get<int>() * s["resized_height"].get<int>() / 16, s["patches"].get<int>());
+  EXPECT_EQ(s["soft_tokens"].get<int>() * 9, s["patches"].get<int>());
+  for (const auto& im : j["images"]) {
+    ASSERT_EQ(im["encoder_runs"].size(), 2u);
+    const double med = im["encoder_ms_median"], lo = im["encoder_ms_min"], hi = im["encoder_ms_max"];
+    EXPECT_LE(lo, med);
+    EXPECT_LE(med, hi);
+    EXPECT_GT(im["weight_products_ms"].get<double>(), 0);
+    EXPECT_GT(im["attention_ms"].get<double>(), 0);
+    EXPECT_LE(im["weight_products_ms"].get<double>() + im["attention_ms"].get<double>(), med * 1.001);
+    EXPECT_GT(im["products_fraction_of_peak"].get<double>(), 0);
+    EXPECT_NEAR(im["patches_per_s"].get<double>(), im["patches"].get<double>() / (med * 1e-3), 1e-6 * im["patches_per_s"].get<double>());
+    // The TTFT prompt: <bos>, <|image>, the soft tokens, <image|> and 8 text tokens.
+    EXPECT_EQ(im["ttft_prompt_tokens"].get<int>(), im["soft_tokens"].get<int>() + 11);
+    EXPECT_GT(im["ttft_s"].get<double>(), 0);
+    EXPECT_GT(im["ttft_vision_s"].get<double>(), 0);  // cold: the tower ran
+  }
 }
 
 // The released towers: config.json's vision_config parses back to the preset, the text config
