@@ -134,6 +134,8 @@ VisionBench run_vision_bench(const Args& a, BenchRig& r, EngineOptions o) {
       r.compute.int8);
   blocks::Exec ex;
   if (!r.flags.reference) ex.matmul = &mm;
+  o.vision = vm.get();
+  prepare_vision_kernels(vm.get(), o, "[bench]");  // as generate and serve run it
   const DType wdt = vm->weights.layers[0].q_proj.weight->dtype;
   out.executed = r.flags.reference ? std::string("f32 reference loops") : ops::describe_matmul(mm, wdt);
   out.unit = r.flags.reference ? MacUnit::F32Fma : ops::mac_unit_of(mm, wdt);
@@ -143,7 +145,6 @@ VisionBench run_vision_bench(const Args& a, BenchRig& r, EngineOptions o) {
     std::fprintf(stderr, "[bench] measuring the %s peak on %d threads ...\n", mac_unit_name(out.unit), r.flags.threads);
     out.peak_gops = out.unit == MacUnit::F32Fma ? r.fma.all_threads_gflops : measure_mac_peak(out.unit, r.flags.threads).gops;
   }
-  o.vision = vm.get();
   const int budget = int(a.get_int("--image-tokens", vc.default_output_length > 0 ? vc.default_output_length : 280));
   for (const std::string& file : a.get_all("--image")) {
     VisionImageRun run;

@@ -258,6 +258,7 @@ int run(const std::vector<std::string>& argv) {
   const ComputeChoice compute = set_engine_options(a, *model, threads, eo);
   eo.vision = vision.get();
   prepare_kernels(compute, eo, requant, *model, threads);
+  prepare_vision_kernels(vision.get(), eo, "[g4]");
   const int64_t max_tokens = req.sampling.max_tokens;
   eo.kv.max_total_tokens = (int64_t(req.prompt.size()) + max_tokens + eo.kv.block_tokens) / eo.kv.block_tokens * eo.kv.block_tokens;
   TextStreamFactory text_factory;

@@ -12,6 +12,7 @@
 
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/image_args.h"
 #include "cli/model_arg.h"
 #include "cli/speculative_args.h"
 #include "ops/matmul/dot_kernels.h"
@@ -308,6 +309,7 @@ int run(const std::vector<std::string>& argv) {
   e.int8_activations = compute.int8;
   if (e.threads > 0) place_weights_for_serving(a, compute, e.threads, model);
   if (requant) finish_weights_for_serving(*requant, compute, e.threads, model);
+  prepare_vision_kernels(model.vision.get(), e, "[g4 serve]");
   e.kv.dtype = resolve_kv(a, compute, e.threads == 0);
   model.forward = describe_forward(compute, e, *model.model);
   const int64_t prefix_mb = set_cache_and_requests(a, so);

@@ -1,9 +1,12 @@
 #include "cli/image_args.h"
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "model/vision_gguf.h"
+#include "model/vision_interleave.h"
+#include "ops/matmul/matmul.h"
 #include "model/vision_projector.h"
 #include "platform/error.h"
 #include "server/image_input.h"
@@ -23,6 +26,18 @@ std::unique_ptr<VisionModel> load_vision_for(const Args& a, const std::filesyste
   }
   if (std::filesystem::is_directory(model_path)) return load_vision_model(model_path);
   return nullptr;
+}
+
+void prepare_vision_kernels(VisionModel* v, const EngineOptions& e, const char* tag) {
+  if (!v || e.threads <= 0) return;
+  ops::MatmulContext kinds;  // only which kernels the products take
+  kinds.bf16_compute = e.bf16_compute;
+  if (!ops::reads_bf16_interleaved(kinds)) return;
+  ThreadPool pool(e.threads);
+  const VisionInterleaveReport r = interleave_vision_weights(*v, &pool);
+  if (r.matrices)
+    std::fprintf(stderr, "%s vision tower: %d matrices interleaved 16 rows at a time, %.0f MiB in %.2f s\n", tag,
+                 r.matrices, double(r.bytes) / (1 << 20), r.seconds);
 }
 
 ImageTokenIds image_token_ids(const Model& m, const text::Vocabulary* vocab) {

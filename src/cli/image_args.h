@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "engine/engine.h"
 #include "engine/prompt_images.h"
 #include "model/executor.h"
 #include "model/model.h"
@@ -22,6 +23,11 @@ inline const std::vector<std::string> kImageFlags = {"--image", "--image-tokens"
 // --mmproj FILE, else the checkpoint directory's vision_config; null when neither has a tower
 // (then --image is refused naming why).
 std::unique_ptr<VisionModel> load_vision_for(const Args& a, const std::filesystem::path& model_path, Model& m);
+
+// The tower's BF16 matrices interleaved for the kernels the engine `e` runs its products on
+// (model/vision_interleave.h), where those read the interleaved layout; a note on stderr
+// prefixed `tag`. Nothing without a tower or on the reference loops.
+void prepare_vision_kernels(VisionModel* v, const EngineOptions& e, const char* tag);
 
 // <|image|>, <|image> and <image|>: config.json's ids, else the tokenizer's pieces; throws when
 // one is missing.

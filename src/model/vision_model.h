@@ -3,6 +3,7 @@
 // tensors share one safetensors set; each side binds only its own), or from a llama.cpp mmproj
 // GGUF (model/vision_gguf.h).
 #pragma once
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -25,6 +26,10 @@ struct VisionModel {
   std::unique_ptr<GgufFile> gguf;
   std::map<std::string, TensorView> gguf_views;  // the GGUF's tensors keyed by Hugging Face name
   std::vector<std::vector<float>> owned_data;    // tensors rearranged at load (gguf_views point into them)
+  // Matrices copied out of the mapping and interleaved (vision_interleave.h), and their views
+  // (a deque: the weights point at its elements, which never move).
+  std::deque<std::vector<std::byte>> owned_bytes;
+  std::deque<TensorView> owned_views;
   VisionWeights weights;
 };
 

@@ -15,7 +15,10 @@
 #include "model/presets.h"
 #include "model/synth.h"
 #include "model/vision_model.h"
+#include "model/vision_interleave.h"
 #include "model/vision_projector.h"
+#include "ops/matmul/matmul.h"
+#include "platform/device.h"
 #include "platform/error.h"
 #include "test_util.h"
 #include "text/tokenizer.h"
@@ -97,6 +100,40 @@ TEST(SynthVision, TinyPresetReadsBackAsWrittenAndTakesAnImage) {
                                 &out))
       << out;
   EXPECT_NE(out.find("images: 1, 63 soft tokens"), std::string::npos) << out;
+}
+
+// The tower's BF16 matrices interleaved for VDPBF16PS give the soft tokens of the row-major
+// layout on the same kernels, within f32 rounding (the fixture tests' bound, 1e-4 · max|x|).
+TEST(SynthVision, InterleavedTowerMatchesRowMajor) {
+  test::TempDir tmp;
+  const fs::path dir = tmp / "tevb";
+  std::string out;
+  ASSERT_EQ(0, test::g4_command("synth --preset tiny-e-vision --dtype bf16 --out " + dir.string(), &out)) << out;
+  ThreadPool pool(2);
+  const ops::MatmulContext mm = ops::make_matmul_context(&pool, host_cpu(), 96, true, false);
+  if (!ops::reads_bf16_interleaved(mm)) GTEST_SKIP() << "this CPU's products do not read BF16_R16";
+  blocks::Exec ex;
+  ex.matmul = &mm;
+  const auto plain = load_vision_model(dir), inter = load_vision_model(dir);
+  const VisionInterleaveReport r = interleave_vision_weights(*inter, &pool);
+  EXPECT_EQ(r.matrices, 2 + 7 * 2);  // input_proj, embedding_projection, 7 linears per layer
+  EXPECT_EQ(inter->weights.layers[1].down_proj.weight->dtype, DType::BF16_R16);
+  // A 6 x 6 patch grid of deterministic pixels (36 patches, 4 soft tokens).
+  std::vector<float> px(36 * 48);
+  for (size_t i = 0; i < px.size(); ++i) px[i] = float((i * 37) % 256) / 255.0f;
+  std::vector<int32_t> pos;
+  for (int y = 0; y < 6; ++y)
+    for (int x = 0; x < 6; ++x) pos.insert(pos.end(), {x, y});
+  const VisionInput in{px, pos, 6, 6};
+  const blocks::Vec a = encode_image(plain->config, plain->weights, in, ex);
+  const blocks::Vec b = encode_image(inter->config, inter->weights, in, ex);
+  ASSERT_EQ(a.size(), b.size());
+  float worst = 0, scale = 1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::fabs(a[i] - b[i]));
+    scale = std::max(scale, std::fabs(a[i]));
+  }
+  EXPECT_LE(worst, 1e-4f * scale);
 }
 
 // g4 bench --image / --image-size on the tiny preset: every figure is there and consistent with the
