@@ -34,10 +34,8 @@ void prepare_vision_kernels(VisionModel* v, const EngineOptions& e, const char* 
   kinds.bf16_compute = e.bf16_compute;
   if (!ops::reads_bf16_interleaved(kinds)) return;
   ThreadPool pool(e.threads);
-  const VisionInterleaveReport r = interleave_vision_weights(*v, &pool);
-  if (r.matrices)
-    std::fprintf(stderr, "%s vision tower: %d matrices interleaved 16 rows at a time, %.0f MiB in %.2f s\n", tag,
-                 r.matrices, double(r.bytes) / (1 << 20), r.seconds);
+  const InterleaveReport r = interleave_vision_weights(*v, &pool);
+  if (r.tensors) std::fprintf(stderr, "%s vision tower: %s\n", tag, describe_interleave(r).c_str());
 }
 
 ImageTokenIds image_token_ids(const Model& m, const text::Vocabulary* vocab) {

@@ -20,9 +20,10 @@ std::vector<const TensorView**> product_slots(VisionWeights& w) {
 
 }  // namespace
 
-VisionInterleaveReport interleave_vision_weights(VisionModel& v, ThreadPool* pool) {
+InterleaveReport interleave_vision_weights(VisionModel& v, ThreadPool* pool) {
   const auto t0 = std::chrono::steady_clock::now();
-  VisionInterleaveReport r;
+  InterleaveReport r;
+  r.kernels.bf16 = true;
   for (const TensorView** slot : product_slots(v.weights)) {
     const TensorView& src = **slot;
     if (src.dtype != DType::BF16 || src.shape.size() != 2 || src.shape[0] % kInterleaveRows || src.shape[1] % 2) continue;
@@ -40,7 +41,8 @@ VisionInterleaveReport interleave_vision_weights(VisionModel& v, ThreadPool* poo
     view.dtype = interleaved_dtype(src.dtype);
     view.data = owned.data();
     *slot = &v.owned_views.emplace_back(std::move(view));
-    ++r.matrices;
+    ++r.tensors;
+    ++r.bf16_tensors;
     r.bytes += src.nbytes;
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

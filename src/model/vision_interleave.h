@@ -5,23 +5,16 @@
 // the VisionModel owns, interleaved there, and its view repointed. Same values; the kernel sums in
 // another order, so results move by f32 rounding only.
 #pragma once
-#include <cstdint>
-
 #include "model/vision_model.h"
+#include "model/weight_interleave.h"
 #include "platform/thread_pool.h"
 
 namespace g4 {
 
-struct VisionInterleaveReport {
-  int matrices = 0;
-  uint64_t bytes = 0;
-  double seconds = 0;
-};
-
 // Every BF16 product matrix of the tower and projector (the patch embedding, each layer's seven
 // linears, embedding_projection) with whole groups of 16 rows and an even width. Call only where
 // the products read BF16_R16 (ops::reads_bf16_interleaved); elsewhere they fall back to the
-// reference loops.
-VisionInterleaveReport interleave_vision_weights(VisionModel& v, ThreadPool* pool);
+// reference loops. The report counts them as interleave_weights' does (kernels.bf16 set).
+InterleaveReport interleave_vision_weights(VisionModel& v, ThreadPool* pool);
 
 }  // namespace g4

@@ -115,8 +115,8 @@ TEST(SynthVision, InterleavedTowerMatchesRowMajor) {
   blocks::Exec ex;
   ex.matmul = &mm;
   const auto plain = load_vision_model(dir), inter = load_vision_model(dir);
-  const VisionInterleaveReport r = interleave_vision_weights(*inter, &pool);
-  EXPECT_EQ(r.matrices, 2 + 7 * 2);  // input_proj, embedding_projection, 7 linears per layer
+  const InterleaveReport r = interleave_vision_weights(*inter, &pool);
+  EXPECT_EQ(r.tensors, 2 + 7 * 2);  // input_proj, embedding_projection, 7 linears per layer
   EXPECT_EQ(inter->weights.layers[1].down_proj.weight->dtype, DType::BF16_R16);
   // A 6 x 6 patch grid of deterministic pixels (36 patches, 4 soft tokens).
   std::vector<float> px(36 * 48);
