@@ -65,6 +65,7 @@ void time_first_token(const BenchRig& r, EngineOptions o, const PromptImage& img
   image->span = expand_image_placeholders(prompt, ids, {int(run.soft_tokens)})[0];
   image->key = image_content_key(*image);
   o.prefix_cache_bytes = 0;  // cold: the tower runs
+  o.image_cache_bytes = 0;   // and is not served from the encoder-output cache
   o.max_seqs = 1;
   o.kv.max_total_tokens = (int64_t(prompt.size()) / 256 + 2) * 256;
   Engine eng(*r.model, o);
