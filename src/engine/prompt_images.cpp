@@ -4,6 +4,7 @@
 #include <string>
 
 #include "platform/error.h"
+#include "platform/siphash.h"
 
 namespace g4 {
 
@@ -37,16 +38,12 @@ std::vector<PromptImageSpan> expand_image_placeholders(std::vector<int>& prompt,
 }
 
 uint64_t image_content_key(const PromptImage& img) {
-  uint64_t h = 1469598103934665603ull;
-  const auto mix = [&h](const void* data, size_t n) {
-    const auto* b = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  };
-  mix(&img.grid_rows, sizeof img.grid_rows);
-  mix(&img.grid_cols, sizeof img.grid_cols);
-  mix(img.positions.data(), img.positions.size() * sizeof(int32_t));
-  mix(img.pixel_values.data(), img.pixel_values.size() * sizeof(float));
-  return h;
+  SipHasher h(process_sip_key());
+  h.update(&img.grid_rows, sizeof img.grid_rows);
+  h.update(&img.grid_cols, sizeof img.grid_cols);
+  h.update(img.positions.data(), img.positions.size() * sizeof(int32_t));
+  h.update(img.pixel_values.data(), img.pixel_values.size() * sizeof(float));
+  return h.final();
 }
 
 std::vector<int> prefix_keys(const std::vector<int>& prompt, const std::vector<std::shared_ptr<const PromptImage>>& images) {

@@ -33,7 +33,9 @@ struct PromptImage {
   uint64_t key = 0;
 };
 
-// FNV-1a over the tower input (pixels, positions, grid).
+// SipHash-2-4 of the tower input (pixels, positions, grid) under a per-process random key: a
+// client cannot craft two images that share a key (an unkeyed hash would let it be served
+// another image's cached KV). Stable within a process only.
 uint64_t image_content_key(const PromptImage& img);
 
 // The prompt as the prefix cache sees it: token ids, and at each soft-token position a negative
