@@ -146,7 +146,7 @@ VisionBench run_vision_bench(const Args& a, BenchRig& r, EngineOptions o) {
     std::fprintf(stderr, "[bench] measuring the %s peak on %d threads ...\n", mac_unit_name(out.unit), r.flags.threads);
     out.peak_gops = out.unit == MacUnit::F32Fma ? r.fma.all_threads_gflops : measure_mac_peak(out.unit, r.flags.threads).gops;
   }
-  const int budget = int(a.get_int("--image-tokens", vc.default_output_length > 0 ? vc.default_output_length : 280));
+  const int budget = image_tokens_flag(a, vc);
   for (const std::string& file : a.get_all("--image")) {
     VisionImageRun run;
     run.source = file;

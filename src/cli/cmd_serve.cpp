@@ -186,11 +186,8 @@ int64_t set_cache_and_requests(const Args& a, server::ServiceOptions& so) {
 server::ImageOptions image_options(const Args& a, const server::ServedModel& model) {
   server::ImageOptions o;
   if (a.has("--image-tokens")) {
-    const auto n = a.get_int("--image-tokens", 0);
-    if (n != 70 && n != 140 && n != 280 && n != 560 && n != 1120)
-      throw Error("--image-tokens must be one of 70, 140, 280, 560, 1120 (Gemma 4's image budgets)");
     if (!model.vision) throw Error("--image-tokens: the model has no vision tower");
-    o.default_budget = int(n);
+    o.default_budget = image_tokens_flag(a, model.vision->config);
   }
   const std::string hosts = a.get_or("--allowed-media-domains", "");
   for (size_t b = 0; b < hosts.size();) {
@@ -241,7 +238,7 @@ nlohmann::json listening_line(const server::ServedModel& model, const server::Se
           {"synthetic", model.synthetic},
           {"missing_template_tokens", model.missing_template_tokens},
           {"images", model.images_refused.empty()
-                         ? nlohmann::json{{"tower", model.vision->format}, {"default_tokens", so.images.default_budget > 0 ? so.images.default_budget : model.vision->config.default_output_length},
+                         ? nlohmann::json{{"tower", model.vision->format}, {"default_tokens", so.images.default_budget > 0 ? so.images.default_budget : model.vision->config.default_image_budget()},
                                           {"allowed_media_domains", so.images.fetch.allowed_hosts}}
                          : nlohmann::json(model.images_refused)},
           {"notes", model.notes}};

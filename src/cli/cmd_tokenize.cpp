@@ -63,7 +63,7 @@ json read_json_file(const std::string& path) {
 }
 
 // The chat's image parts expanded in `ids` (as the server expands them); their spans as JSON.
-json expand_chat_images(const Args& a, const json& messages, std::vector<int32_t>& ids) {
+json expand_chat_images(const Args& a, const json& messages, const text::Vocabulary& vocab, std::vector<int32_t>& ids) {
   std::vector<server::ImagePart> parts;
   for (size_t k = 0; messages.is_array() && k < messages.size(); ++k) {
     const json* content = messages[k].is_object() && messages[k].contains("content") ? &messages[k]["content"] : nullptr;
@@ -81,7 +81,9 @@ json expand_chat_images(const Args& a, const json& messages, std::vector<int32_t
   const auto vc = std::filesystem::is_directory(dir) ? load_vision_config(dir / "config.json") : std::nullopt;
   if (!vc) throw Error(dir.string() + ": no vision_config, so image parts cannot be expanded");
   const ModelConfig mc = load_config(dir / "config.json");
-  if (!mc.image_token_id || !mc.boi_token_id || !mc.eoi_token_id) throw Error(dir.string() + ": config.json names no image token ids");
+  std::string missing;
+  const ImageTokenIds image_ids = resolve_image_token_ids(mc, &vocab, missing);
+  if (!missing.empty()) throw Error(dir.string() + ": the image token " + missing + " has no id in config.json or the tokenizer");
   server::GenerationSpec spec;
   spec.images = parts;
   server::ImageOptions o;
@@ -89,7 +91,7 @@ json expand_chat_images(const Args& a, const json& messages, std::vector<int32_t
   std::vector<int> prompt(ids.begin(), ids.end());
   for (const auto& p : parts)
     if (p.url.rfind("data:", 0) != 0) throw Error("'" + p.where + "': g4 tokenize reads data: URLs only (it fetches nothing)");
-  auto images = server::prepare_images(spec, prompt, {*mc.image_token_id, *mc.boi_token_id, *mc.eoi_token_id}, *vc, o);
+  auto images = server::prepare_images(spec, prompt, image_ids, *vc, o);
   if (auto* e = std::get_if<server::ApiError>(&images)) throw Error(e->message);
   ids.assign(prompt.begin(), prompt.end());
   json spans = json::array();
@@ -158,7 +160,7 @@ int run(const std::vector<std::string>& argv) {
                  "they are encoded as plain text\n", list.c_str());
     ids = tok.encode(rendered);
   }
-  const json images = expand_chat_images(a, messages, ids);
+  const json images = expand_chat_images(a, messages, tok.vocab(), ids);
   json out = {{"text", rendered}, {"ids", ids}};
   if (!images.is_null()) out["images"] = images;
   std::printf("%s\n", out.dump().c_str());

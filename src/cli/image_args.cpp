@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "media/image_token_budget.h"
 #include "model/vision_gguf.h"
 #include "model/vision_interleave.h"
 #include "ops/matmul/matmul.h"
@@ -39,17 +40,26 @@ void prepare_vision_kernels(VisionModel* v, const EngineOptions& e, const char* 
 }
 
 ImageTokenIds image_token_ids(const Model& m, const text::Vocabulary* vocab) {
-  const auto id = [&](const std::optional<int>& from_config, const char* piece) {
-    const int v = from_config ? *from_config : vocab ? vocab->find(piece) : -1;
-    if (v < 0 || v >= m.config.vocab_size)
-      throw Error(std::string("the image token ") + piece + " has no id in config.json" + (vocab ? " or the tokenizer" : ""));
-    return v;
-  };
-  return {id(m.config.image_token_id, "<|image|>"), id(m.config.boi_token_id, "<|image>"), id(m.config.eoi_token_id, "<image|>")};
+  std::string missing;
+  const ImageTokenIds ids = resolve_image_token_ids(m.config, vocab, missing);
+  if (!missing.empty())
+    throw Error("the image token " + missing + " has no id in config.json" + (vocab ? " or the tokenizer" : ""));
+  return ids;
+}
+
+int image_tokens_flag(const Args& a, const VisionConfig& vc) {
+  const long long n = a.get_int("--image-tokens", vc.default_image_budget());
+  try {
+    if (n < 0 || n > 1 << 20) throw Error("must be a Gemma 4 image budget");
+    media::check_image_token_budget(int(n));
+  } catch (const Error& e) {
+    throw Error("--image-tokens " + std::to_string(n) + ": " + e.what());
+  }
+  return int(n);
 }
 
 std::vector<std::shared_ptr<PromptImage>> read_image_files(const Args& a, const VisionConfig& vc) {
-  const int budget = int(a.get_int("--image-tokens", vc.default_output_length > 0 ? vc.default_output_length : 280));
+  const int budget = image_tokens_flag(a, vc);
   std::vector<std::shared_ptr<PromptImage>> out;
   for (const std::string& file : a.get_all("--image")) {
     std::ifstream in(file, std::ios::binary);

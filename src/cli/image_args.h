@@ -33,6 +33,9 @@ void prepare_vision_kernels(VisionModel* v, const EngineOptions& e, const char* 
 // one is missing.
 ImageTokenIds image_token_ids(const Model& m, const text::Vocabulary* vocab);
 
+// --image-tokens N, checked against Gemma 4's budgets (naming the flag), else the tower's default.
+int image_tokens_flag(const Args& a, const VisionConfig& vc);
+
 // Every --image FILE, decoded and preprocessed at --image-tokens (default: the tower's).
 std::vector<std::shared_ptr<PromptImage>> read_image_files(const Args& a, const VisionConfig& vc);
 

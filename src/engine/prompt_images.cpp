@@ -37,6 +37,16 @@ std::vector<PromptImageSpan> expand_image_placeholders(std::vector<int>& prompt,
   return spans;
 }
 
+ImageTokenIds resolve_image_token_ids(const ModelConfig& c, const text::Vocabulary* vocab, std::string& missing) {
+  const auto id = [&](const std::optional<int>& from_config, const char* piece) {
+    const int v = from_config ? *from_config : vocab ? vocab->find(piece) : -1;
+    if ((v < 0 || v >= c.vocab_size) && missing.empty()) missing = piece;
+    return v;
+  };
+  missing.clear();
+  return {id(c.image_token_id, "<|image|>"), id(c.boi_token_id, "<|image>"), id(c.eoi_token_id, "<image|>")};
+}
+
 uint64_t image_content_key(const PromptImage& img) {
   SipHasher h(process_sip_key());
   h.update(&img.grid_rows, sizeof img.grid_rows);

@@ -5,7 +5,11 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
+
+#include "model/config.h"
+#include "text/vocab.h"
 
 namespace g4 {
 
@@ -41,6 +45,11 @@ uint64_t image_content_key(const PromptImage& img);
 // The prompt as the prefix cache sees it: token ids, and at each soft-token position a negative
 // key drawn from its image's content key and its index in the span (token ids are never negative).
 std::vector<int> prefix_keys(const std::vector<int>& prompt, const std::vector<std::shared_ptr<const PromptImage>>& images);
+
+// <|image|>, <|image> and <image|>: config.json's ids, else (a GGUF carries none) the
+// vocabulary's pieces (null vocab: config only). Returns the name of the first that has no id
+// inside [0, vocab_size) in `missing`, or leaves it empty when all three resolve.
+ImageTokenIds resolve_image_token_ids(const ModelConfig& c, const text::Vocabulary* vocab, std::string& missing);
 
 // Expands the placeholders of `prompt` in place, the i-th with soft_counts[i] soft tokens, and
 // returns the spans in order. Throws g4::Error naming both numbers when the prompt holds a

@@ -182,7 +182,7 @@ namespace {
 
 // processor_config.json as released (Gemma4Processor), for this tower's patch size, pooling and budget.
 nlohmann::json processor_config(const VisionConfig& v) {
-  const int budget = v.default_output_length > 0 ? v.default_output_length : 280;
+  const int budget = v.default_image_budget();
   return {{"processor_class", "Gemma4Processor"},
           {"image_seq_length", budget},
           {"image_processor",

@@ -26,8 +26,11 @@ struct VisionConfig {
   bool use_clipped_linears = false;  // every encoder linear clamps its input and output
   bool standardize = false;          // (y - std_bias) · std_scale after pooling
   std::string hidden_activation = "gelu_pytorch_tanh";
-  int default_output_length = 0;     // informational (released files: 280); 0 when absent
+  int default_output_length = 0;     // the processor's default budget (released files: 280); 0 when absent
 
+  // Soft tokens per image when a request names no budget: default_output_length, else 280 (the
+  // released processors' max_soft_tokens).
+  int default_image_budget() const { return default_output_length > 0 ? default_output_length : 280; }
   int64_t patch_width() const { return int64_t(patch_size) * patch_size * 3; }  // 3p²
   int64_t q_width() const { return int64_t(num_attention_heads) * head_dim; }   // nh·d
   int64_t kv_width() const { return int64_t(num_key_value_heads) * head_dim; }  // nkv·d

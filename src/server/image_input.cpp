@@ -13,7 +13,7 @@ int image_budget(const ImagePart& part, const GenerationSpec& spec, const ImageO
   if (part.budget > 0) return part.budget;
   if (spec.max_image_tokens > 0) return spec.max_image_tokens;
   if (o.default_budget > 0) return o.default_budget;
-  return vc.default_output_length > 0 ? vc.default_output_length : 280;
+  return vc.default_image_budget();
 }
 
 std::shared_ptr<PromptImage> image_from_bytes(std::string_view bytes, int budget, const VisionConfig& vc,

@@ -7,6 +7,8 @@
 
 #include "engine/grammar.h"
 #include "engine/json_schema_grammar.h"
+#include "media/image_token_budget.h"
+#include "platform/error.h"
 
 namespace g4::server {
 
@@ -315,11 +317,14 @@ void read_g4_extension(Reader& r, GenerationSpec& s, const RequestLimits& limits
         r.fail(bad_request("'g4.draft_k' must be an integer in 1..16", field, "invalid_value"));
       else s.draft_k = int(v.get<int64_t>());
     } else if (it.key() == "max_image_tokens") {
-      const auto budget = v.is_number_integer() ? v.get<int64_t>() : -1;
-      if (budget != 70 && budget != 140 && budget != 280 && budget != 560 && budget != 1120)
-        r.fail(bad_request("'g4.max_image_tokens' must be one of 70, 140, 280, 560, 1120 (Gemma 4's image budgets)", field,
-                           "invalid_value"));
-      else s.max_image_tokens = int(budget);
+      try {
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 1 << 20)
+          throw Error("must be an integer");
+        media::check_image_token_budget(int(v.get<int64_t>()));
+        s.max_image_tokens = int(v.get<int64_t>());
+      } catch (const Error& e) {
+        r.fail(bad_request("'g4.max_image_tokens': " + std::string(e.what()), field, "invalid_value"));
+      }
     } else {
       r.fail(bad_request("'" + field + "' is not a g4 extension field (known: deadline_ms, speculative, draft_k, max_image_tokens)", field,
                          "unsupported_parameter"));

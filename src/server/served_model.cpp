@@ -18,20 +18,16 @@ namespace {
 // The image tokens: config.json's ids, or (a GGUF carries none) the tokenizer's pieces; images are
 // accepted only with a tower and all three ids inside the model's vocabulary.
 void resolve_images(ServedModel& m) {
-  const ModelConfig& c = m.model->config;
-  const text::Vocabulary& v = m.tokenizer->vocab();
-  m.image_ids.image = c.image_token_id.value_or(v.find("<|image|>"));
-  m.image_ids.begin = c.boi_token_id.value_or(v.find("<|image>"));
-  m.image_ids.end = c.eoi_token_id.value_or(v.find("<image|>"));
+  std::string missing;
+  m.image_ids = resolve_image_token_ids(m.model->config, &m.tokenizer->vocab(), missing);
   if (!m.vision) {
     m.images_refused = "the served model has no vision tower (no vision_config in config.json; for a GGUF pass --mmproj)";
     return;
   }
-  for (const auto& [id, name] : {std::pair{m.image_ids.image, "<|image|>"}, {m.image_ids.begin, "<|image>"}, {m.image_ids.end, "<image|>"}})
-    if (id < 0 || id >= c.vocab_size) {
-      m.images_refused = std::string("the image token ") + name + " has no id in config.json or the tokenizer";
-      return;
-    }
+  if (!missing.empty()) {
+    m.images_refused = "the image token " + missing + " has no id in config.json or the tokenizer";
+    return;
+  }
   if (m.model->format == "gguf") infer_image_mask_rule_for_gguf(m.model->config);
   if (!m.model->config.image_token_id) m.model->config.image_token_id = m.image_ids.image;  // the engine's check reads it
   if (!m.model->config.boi_token_id) m.model->config.boi_token_id = m.image_ids.begin;
@@ -131,7 +127,7 @@ json ServedModel::describe() const {
                    {"hidden_size", v.hidden_size},
                    {"patch_size", v.patch_size},
                    {"pooling_kernel_size", v.pooling_kernel_size},
-                   {"default_image_tokens", v.default_output_length},
+                   {"default_image_tokens", v.default_image_budget()},
                    {"image_token_ids", {{"image", image_ids.image}, {"begin", image_ids.begin}, {"end", image_ids.end}}},
                    {"accepts_images", images_refused.empty()}};
   } else {

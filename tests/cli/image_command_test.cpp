@@ -73,6 +73,12 @@ TEST_P(ImageCommands, ASpanThatDoesNotFitItsImageIsRefusedWithBothCounts) {
                                     (kFixture / "images" / "img0_exact_108x84.png").string(),
                                 &out));
   EXPECT_NE(out.find("has 63 soft tokens but its span at index 7 holds 64"), std::string::npos) << out;
+  // A budget Gemma 4 does not have is refused naming the flag and the allowed set.
+  EXPECT_NE(0, test::g4_command("logits --model " + (dir / "hf").string() + " --tokens " + token_list(tokens) + " --image " +
+                                    (kFixture / "images" / "img0_exact_108x84.png").string() + " --image-tokens 100",
+                                &out));
+  EXPECT_NE(out.find("--image-tokens 100: image token budget 100 is not one of 70, 140, 280, 560, 1120"), std::string::npos)
+      << out;
 }
 
 TEST_P(ImageCommands, TokenizeExpandsTheChatsImages) {
