@@ -3,8 +3,11 @@
 // BK at a time through shared memory. The tile and workgroup size are specialization constants
 // chosen on the host by the tile planner (src/gpu/shader_tiles.h), which also computes the shared
 // bytes below: (BM + BN) * (BK + 1) floats. The +1 column keeps threads reading one column of a
-// tile on different banks. The weight format is a compile-time variant (WEIGHT_F16, WEIGHT_BF16,
-// else f32); 16-bit weights are widened to f32 on load, so no 16-bit arithmetic is needed.
+// tile on different banks. The weight format is a compile-time variant (weights.glsl: f32, f16,
+// bf16 words, or Q8_0/Q4_0/Q4_K/Q6_K blocks); every weight is widened to f32 as the tile is loaded,
+// so no 16-bit or integer arithmetic is needed. The buffer may be one part of a split matrix (whole
+// rows): its N rows are columns n0 .. n0 + N - 1 of y, whose rows are ldy wide.
+#extension GL_GOOGLE_include_directive : require
 #ifdef WEIGHT_F16
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -16,20 +19,10 @@ layout(constant_id = 2) const uint BN = 32;
 layout(constant_id = 3) const uint BK = 16;
 layout(local_size_x_id = 0) in;
 
-layout(push_constant) uniform Shape { uint T; uint N; uint K; } shape;
+layout(push_constant) uniform Shape { uint T; uint N; uint K; uint ldy; uint n0; } shape;
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
-#if defined(WEIGHT_F16)
-layout(std430, binding = 1) readonly buffer W { float16_t w[]; };
-float weight(uint i) { return float(w[i]); }
-#elif defined(WEIGHT_BF16)
-// bf16 as its 16-bit words, two per uint (little-endian): widening is a shift into an f32's top half.
-layout(std430, binding = 1) readonly buffer W { uint w[]; };
-float weight(uint i) { return uintBitsToFloat(((w[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu) << 16); }
-#else
-layout(std430, binding = 1) readonly buffer W { float w[]; };
-float weight(uint i) { return w[i]; }
-#endif
+#include "weights.glsl"
 layout(std430, binding = 2) writeonly buffer Y { float y[]; };
 
 shared float xs[BM * (BK + 1)];
@@ -52,7 +45,7 @@ void main() {
     for (uint e = tid; e < BN * BK; e += WG) {
       const uint c = e / BK, kk = e % BK;
       const bool inside = col0 + c < shape.N && k0 + kk < shape.K;
-      ws[c * (BK + 1) + kk] = inside ? weight((col0 + c) * shape.K + k0 + kk) : 0.0;
+      ws[c * (BK + 1) + kk] = inside ? weight(col0 + c, k0 + kk, shape.K) : 0.0;
     }
     barrier();
     for (uint i = 0; i < per_thread; ++i) {
@@ -67,6 +60,6 @@ void main() {
   for (uint i = 0; i < per_thread; ++i) {
     const uint o = tid + i * WG;
     const uint r = row0 + o / BN, c = col0 + o % BN;
-    if (r < shape.T && c < shape.N) y[r * shape.N + c] = acc[i];
+    if (r < shape.T && c < shape.N) y[r * shape.ldy + shape.n0 + c] = acc[i];
   }
 }

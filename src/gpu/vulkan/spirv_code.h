@@ -13,13 +13,22 @@ struct SpirvCode {
 };
 
 namespace spirv {
-// y = x * W^T with f32 activations and weights stored as f32, f16 or bf16 (matmul.comp variants).
-SpirvCode matmul_f32();
-SpirvCode matmul_f16();
-SpirvCode matmul_bf16();
-// The decoder's shaders (src/gpu/shaders/<name>.comp; embed in f32 and bf16-word variants).
-SpirvCode embed_f32();
-SpirvCode embed_bf16();
+// The shaders that read weights, one variant per weight format (src/gpu/shaders/weights.glsl):
+// y = x * W^T (matmul.comp), the embedding gather (embed.comp) and the experts' products
+// (moe_matvec.comp) over f32, f16 or bf16 values or Q8_0/Q4_0/Q4_K/Q6_K blocks.
+#define G4_WEIGHT_VARIANTS(shader)                                                                 \
+  SpirvCode shader##_f32();                                                                        \
+  SpirvCode shader##_f16();                                                                        \
+  SpirvCode shader##_bf16();                                                                       \
+  SpirvCode shader##_q8_0();                                                                       \
+  SpirvCode shader##_q4_0();                                                                       \
+  SpirvCode shader##_q4_k();                                                                       \
+  SpirvCode shader##_q6_k();
+G4_WEIGHT_VARIANTS(matmul)
+G4_WEIGHT_VARIANTS(embed)
+G4_WEIGHT_VARIANTS(moe_matvec)
+#undef G4_WEIGHT_VARIANTS
+// The decoder's other shaders (src/gpu/shaders/<name>.comp).
 SpirvCode rms_norm();
 SpirvCode rope();
 SpirvCode kv_write();
@@ -30,8 +39,6 @@ SpirvCode gelu_mul();
 SpirvCode add_scale();
 SpirvCode softcap();
 SpirvCode moe_route();
-SpirvCode moe_matvec_f32();
-SpirvCode moe_matvec_bf16();
 SpirvCode moe_combine();
 }  // namespace spirv
 

@@ -3,15 +3,57 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
+#include <string>
 
 #include "gpu/vulkan/spirv_code.h"
 #include "gpu/vulkan/vk_command.h"
 #include "gpu/vulkan/vk_decoder_state.h"
+#include "platform/device.h"
 #include "platform/error.h"
 
 namespace g4::gpu {
 
 using namespace decoder;
+
+namespace {
+
+using Format = GpuDecoder::State::Format;
+
+Format format_of(const TensorView& t, bool vector) {
+  if (vector) {
+    if (t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16) return Format::F32;  // widened
+    throw Error("dtype " + std::string(dtype_name(t.dtype)) + " for a vector (the decoder reads f32, f16 and bf16 ones)");
+  }
+  switch (t.dtype) {
+    case DType::F32: return Format::F32;
+    case DType::F16: return Format::F16;
+    case DType::BF16: return Format::BF16;
+    case DType::Q8_0: return Format::Q8_0;
+    case DType::Q4_0: return Format::Q4_0;
+    case DType::Q4_K: return Format::Q4_K;
+    case DType::Q6_K: return Format::Q6_K;
+    default: break;
+  }
+  throw Error("dtype " + std::string(dtype_name(t.dtype)) +
+              " has no GPU shader yet (the decoder reads F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K matrices)");
+}
+
+// The variants of the three shaders that read weights, indexed by Format.
+using CodeFn = SpirvCode (*)();
+constexpr CodeFn kMatmulCode[] = {spirv::matmul_f32,  spirv::matmul_f16,  spirv::matmul_bf16, spirv::matmul_q8_0,
+                                  spirv::matmul_q4_0, spirv::matmul_q4_k, spirv::matmul_q6_k};
+constexpr CodeFn kEmbedCode[] = {spirv::embed_f32,  spirv::embed_f16,  spirv::embed_bf16, spirv::embed_q8_0,
+                                 spirv::embed_q4_0, spirv::embed_q4_k, spirv::embed_q6_k};
+constexpr CodeFn kMatvecCode[] = {spirv::moe_matvec_f32,  spirv::moe_matvec_f16,  spirv::moe_matvec_bf16,
+                                  spirv::moe_matvec_q8_0, spirv::moe_matvec_q4_0, spirv::moe_matvec_q4_k,
+                                  spirv::moe_matvec_q6_k};
+static_assert(std::size(kMatmulCode) == GpuDecoder::State::kFormats && std::size(kEmbedCode) == std::size(kMatmulCode) &&
+              std::size(kMatvecCode) == std::size(kMatmulCode));
+
+std::string bytes_text(uint64_t b) { return format_bytes(b) + " (" + std::to_string(b) + " bytes)"; }
+
+}  // namespace
 
 void GpuDecoder::State::upload(const DeviceBuffer& to, const void* data, uint64_t bytes) {
   DeviceBuffer up(session, to.bytes(), Place::HostStaging);
@@ -23,52 +65,111 @@ void GpuDecoder::State::upload(const DeviceBuffer& to, const void* data, uint64_
   rec.submit_and_wait();
 }
 
-void GpuDecoder::State::add_weight(const TensorView* t, bool matrix) {
-  if (!t || weights.count(t)) return;  // absent, or shared (a tied head is the embedding)
-  Weight wt;
-  wt.rows = uint32_t(t->shape.empty() ? 1 : t->shape[0]);
-  wt.cols = uint32_t(t->numel() / std::max<int64_t>(1, wt.rows));
-  try {
-    if (matrix && (t->dtype == DType::BF16 || t->dtype == DType::F16)) {
-      if (t->dtype == DType::F16 && !session.info().storage_16bit)
+void GpuDecoder::State::add_weight(const TensorView* t, Use use) {
+  if (!t) return;  // absent
+  auto [it, added] = weights.try_emplace(t);
+  it->second.uses |= use;  // a tied head is the embedding: one weight, gathered and multiplied
+  if (added) weight_order.push_back(t);
+}
+
+uint64_t GpuDecoder::State::buffer_limit() const {
+  const VulkanDeviceInfo& d = session.info();
+  uint64_t limit = d.max_storage_buffer_range;
+  if (d.max_allocation_bytes) limit = std::min(limit, d.max_allocation_bytes);
+  if (limits.max_buffer_bytes) limit = std::min(limit, limits.max_buffer_bytes);
+  return limit / 4 * 4;  // parts are read as uints: whole words
+}
+
+void GpuDecoder::State::upload_weights() {
+  const uint64_t limit = buffer_limit();
+  const std::string limit_text = bytes_text(limit) + " (maxStorageBufferRange " +
+                                 bytes_text(session.info().max_storage_buffer_range) +
+                                 (limits.max_buffer_bytes ? ", lowered by GpuDecoderLimits::max_buffer_bytes)" : ")");
+  // Plan: each weight's format, row bytes and parts, and the device bytes of them all.
+  struct Plan {
+    uint64_t row_bytes = 0, rows_per_part = 0;
+  };
+  std::map<const TensorView*, Plan> plans;
+  uint64_t total = 0;
+  for (const TensorView* t : weight_order) {
+    Weight& wt = weights.at(t);
+    Plan& p = plans[t];
+    try {
+      const bool vector = wt.uses == Use::Vector;
+      if (!vector && (wt.uses & Use::Vector)) throw Error("read both as a vector and as a matrix");
+      wt.format = format_of(*t, vector);
+      if (wt.format == Format::F16 && !session.info().storage_16bit)
         throw Error("f16 words need storageBuffer16BitAccess, which " + session.info().name + " does not report");
-      wt.words = t->dtype == DType::F16 ? Words::F16 : Words::BF16;
-      const uint64_t bytes = (uint64_t(t->numel()) * 2 + 3) / 4 * 4;  // read as uints: whole words
-      wt.buf = buffer(bytes);
-      upload(*wt.buf, t->data, uint64_t(t->numel()) * 2);
-    } else if (t->dtype == DType::F32) {
-      wt.buf = buffer(uint64_t(t->numel()) * 4);  // refused here, before any read, when over the range
-      upload(*wt.buf, t->data, uint64_t(t->numel()) * 4);
-    } else if (!matrix && (t->dtype == DType::BF16 || t->dtype == DType::F16)) {
-      wt.buf = buffer(uint64_t(t->numel()) * 4);
-      std::vector<float> f(size_t(t->numel()));
-      for (int64_t i = 0; i < t->numel(); ++i) f[size_t(i)] = t->at(i);  // exact widening of a vector
-      upload(*wt.buf, f.data(), f.size() * 4);
-    } else {
-      throw Error("dtype " + std::string(dtype_name(t->dtype)) +
-                  " has no GPU shader yet (the decoder reads f32, and f16/bf16 words)");
+      wt.rows = uint32_t(t->shape.empty() || vector ? 1 : t->shape[0]);
+      wt.cols = uint32_t(t->numel() / std::max<int64_t>(1, wt.rows));
+      const bool blocks = dtype_is_quantized(t->dtype);
+      if (blocks && (t->shape.empty() || t->shape.back() % dtype_block_size(t->dtype) != 0))
+        throw Error("rows are not whole " + std::string(dtype_name(t->dtype)) + " blocks");
+      p.row_bytes = vector ? uint64_t(wt.cols) * 4 : row_bytes(t->dtype, wt.cols);
+      if (p.row_bytes == 0 || wt.rows == 0) throw Error("an empty tensor");
+      if (p.row_bytes > limit)
+        throw Error(std::string(vector ? "the vector" : "one row") + " takes " + bytes_text(p.row_bytes) +
+                    ", over the " + limit_text + " one buffer may hold: a row is never split");
+      p.rows_per_part = std::min<uint64_t>(limit / p.row_bytes, wt.rows);
+    } catch (const Error& e) {
+      throw Error("gpu decoder: weight " + t->name + " " + shape_str(t->shape) + ": " + e.what());
     }
-  } catch (const Error& e) {
-    throw Error("gpu decoder: weight " + t->name + " " + shape_str(t->shape) + ": " + e.what());
+    const uint64_t full = wt.rows / p.rows_per_part, rest = wt.rows % p.rows_per_part;
+    total += full * ((p.rows_per_part * p.row_bytes + 3) / 4 * 4) + (rest * p.row_bytes + 3) / 4 * 4;
   }
-  weight_bytes += wt.buf->bytes();
-  weights.emplace(t, std::move(wt));
+  const uint64_t heap = session.info().device_local_bytes();
+  if (heap > 0 && total > heap)  // a device reporting no device-local heap is left to vkAllocateMemory
+    throw Error("gpu decoder: the weights need " + bytes_text(total) + " of device memory, and " +
+                session.info().name + "'s largest device-local heap holds " + bytes_text(heap) +
+                ": refused before uploading (splitting the layers between the GPU and the CPU is not built)");
+  // Upload: whole rows per part, widening vectors to f32.
+  for (const TensorView* t : weight_order) {
+    Weight& wt = weights.at(t);
+    const Plan& p = plans.at(t);
+    try {
+      for (uint32_t r0 = 0; r0 < wt.rows; r0 += uint32_t(p.rows_per_part)) {
+        Part part;
+        part.row0 = r0, part.rows = uint32_t(std::min<uint64_t>(p.rows_per_part, wt.rows - r0));
+        const uint64_t bytes = uint64_t(part.rows) * p.row_bytes;
+        part.buf = buffer((bytes + 3) / 4 * 4);
+        if (wt.uses == Use::Vector && t->dtype != DType::F32) {
+          std::vector<float> f(size_t(t->numel()));
+          for (int64_t i = 0; i < t->numel(); ++i) f[size_t(i)] = t->at(i);  // exact widening of a vector
+          upload(*part.buf, f.data(), bytes);
+        } else {
+          upload(*part.buf, t->data + r0 * p.row_bytes, bytes);
+        }
+        weight_bytes += part.buf->bytes();
+        ++weight_buffers;
+        wt.parts.push_back(std::move(part));
+      }
+    } catch (const Error& e) {
+      throw Error("gpu decoder: weight " + t->name + " " + shape_str(t->shape) + ": " + e.what());
+    }
+    // A tied table is read twice a step (gather and head): count its extra dispatches for both.
+    split_dispatches += 2 * uint32_t(wt.parts.size() - 1);
+    build_weight_pipelines(wt);
+  }
+}
+
+void GpuDecoder::State::build_weight_pipelines(const Weight& wt) {
+  const size_t f = size_t(wt.format);
+  const std::vector<uint32_t> mm_spec{tile.workgroup, tile.rows, tile.cols, tile.depth};
+  if ((wt.uses & Use::Matmul) && !matmul[f])
+    matmul[f] = std::make_unique<ComputePipeline>(session, kMatmulCode[f](), 3, sizeof(MatmulPush), mm_spec);
+  if ((wt.uses & Use::Gather) && !embed[f])
+    embed[f] = std::make_unique<ComputePipeline>(session, kEmbedCode[f](), 3, sizeof(EmbedPush), std::vector<uint32_t>{kWg});
+  if ((wt.uses & Use::Experts) && !matvec[f])
+    matvec[f] = std::make_unique<ComputePipeline>(session, kMatvecCode[f](), 4, sizeof(MatvecPush), std::vector<uint32_t>{kWg});
 }
 
 void GpuDecoder::State::build_pipelines() {
   const ShaderTilePlan mm = plan_matmul_tile(session.info());
   tile = mm.tile;
   reduce_wg = plan_reduction(session.info()).workgroup;
-  const std::vector<uint32_t> mm_spec{tile.workgroup, tile.rows, tile.cols, tile.depth};
   auto make = [&](SpirvCode code, uint32_t buffers, uint32_t push, uint32_t wg) {
     return std::make_unique<ComputePipeline>(session, code, buffers, push, std::vector<uint32_t>{wg});
   };
-  matmul[0] = std::make_unique<ComputePipeline>(session, spirv::matmul_f32(), 3, sizeof(MatmulPush), mm_spec);
-  if (session.info().storage_16bit)
-    matmul[1] = std::make_unique<ComputePipeline>(session, spirv::matmul_f16(), 3, sizeof(MatmulPush), mm_spec);
-  matmul[2] = std::make_unique<ComputePipeline>(session, spirv::matmul_bf16(), 3, sizeof(MatmulPush), mm_spec);
-  embed[0] = make(spirv::embed_f32(), 3, sizeof(EmbedPush), kWg);
-  embed[1] = make(spirv::embed_bf16(), 3, sizeof(EmbedPush), kWg);
   rms = make(spirv::rms_norm(), 3, sizeof(NormPush), reduce_wg);
   softmax = make(spirv::softmax(), 1, sizeof(SoftmaxPush), reduce_wg);
   rope = make(spirv::rope(), 3, sizeof(RopePush), kWg);
@@ -79,8 +180,6 @@ void GpuDecoder::State::build_pipelines() {
   add = make(spirv::add_scale(), 2, sizeof(AddPush), kWg);
   cap = make(spirv::softcap(), 1, sizeof(CapPush), kWg);
   route = make(spirv::moe_route(), 4, sizeof(RoutePush), kWg);
-  matvec[0] = make(spirv::moe_matvec_f32(), 4, sizeof(MatvecPush), kWg);
-  matvec[1] = make(spirv::moe_matvec_bf16(), 4, sizeof(MatvecPush), kWg);
   combine = make(spirv::moe_combine(), 3, sizeof(CombinePush), kWg);
 }
 
@@ -140,22 +239,20 @@ GpuDecoder::GpuDecoder(const VulkanSession& session, GpuDecoderSpec spec, GpuDec
     any_full = any_full || l.full;
     for (const TensorView* t : {l.q_proj, l.k_proj, l.v_proj, l.o_proj, l.gate_proj, l.up_proj, l.down_proj,
                                 l.ple_input_gate, l.ple_projection})
-      s.add_weight(t, true);
+      s.add_weight(t, State::Matmul);
     for (const TensorView* t : {l.input_norm, l.post_attention_norm, l.pre_feedforward_norm, l.post_feedforward_norm,
                                 l.q_norm, l.k_norm, l.ple_post_norm, l.router_per_expert_scale, l.pre_feedforward_norm_2,
                                 l.post_feedforward_norm_1, l.post_feedforward_norm_2})
-      s.add_weight(t, false);
+      s.add_weight(t, State::Vector);
     if (l.moe) {
-      for (const TensorView* t : {l.experts_gate_up, l.experts_down})
-        if (t->dtype != DType::F32 && t->dtype != DType::BF16)
-          throw Error("gpu decoder: weight " + t->name + ": the expert shaders read f32 and bf16 words, not " +
-                      std::string(dtype_name(t->dtype)));
-      s.add_weight(l.router_proj, true), s.add_weight(l.experts_gate_up, true), s.add_weight(l.experts_down, true);
+      s.add_weight(l.router_proj, State::Matmul);
+      s.add_weight(l.experts_gate_up, State::Experts), s.add_weight(l.experts_down, State::Experts);
     }
   }
-  for (const TensorView* t : {sp.embed_tokens, sp.lm_head, sp.embed_per_layer, sp.per_layer_model_projection})
-    s.add_weight(t, true);
-  for (const TensorView* t : {sp.final_norm, sp.per_layer_projection_norm}) s.add_weight(t, false);
+  s.add_weight(sp.embed_tokens, State::Gather), s.add_weight(sp.lm_head, State::Matmul);
+  s.add_weight(sp.embed_per_layer, State::Gather), s.add_weight(sp.per_layer_model_projection, State::Matmul);
+  for (const TensorView* t : {sp.final_norm, sp.per_layer_projection_norm}) s.add_weight(t, State::Vector);
+  s.upload_weights();
   const uint32_t max_keys = any_full ? limits.max_context
                                      : std::min<uint32_t>(limits.max_context, uint32_t(sp.sliding_window));
   s.allocate(max_hd, max_kv, max_i, max_keys);
@@ -185,5 +282,6 @@ GpuDecoder::~GpuDecoder() = default;
 int64_t GpuDecoder::position() const { return s_->position; }
 void GpuDecoder::reset() { s_->position = 0; }
 uint64_t GpuDecoder::weight_bytes() const { return s_->weight_bytes; }
+uint32_t GpuDecoder::weight_buffers() const { return s_->weight_buffers; }
 
 }  // namespace g4::gpu

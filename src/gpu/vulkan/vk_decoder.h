@@ -1,6 +1,7 @@
 // The Gemma 4 text decoder (dense, per-layer embeddings, KV sharing, mixture of experts) on a
-// Vulkan device: weights uploaded once into device-local buffers
-// (f32, or f16/bf16 matrices kept as 16-bit words that the shaders widen), per-layer KV buffers
+// Vulkan device: weights uploaded once into device-local buffers (f32; matrices as stored:
+// f16/bf16 words, or Q8_0/Q4_0/Q4_K/Q6_K blocks, widened or dequantized in the shaders; a matrix
+// over the device's maxStorageBufferRange split by whole rows into several), per-layer KV buffers
 // indexed by absolute position (a ring on sliding layers), and one command buffer per step with
 // every layer's dispatches recorded behind barriers: one submission per step, not one per op.
 // The shaders are src/gpu/shaders/*.comp; docs/gpu.md has the plan and the bounds measured.
@@ -18,6 +19,9 @@ namespace g4::gpu {
 struct GpuDecoderLimits {
   uint32_t max_context = 0;  // positions one sequence may reach (rows of the full layers' KV buffers)
   uint32_t max_step = 0;     // tokens one step may carry (rows of the activation buffers)
+  // Bytes one weight buffer may hold: 0 takes the device's maxStorageBufferRange (and
+  // maxMemoryAllocationSize); a smaller value splits matrices into more parts (tests do).
+  uint64_t max_buffer_bytes = 0;
 };
 
 struct GpuStepResult {
@@ -29,10 +33,12 @@ struct GpuStepResult {
 
 class GpuDecoder {
  public:
-  // Uploads every weight the spec names. Throws g4::Error naming the tensor: a dtype the shaders
-  // do not read (quantized blocks), f16 words without 16-bit storage, or a tensor over the
-  // device's maxStorageBufferRange (with both sizes); also a tile or reduction the device's
-  // shared memory cannot hold (the planner's arithmetic).
+  // Uploads every weight the spec names; a matrix, table or expert tensor over the buffer limit
+  // goes into several buffers of whole rows (whole experts). Throws g4::Error naming the tensor:
+  // a dtype the shaders do not read (Q4_1, Q5_K, interleaved), f16 words without 16-bit storage,
+  // or one row (a vector) over the buffer limit (with both sizes); before uploading anything,
+  // weights that together exceed the largest device-local heap (bytes needed and available);
+  // also a tile or reduction the device's shared memory cannot hold (the planner's arithmetic).
   GpuDecoder(const VulkanSession& session, GpuDecoderSpec spec, GpuDecoderLimits limits);
   ~GpuDecoder();
   GpuDecoder(const GpuDecoder&) = delete;
@@ -45,6 +51,7 @@ class GpuDecoder {
   int64_t position() const;
   void reset();  // a new sequence from position 0
   uint64_t weight_bytes() const;  // device bytes of the resident weights
+  uint32_t weight_buffers() const;  // device buffers holding them (more than tensors when split)
 
   struct State;
 

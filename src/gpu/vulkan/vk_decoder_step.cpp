@@ -19,8 +19,8 @@ class StepRecorder {
  public:
   using State = GpuDecoder::State;
   StepRecorder(State& s, CommandRecording& rec, uint32_t T, uint32_t pos0)
-      : s_(s), sp_(s.spec), rec_(rec), arena_(s.session, 64 * uint32_t(sp_.layers.size()) + 16,
-                                              4 * (64 * uint32_t(sp_.layers.size()) + 16)),
+      : s_(s), sp_(s.spec), rec_(rec), arena_(s.session, 64 * uint32_t(sp_.layers.size()) + 16 + s.split_dispatches,
+                                              4 * (64 * uint32_t(sp_.layers.size()) + 16 + s.split_dispatches)),
         T_(T), pos0_(pos0), H_(uint32_t(sp_.hidden)), nH_(uint32_t(sp_.heads)), P_(uint32_t(sp_.ple_width)),
         L_(uint32_t(sp_.layers.size())) {}
   uint32_t dispatches() const { return dispatches_; }
@@ -91,21 +91,29 @@ class StepRecorder {
     const RoutePush rp{T_, E, K};
     run(*s_.route, {s_.probs.get(), wb(l.router_per_expert_scale), s_.slot_ids.get(), s_.slot_w.get()}, &rp,
         groups(T_, kWg));
-    const ComputePipeline& mv = *s_.matvec[s_.w(l.experts_gate_up).words == State::Words::BF16 ? 1 : 0];
-    const DeviceBuffer* gate_up = wb(l.experts_gate_up);
-    const MatvecPush gp{slots, Ie, H_, K, 0, 2 * Ie}, up{slots, Ie, H_, K, Ie, 2 * Ie};  // gate rows, then up rows
-    run(mv, {s_.mx.get(), gate_up, s_.slot_ids.get(), s_.mg.get()}, &gp, groups(uint64_t(slots) * Ie, kWg));
-    run(mv, {s_.mx.get(), gate_up, s_.slot_ids.get(), s_.mu.get()}, &up, groups(uint64_t(slots) * Ie, kWg));
+    // gate rows, then up rows of each expert's [2·I_e, H]; then down [H, I_e]. One dispatch per part
+    // (a run of whole experts); a slot routed elsewhere is left to its part's dispatch.
+    const State::Weight& gate_up = s_.w(l.experts_gate_up);
+    for (const State::Part& part : gate_up.parts) {
+      const MatvecPush gp{slots, Ie, H_, K, 0, 2 * Ie, part.row0, part.rows}, up{slots, Ie, H_, K, Ie, 2 * Ie,
+                                                                                 part.row0, part.rows};
+      const ComputePipeline& mv = *s_.matvec[size_t(gate_up.format)];
+      run(mv, {s_.mx.get(), part.buf.get(), s_.slot_ids.get(), s_.mg.get()}, &gp, groups(uint64_t(slots) * Ie, kWg));
+      run(mv, {s_.mx.get(), part.buf.get(), s_.slot_ids.get(), s_.mu.get()}, &up, groups(uint64_t(slots) * Ie, kWg));
+    }
     gelu(*s_.mg, *s_.mu, slots, Ie, Ie, 0);
-    const ComputePipeline& mvd = *s_.matvec[s_.w(l.experts_down).words == State::Words::BF16 ? 1 : 0];
-    const MatvecPush dp{slots, H_, Ie, 1, 0, H_};
-    run(mvd, {s_.mg.get(), wb(l.experts_down), s_.slot_ids.get(), s_.my.get()}, &dp, groups(uint64_t(slots) * H_, kWg));
+    const State::Weight& down = s_.w(l.experts_down);
+    for (const State::Part& part : down.parts) {
+      const MatvecPush dp{slots, H_, Ie, 1, 0, H_, part.row0, part.rows};
+      run(*s_.matvec[size_t(down.format)], {s_.mg.get(), part.buf.get(), s_.slot_ids.get(), s_.my.get()}, &dp,
+          groups(uint64_t(slots) * H_, kWg));
+    }
     const CombinePush cp{T_, H_, K};
     run(*s_.combine, {s_.my.get(), s_.slot_w.get(), s_.me.get()}, &cp, groups(uint64_t(T_) * H_, kWg));
     norm(*s_.me, wb(l.post_feedforward_norm_2), *s_.me, T_, H_);
     add(*s_.o, s_.me.get(), T_ * H_, 1.0f);
   }
-  const DeviceBuffer* wb(const TensorView* t) const { return s_.w(t).buf.get(); }
+  const DeviceBuffer* wb(const TensorView* t) const { return s_.w(t).buf(); }  // a vector's one buffer
 
   // h = input_norm(x); q = rope(q_norm(q_proj h)); unless KV-shared k = rope(k_norm(k_proj h)),
   // v = v_norm(v_proj h, or the raw k), written to the layer's KV buffer at their positions; then
@@ -159,11 +167,14 @@ class StepRecorder {
     const uint32_t gx = uint32_t(std::min<uint64_t>(group_count, 65535));
     dispatch(p, handles, push, gx, groups(group_count, gx));
   }
-  void matmul(const DeviceBuffer& in, const TensorView* wt, const DeviceBuffer& y) {  // y[T, N] = in · Wᵀ
+  // y[T, N] = in · Wᵀ, one dispatch per part of W: a part's rows are y's columns row0.. .
+  void matmul(const DeviceBuffer& in, const TensorView* wt, const DeviceBuffer& y) {
     const State::Weight& w = s_.w(wt);
-    const MatmulPush push{T_, w.rows, w.cols};
-    dispatch(*s_.matmul[size_t(w.words)], {in.handle(), w.buf->handle(), y.handle()}, &push,
-             groups(w.rows, s_.tile.cols), groups(T_, s_.tile.rows));
+    for (const State::Part& part : w.parts) {
+      const MatmulPush push{T_, part.rows, w.cols, w.rows, part.row0};
+      dispatch(*s_.matmul[size_t(w.format)], {in.handle(), part.buf->handle(), y.handle()}, &push,
+               groups(part.rows, s_.tile.cols), groups(T_, s_.tile.rows));
+    }
   }
   void norm(const DeviceBuffer& in, const TensorView* wt, const DeviceBuffer& y, uint32_t rows, uint32_t n) {
     norm(in, wt ? wb(wt) : nullptr, y, rows, n);
@@ -177,11 +188,13 @@ class StepRecorder {
     const AddPush push{count, y ? 1u : 0u, scale};
     run(*s_.add, {&xb, y ? y : &xb}, &push, groups(count, kWg));
   }
+  // y[t] = table[ids[t]] · scale, one dispatch per part of the table (each writes its ids' rows).
   void embed(const TensorView* table, const DeviceBuffer& y, uint32_t width, float scale) {
     const State::Weight& w = s_.w(table);
-    const EmbedPush push{T_, width, scale};
-    run(*s_.embed[w.words == State::Words::BF16 ? 1 : 0], {s_.ids.get(), w.buf.get(), &y}, &push,
-        groups(uint64_t(T_) * width, kWg));
+    for (const State::Part& part : w.parts) {
+      const EmbedPush push{T_, width, scale, part.row0, part.rows};
+      run(*s_.embed[size_t(w.format)], {s_.ids.get(), part.buf.get(), &y}, &push, groups(uint64_t(T_) * width, kWg));
+    }
   }
   void gelu(const DeviceBuffer& ab, const DeviceBuffer& bb, uint32_t rows, uint32_t n, uint32_t stride,
             uint32_t offset) {

@@ -12,7 +12,7 @@ namespace g4::gpu {
 
 namespace {
 struct Shape {
-  uint32_t T, N, K;  // matmul.comp's push constants, in its order
+  uint32_t T, N, K, ldy, n0;  // matmul.comp's push constants, in its order (one whole W: ldy N, n0 0)
 };
 
 SpirvCode shader_for(WeightWords words) {
@@ -68,7 +68,7 @@ MatmulRun run_matmul(const VulkanSession& session, const MatmulTile& tile, Weigh
 
   ComputePipeline pipeline(session, shader_for(words), 3, sizeof(Shape), {tile.workgroup, tile.rows, tile.cols, tile.depth});
   pipeline.bind_buffers({x_dev.handle(), w_dev.handle(), y_dev.handle()});
-  const Shape shape{T, N, K};
+  const Shape shape{T, N, K, N, 0};
   CommandRecording rec(session);
   copy(rec, api, x_up, x_dev);
   copy(rec, api, w_up, w_dev);

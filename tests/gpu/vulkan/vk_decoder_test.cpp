@@ -6,8 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -19,37 +17,18 @@
 #include "platform/dtype.h"
 #include "platform/error.h"
 #include "test_util.h"
+#include "vk_decoder_fixtures.h"
 #include "vk_test_session.h"
 
 namespace g4::gpu {
 namespace {
 
-// The f32 bound against forward_reference: max |d| <= kRelBound * max |reference logit| (the
-// shaders sum in other orders than ref::dot, and exp/division are not the C library's).
-constexpr float kRelBound = 1e-4f;
+using vk_test::argmax_row;
+using vk_test::kRelBound;
+using vk_test::max_abs;
+using vk_test::Sequence;
+using vk_test::sequences;
 constexpr float kFixtureBound = 1e-3f;  // the fixtures' README, for f32 weights and math
-
-struct Sequence {
-  std::string name;
-  std::vector<int> tokens;
-  size_t row_offset = 0;
-};
-
-std::vector<Sequence> sequences(const std::filesystem::path& dir) {
-  const auto j = nlohmann::json::parse(g4::test::read_file(dir / "expected.json"));
-  std::vector<Sequence> out;
-  for (const auto& s : j["sequences"])
-    out.push_back({s["name"], s["tokens"].get<std::vector<int>>(), s["row_offset"].get<size_t>()});
-  return out;
-}
-
-float max_abs(const std::vector<float>& v) {
-  float m = 0;
-  for (float x : v) m = std::max(m, std::fabs(x));
-  return m;
-}
-
-size_t argmax_row(const float* row, size_t V) { return size_t(std::max_element(row, row + V) - row); }
 
 class GpuDecoderFixture : public ::testing::TestWithParam<std::string> {
  protected:
@@ -166,26 +145,6 @@ TEST(GpuDecoder, Bf16WordsMatchReferenceOnTheSameWeights) {
   const float d = g4::test::max_abs_diff(got.data(), want.data(), want.size());
   EXPECT_LE(d, kRelBound * max_abs(want));
   std::printf("[ gpu ] tiny-31b as bf16 words: max |d| vs reference %.3g\n", d);
-}
-
-// A weight over the device's maxStorageBufferRange is refused at load, naming it, before any of
-// its bytes is read (the view's data is null here).
-TEST(GpuDecoder, RefusesAWeightOverTheStorageBufferRange) {
-  OPEN_OR_SKIP(s);
-  auto model = load_model(g4::test::fixtures_dir() / "gemma4-tiny" / "tiny-31b" / "hf");
-  GpuDecoderSpec spec = gpu_decoder_spec(*model);
-  TensorView huge;
-  huge.name = "huge.weight";
-  huge.shape = {int64_t(s->info().max_storage_buffer_range / 4) + 1, 1};
-  spec.layers[0].q_proj = &huge;
-  try {
-    GpuDecoder dec(*s, spec, {8, 8});
-    FAIL() << "no refusal";
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("huge.weight"), std::string::npos) << what;
-    EXPECT_NE(what.find("maxStorageBufferRange"), std::string::npos) << what;
-  }
 }
 
 TEST(GpuDecoder, RefusesBadSteps) {
