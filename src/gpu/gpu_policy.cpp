@@ -72,8 +72,8 @@ void resolve_weights(const VulkanDeviceInfo& d, NumFormat checkpoint, GpuPolicy&
     p.weights_reason = "weights f32: " + label(d) + " cannot load 16-bit words, so f16 is widened at load (2x memory)";
   } else if (checkpoint == NumFormat::Q8 || checkpoint == NumFormat::Q4) {
     p.weights = checkpoint;
-    p.weights_reason = "weights " + name(checkpoint) + ": kept as their blocks, to be dequantized in the shader "
-                       "(no quantized shader is built yet)";
+    p.weights_reason = "weights " + name(checkpoint) + ": kept as their blocks and dequantized to f32 in the shader "
+                       "(Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)";
   } else {
     p.weights = NumFormat::F32;
     p.weights_reason = "weights f32: as the checkpoint stores them";

@@ -15,14 +15,16 @@ struct SpirvCode {
 namespace spirv {
 // The shaders that read weights, one variant per weight format (src/gpu/shaders/weights.glsl):
 // y = x * W^T (matmul.comp), the embedding gather (embed.comp) and the experts' products
-// (moe_matvec.comp) over f32, f16 or bf16 values or Q8_0/Q4_0/Q4_K/Q6_K blocks.
+// (moe_matvec.comp) over f32, f16 or bf16 values or Q8_0/Q4_0/Q4_1/Q4_K/Q5_K/Q6_K blocks.
 #define G4_WEIGHT_VARIANTS(shader)                                                                 \
   SpirvCode shader##_f32();                                                                        \
   SpirvCode shader##_f16();                                                                        \
   SpirvCode shader##_bf16();                                                                       \
   SpirvCode shader##_q8_0();                                                                       \
   SpirvCode shader##_q4_0();                                                                       \
+  SpirvCode shader##_q4_1();                                                                       \
   SpirvCode shader##_q4_k();                                                                       \
+  SpirvCode shader##_q5_k();                                                                       \
   SpirvCode shader##_q6_k();
 G4_WEIGHT_VARIANTS(matmul)
 G4_WEIGHT_VARIANTS(embed)

@@ -31,27 +31,35 @@ Format format_of(const TensorView& t, bool vector) {
     case DType::BF16: return Format::BF16;
     case DType::Q8_0: return Format::Q8_0;
     case DType::Q4_0: return Format::Q4_0;
+    case DType::Q4_1: return Format::Q4_1;
     case DType::Q4_K: return Format::Q4_K;
+    case DType::Q5_K: return Format::Q5_K;
     case DType::Q6_K: return Format::Q6_K;
     default: break;
   }
   throw Error("dtype " + std::string(dtype_name(t.dtype)) +
-              " has no GPU shader yet (the decoder reads F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K matrices)");
+              " has no GPU shader (the decoder reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K and Q6_K matrices)");
 }
 
 // The variants of the three shaders that read weights, indexed by Format.
 using CodeFn = SpirvCode (*)();
-constexpr CodeFn kMatmulCode[] = {spirv::matmul_f32,  spirv::matmul_f16,  spirv::matmul_bf16, spirv::matmul_q8_0,
-                                  spirv::matmul_q4_0, spirv::matmul_q4_k, spirv::matmul_q6_k};
-constexpr CodeFn kEmbedCode[] = {spirv::embed_f32,  spirv::embed_f16,  spirv::embed_bf16, spirv::embed_q8_0,
-                                 spirv::embed_q4_0, spirv::embed_q4_k, spirv::embed_q6_k};
+constexpr CodeFn kMatmulCode[] = {spirv::matmul_f32,  spirv::matmul_f16,  spirv::matmul_bf16,
+                                  spirv::matmul_q8_0, spirv::matmul_q4_0, spirv::matmul_q4_1,
+                                  spirv::matmul_q4_k, spirv::matmul_q5_k, spirv::matmul_q6_k};
+constexpr CodeFn kEmbedCode[] = {spirv::embed_f32,  spirv::embed_f16,  spirv::embed_bf16,
+                                 spirv::embed_q8_0, spirv::embed_q4_0, spirv::embed_q4_1,
+                                 spirv::embed_q4_k, spirv::embed_q5_k, spirv::embed_q6_k};
 constexpr CodeFn kMatvecCode[] = {spirv::moe_matvec_f32,  spirv::moe_matvec_f16,  spirv::moe_matvec_bf16,
-                                  spirv::moe_matvec_q8_0, spirv::moe_matvec_q4_0, spirv::moe_matvec_q4_k,
-                                  spirv::moe_matvec_q6_k};
+                                  spirv::moe_matvec_q8_0, spirv::moe_matvec_q4_0, spirv::moe_matvec_q4_1,
+                                  spirv::moe_matvec_q4_k, spirv::moe_matvec_q5_k, spirv::moe_matvec_q6_k};
 static_assert(std::size(kMatmulCode) == GpuDecoder::State::kFormats && std::size(kEmbedCode) == std::size(kMatmulCode) &&
               std::size(kMatvecCode) == std::size(kMatmulCode));
 
-std::string bytes_text(uint64_t b) { return format_bytes(b) + " (" + std::to_string(b) + " bytes)"; }
+// "128 MiB (134217728 bytes)", or "256 bytes".
+std::string bytes_text(uint64_t b) {
+  const std::string exact = std::to_string(b) + " bytes", short_form = format_bytes(b);
+  return short_form == exact ? exact : short_form + " (" + exact + ")";
+}
 
 }  // namespace
 
@@ -82,9 +90,14 @@ uint64_t GpuDecoder::State::buffer_limit() const {
 
 void GpuDecoder::State::upload_weights() {
   const uint64_t limit = buffer_limit();
-  const std::string limit_text = bytes_text(limit) + " (maxStorageBufferRange " +
-                                 bytes_text(session.info().max_storage_buffer_range) +
-                                 (limits.max_buffer_bytes ? ", lowered by GpuDecoderLimits::max_buffer_bytes)" : ")");
+  const uint64_t range = session.info().max_storage_buffer_range;
+  const std::string limit_text =
+      bytes_text(limit) + " that one buffer may hold (" +
+      (limit == range ? std::string("maxStorageBufferRange")
+                      : std::string(limits.max_buffer_bytes ? "GpuDecoderLimits::max_buffer_bytes"
+                                                            : "maxMemoryAllocationSize") +
+                            "; maxStorageBufferRange " + bytes_text(range)) +
+      ")";
   // Plan: each weight's format, row bytes and parts, and the device bytes of them all.
   struct Plan {
     uint64_t row_bytes = 0, rows_per_part = 0;
@@ -109,7 +122,7 @@ void GpuDecoder::State::upload_weights() {
       if (p.row_bytes == 0 || wt.rows == 0) throw Error("an empty tensor");
       if (p.row_bytes > limit)
         throw Error(std::string(vector ? "the vector" : "one row") + " takes " + bytes_text(p.row_bytes) +
-                    ", over the " + limit_text + " one buffer may hold: a row is never split");
+                    ", over the " + limit_text + ": a row is never split");
       p.rows_per_part = std::min<uint64_t>(limit / p.row_bytes, wt.rows);
     } catch (const Error& e) {
       throw Error("gpu decoder: weight " + t->name + " " + shape_str(t->shape) + ": " + e.what());

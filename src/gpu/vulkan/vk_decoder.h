@@ -1,6 +1,6 @@
 // The Gemma 4 text decoder (dense, per-layer embeddings, KV sharing, mixture of experts) on a
 // Vulkan device: weights uploaded once into device-local buffers (f32; matrices as stored:
-// f16/bf16 words, or Q8_0/Q4_0/Q4_K/Q6_K blocks, widened or dequantized in the shaders; a matrix
+// f16/bf16 words, or Q8_0/Q4_0/Q4_1/Q4_K/Q5_K/Q6_K blocks, widened or dequantized in the shaders; a matrix
 // over the device's maxStorageBufferRange split by whole rows into several), per-layer KV buffers
 // indexed by absolute position (a ring on sliding layers), and one command buffer per step with
 // every layer's dispatches recorded behind barriers: one submission per step, not one per op.
@@ -35,7 +35,7 @@ class GpuDecoder {
  public:
   // Uploads every weight the spec names; a matrix, table or expert tensor over the buffer limit
   // goes into several buffers of whole rows (whole experts). Throws g4::Error naming the tensor:
-  // a dtype the shaders do not read (Q4_1, Q5_K, interleaved), f16 words without 16-bit storage,
+  // a dtype the shaders do not read (the CPU's row-interleaved ones), f16 words without 16-bit storage,
   // or one row (a vector) over the buffer limit (with both sizes); before uploading anything,
   // weights that together exceed the largest device-local heap (bytes needed and available);
   // also a tile or reduction the device's shared memory cannot hold (the planner's arithmetic).

@@ -42,8 +42,8 @@ struct GpuDecoder::State {
   using Place = decoder::Place;
   // How a weight's values are stored on the device, one shader variant each (weights.glsl):
   // matrices keep their checkpoint's words or blocks, vectors are widened to f32 at upload.
-  enum class Format : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K };
-  static constexpr size_t kFormats = 7;
+  enum class Format : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K };
+  static constexpr size_t kFormats = 9;
   // What a weight is read by: the norm shaders (one f32 buffer), or a shader with a variant per
   // format, one dispatch per part.
   enum Use : uint8_t { Vector = 1, Matmul = 2, Gather = 4, Experts = 8 };

@@ -1,4 +1,4 @@
-// The GPU decoder's weights: quantized blocks (Q8_0, Q4_0, Q4_K, Q6_K) dequantized in the shaders,
+// The GPU decoder's weights: quantized blocks (Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K) dequantized in the shaders,
 // checked against forward_reference on the same quantized model (g4's own GGUF copies of the tiny
 // fixtures, and a 256-wide synth model for the K-quants, whose 256-value blocks the 64-wide
 // fixtures lack); matrices split over several buffers, bit-identical to the unsplit run; and the
@@ -107,15 +107,18 @@ TEST_P(GpuQuantized, MatchesReferenceOnTheSameBlocks) {
               bound, q_err);
 }
 
-// Q8_0/Q4_0 on the fixtures (the MoE's experts included), and the K-quants on the 256-wide
-// model: Q4_K_M is Q4_K with Q6_K on the tied head and some attn_v/ffn_down, Q6_K everywhere it fits.
+// Q8_0/Q4_0/Q4_1 on the fixtures (the MoE's experts included), and the K-quants on the 256-wide
+// model: Q4_K_M is Q4_K with Q6_K on the tied head and some attn_v/ffn_down; Q5_K and Q6_K
+// everywhere they fit (Q8_0 elsewhere).
 INSTANTIATE_TEST_SUITE_P(
     Formats, GpuQuantized,
     ::testing::Values(QuantCase{"tiny-31b", DType::Q8_0, QuantMix::Uniform, {DType::Q8_0}},
                       QuantCase{"tiny-e", DType::Q4_0, QuantMix::Uniform, {DType::Q4_0}},
+                      QuantCase{"tiny-31b", DType::Q4_1, QuantMix::Uniform, {DType::Q4_1}},
                       QuantCase{"tiny-moe", DType::Q8_0, QuantMix::Uniform, {DType::Q8_0}},
                       QuantCase{"tiny-moe", DType::Q4_0, QuantMix::Uniform, {DType::Q4_0}},
                       QuantCase{"wide", DType::Q4_K, QuantMix::Q4_K_M, {DType::Q4_K, DType::Q6_K}},
+                      QuantCase{"wide", DType::Q5_K, QuantMix::Uniform, {DType::Q5_K}},
                       QuantCase{"wide", DType::Q6_K, QuantMix::Uniform, {DType::Q6_K}}),
     [](const ::testing::TestParamInfo<QuantCase>& i) {
       return test_name(i.param.model, i.param.type, i.param.mix == QuantMix::Q4_K_M ? "_M" : "");
@@ -204,6 +207,7 @@ TEST(GpuDecoderWeights, RefusesARowOverTheStorageBufferRange) {
   const std::string low = refusal(*s, gpu_decoder_spec(*model), {8, 8, 200});
   EXPECT_NE(low.find("256 bytes"), std::string::npos) << low;
   EXPECT_NE(low.find("max_buffer_bytes"), std::string::npos) << low;
+  std::printf("[ gpu refusal ] %s\n[ gpu refusal ] %s\n", what.c_str(), low.c_str());
 }
 
 // A matrix over the range is split, not refused; weights over the largest device-local heap are
@@ -222,18 +226,22 @@ TEST(GpuDecoderWeights, RefusesWeightsOverTheDeviceHeapBeforeUploading) {
   EXPECT_NE(what.find("device-local heap holds"), std::string::npos) << what;
   EXPECT_NE(what.find("(" + std::to_string(heap) + " bytes)"), std::string::npos) << what;
   EXPECT_NE(what.find("before uploading"), std::string::npos) << what;
+  std::printf("[ gpu refusal ] %s\n", what.c_str());
 }
 
-// Formats without a shader are refused by name.
+// Formats without a shader (the CPU's row-interleaved layouts) are refused by name, before any
+// byte is read.
 TEST(GpuDecoderWeights, RefusesAFormatWithoutAShader) {
   OPEN_OR_SKIP(s);
-  g4::test::TempDir tmp;
-  auto hf = load_model(fixture("tiny-31b") / "hf");
-  write_model_gguf(*hf, DType::Q4_1, tmp / "q41.gguf");
-  auto q = load_model(tmp / "q41.gguf");
-  const std::string what = refusal(*s, gpu_decoder_spec(*q));
-  EXPECT_NE(what.find("Q4_1"), std::string::npos) << what;
-  EXPECT_NE(what.find("gpu decoder: weight "), std::string::npos) << what;
+  auto model = load_model(fixture("tiny-31b") / "hf");
+  GpuDecoderSpec spec = gpu_decoder_spec(*model);
+  TensorView interleaved = *spec.layers[0].q_proj;
+  interleaved.dtype = DType::Q8_0_R16;
+  spec.layers[0].q_proj = &interleaved;
+  const std::string what = refusal(*s, spec);
+  EXPECT_NE(what.find("Q8_0_R16"), std::string::npos) << what;
+  EXPECT_NE(what.find("gpu decoder: weight " + interleaved.name), std::string::npos) << what;
+  std::printf("[ gpu refusal ] %s\n", what.c_str());
 }
 
 }  // namespace
