@@ -183,6 +183,45 @@ INSTANTIATE_TEST_SUITE_P(Limits, GpuSplit,
                            return test_name(i.param.model, i.param.type);
                          });
 
+// At the device's own limit: tiny-31b's tied table repeated to just over maxStorageBufferRange
+// (lavapipe: 524800 rows of 256 bytes, 128 MiB + 128 KiB) goes into two buffers, and every logit
+// v of the big vocabulary is the small model's logit v % 512, bit for bit: the rows of the second
+// part are gathered and multiplied like those of the first.
+TEST(GpuDecoderWeights, ATableOverTheRangeIsSplitAtTheDevicesLimit) {
+  OPEN_OR_SKIP(s);
+  auto model = load_model(fixture("tiny-31b") / "hf");
+  GpuDecoderSpec spec = gpu_decoder_spec(*model);
+  const TensorView& table = *spec.embed_tokens;
+  ASSERT_EQ(spec.lm_head, spec.embed_tokens);  // tied
+  const uint64_t small_rows = uint64_t(table.shape[0]), row_bytes = table.nbytes / small_rows;
+  const uint64_t rows = (s->info().max_storage_buffer_range / row_bytes / small_rows + 1) * small_rows;
+  std::vector<std::byte> bytes(rows * row_bytes);
+  for (uint64_t r = 0; r < rows; r += small_rows) std::memcpy(&bytes[r * row_bytes], table.data, table.nbytes);
+  TensorView big = table;
+  big.shape[0] = int64_t(rows);
+  big.data = bytes.data();
+  big.nbytes = bytes.size();
+  spec.embed_tokens = spec.lm_head = &big;
+  spec.vocab = int(rows);
+  const std::vector<int> tokens = vk_test::sequences(fixture("tiny-31b"))[0].tokens;
+  GpuDecoder small(*s, gpu_decoder_spec(*model), {8, 8}), split(*s, spec, {8, 8});
+  EXPECT_EQ(split.weight_buffers(), small.weight_buffers() + 1);  // the table in two parts
+  const std::vector<float> a = small.step(tokens).logits;
+  const GpuStepResult rb = split.step(tokens);
+  const std::vector<float>& b = rb.logits;
+  ASSERT_EQ(b.size(), tokens.size() * rows);
+  size_t differing = 0;
+  for (size_t t = 0; t < tokens.size(); ++t)
+    for (uint64_t r = 0; r < rows; r += small_rows)
+      differing += std::memcmp(&b[t * rows + r], &a[t * small_rows], small_rows * 4) != 0;
+  EXPECT_EQ(differing, 0u);
+  std::printf("[ gpu split ] tiny-31b table as %llu rows (%llu bytes, range %llu): %u weight buffers (%u unsplit), "
+              "%.2f s of device time for the step\n",
+              (unsigned long long)rows, (unsigned long long)bytes.size(),
+              (unsigned long long)s->info().max_storage_buffer_range, split.weight_buffers(), small.weight_buffers(),
+              rb.device_seconds.value_or(0.0));
+}
+
 std::string refusal(const VulkanSession& s, const GpuDecoderSpec& spec, GpuDecoderLimits limits = {8, 8}) {
   try {
     GpuDecoder dec(s, spec, limits);
