@@ -40,6 +40,12 @@ Engine::Engine(const Model& model, EngineOptions o, TextStreamFactory text)
   if (opts_.prefix_cache_bytes > 0)
     prefix_ = std::make_unique<PrefixCache>(kv_, opts_.prefix_cache_bytes, opts_.prefix_cache_min_tokens);
   if (opts_.vision && opts_.image_cache_bytes > 0) image_cache_ = std::make_unique<ImageEncoderCache>(opts_.image_cache_bytes);
+  if (opts_.device && opts_.kv.dtype != KvDType::F32)
+    throw Error("engine: the KV cache of a device run must be f32 (the host's exact copy of the device's keys and "
+                "values), not " + std::string(kv_dtype_name(opts_.kv.dtype)));
+  if (opts_.device && opts_.vision)
+    throw Error("engine: image input runs on the CPU only; " + opts_.device->name() + " runs text");
+  if (opts_.device) opts_.device->attach(kv_);
   if (opts_.max_batch_tokens < opts_.max_seqs)
     throw Error("engine: max_batch_tokens (" + std::to_string(opts_.max_batch_tokens) + ") must be >= max_seqs (" +
                 std::to_string(opts_.max_seqs) + ")");
@@ -358,7 +364,10 @@ void Engine::run_batch(const StepBatch& b) {
   std::vector<float>& logits = logits_;  // kept across steps: no zero-fill of fresh storage
   bool want_hidden = false;
   for (const Sequence* s : b.owner) want_hidden = want_hidden || (s->drafter && s->drafter->needs_hidden());
-  forward_cached(model_, b.rows, kv_, ex, logits, want_hidden ? &hidden_ : nullptr);
+  if (opts_.device)
+    opts_.device->forward(b.rows, kv_, logits, want_hidden ? &hidden_ : nullptr);
+  else
+    forward_cached(model_, b.rows, kv_, ex, logits, want_hidden ? &hidden_ : nullptr);
   const int64_t V = model_.config.vocab_size, H = model_.config.hidden_size;
   size_t out_row = 0;
   Sequence* prev = nullptr;

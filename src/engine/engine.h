@@ -24,6 +24,7 @@
 #include "model/executor.h"
 #include "model/model.h"
 #include "model/soft_tokens.h"
+#include "model/step_forward.h"
 #include "model/vision_model.h"
 #include "ops/matmul/matmul.h"
 #include "platform/thread_pool.h"
@@ -71,6 +72,10 @@ struct EngineOptions {
   // Encoder-output cache (image_cache.h): recent images' soft tokens kept up to this many bytes,
   // so an image sent again skips the tower even where the prefix cache misses. 0: off.
   uint64_t image_cache_bytes = uint64_t(64) << 20;
+  // Where batches run (owned by the caller): null runs forward_cached on this CPU; a device
+  // (gpu_model/gpu_step_forward.h) gets the same rows, and the KV cache (f32 only) is then the
+  // host's copy of what the device wrote. Images stay on the CPU path.
+  StepForward* device = nullptr;
 };
 
 struct GenerationRequest {

@@ -13,13 +13,13 @@ void main() {
   const uint e = gl_GlobalInvocationID.y * gl_NumWorkGroups.x * WG + gl_GlobalInvocationID.x;  // 2-D grid past 65535 groups
   if (e >= p.T * p.heads * p.S) return;
   const uint j = e % p.S, h = (e / p.S) % p.heads, t = e / (p.S * p.heads);
-  const uint pos = p.pos0 + t, key = first_key(pos) + j;
+  const uint slot = rows[t].x, pos = rows[t].y, key = first_key(pos) + j;
   if (key > pos) {
     scores[e] = uintBitsToFloat(0xff800000u);  // -inf
     return;
   }
   const uint qb = (t * p.heads + h) * p.hd;
   float s = 0.0;
-  for (uint d = 0; d < p.hd; ++d) s += q[qb + d] * kc[kv_index(key, h, d)];
+  for (uint d = 0; d < p.hd; ++d) s += q[qb + d] * kc[kv_index(slot, key, h, d)];
   scores[e] = s;
 }

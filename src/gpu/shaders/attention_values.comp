@@ -12,9 +12,9 @@ void main() {
   const uint e = gl_GlobalInvocationID.y * gl_NumWorkGroups.x * WG + gl_GlobalInvocationID.x;  // 2-D grid past 65535 groups
   if (e >= p.T * p.heads * p.hd) return;
   const uint d = e % p.hd, h = (e / p.hd) % p.heads, t = e / (p.hd * p.heads);
-  const uint pos = p.pos0 + t, first = first_key(pos), n = pos - first + 1;
+  const uint slot = rows[t].x, pos = rows[t].y, first = first_key(pos), n = pos - first + 1;
   const uint pb = (t * p.heads + h) * p.S;
   float acc = 0.0;
-  for (uint j = 0; j < n; ++j) acc += probs[pb + j] * vc[kv_index(first + j, h, d)];
+  for (uint j = 0; j < n; ++j) acc += probs[pb + j] * vc[kv_index(slot, first + j, h, d)];
   o[e] = acc;
 }

@@ -186,9 +186,9 @@ void GpuDecoder::State::build_pipelines() {
   rms = make(spirv::rms_norm(), 3, sizeof(NormPush), reduce_wg);
   softmax = make(spirv::softmax(), 1, sizeof(SoftmaxPush), reduce_wg);
   rope = make(spirv::rope(), 3, sizeof(RopePush), kWg);
-  kv_write = make(spirv::kv_write(), 4, sizeof(KvPush), kWg);
-  scores = make(spirv::attention_scores(), 3, sizeof(AttnPush), kWg);
-  values = make(spirv::attention_values(), 3, sizeof(AttnPush), kWg);
+  kv_write = make(spirv::kv_write(), 5, sizeof(KvPush), kWg);
+  scores = make(spirv::attention_scores(), 4, sizeof(AttnPush), kWg);
+  values = make(spirv::attention_values(), 4, sizeof(AttnPush), kWg);
   gelu = make(spirv::gelu_mul(), 2, sizeof(GeluPush), kWg);
   add = make(spirv::add_scale(), 2, sizeof(AddPush), kWg);
   cap = make(spirv::softcap(), 1, sizeof(CapPush), kWg);
@@ -205,33 +205,81 @@ void GpuDecoder::State::allocate(uint32_t max_hd, uint32_t max_kv, uint32_t max_
   g = buffer(S * max_i * f), u = buffer(S * max_i * f);
   att = buffer(S * nH * max_keys * f);
   logits = buffer(S * uint64_t(spec.vocab) * f);
-  ids = buffer(S * 4);
+  ids = buffer(S * 4), rows = buffer(S * 8);
   const uint64_t half_bytes = S * (max_hd / 2) * f;
   cos_s = buffer(half_bytes), sin_s = buffer(half_bytes), cos_f = buffer(half_bytes), sin_f = buffer(half_bytes);
   ple = buffer(S * LP * f), pe = buffer(S * LP * f), pg = buffer(S * uint64_t(spec.ple_width) * f);
-  ids_up = buffer(S * 4, Place::HostStaging);
+  ids_up = buffer(S * 4, Place::HostStaging), rows_up = buffer(S * 8, Place::HostStaging);
   cos_s_up = buffer(half_bytes, Place::HostStaging), sin_s_up = buffer(half_bytes, Place::HostStaging);
   cos_f_up = buffer(half_bytes, Place::HostStaging), sin_f_up = buffer(half_bytes, Place::HostStaging);
   logits_down = buffer(S * uint64_t(spec.vocab) * f, Place::HostStaging);
+  hidden_down = buffer(S * H * f, Place::HostStaging);
   const size_t L = spec.layers.size();
-  kc.resize(L), vc.resize(L), capacity.assign(L, 0);
+  kc.resize(L), vc.resize(L), capacity.assign(L, 0), kv_down_offset.assign(L, 0);
+  uint64_t down = 0;
   for (size_t i = 0; i < L; ++i) {
     const GpuLayerSpec& l = spec.layers[i];
     if (l.kv_shared) continue;
     // A sliding ring holds window - 1 earlier keys plus the longest step: no slot a step writes
-    // is one its own queries still read. Full layers keep every position.
+    // is one its own queries still read, and a rollback of up to max_step - 1 positions finds
+    // the window's keys intact. Full layers keep every position.
     capacity[i] = l.full ? limits.max_context
                          : std::min<uint32_t>(limits.max_context, uint32_t(spec.sliding_window) - 1 + limits.max_step);
-    const uint64_t bytes = uint64_t(capacity[i]) * uint64_t(l.kv_heads) * uint64_t(l.head_dim) * f;
-    kc[i] = buffer(bytes), vc[i] = buffer(bytes);
+    const uint64_t bytes = uint64_t(limits.slots) * capacity[i] * kv_width(i) * f;
+    try {
+      kc[i] = buffer(bytes), vc[i] = buffer(bytes);
+    } catch (const Error& e) {
+      throw Error("gpu decoder: the KV buffer of layer " + std::to_string(i) + " (" + std::to_string(limits.slots) +
+                  " slots x " + std::to_string(capacity[i]) + " positions x " + std::to_string(kv_width(i)) +
+                  " floats): " + e.what() + "; fewer sequences or a shorter context fit");
+    }
+    kv_down_offset[i] = down;
+    down += 2 * S * kv_width(i) * f;
   }
+  kv_down = buffer(down, Place::HostStaging);
+}
+
+uint32_t GpuDecoder::capacity(int layer) const {
+  if (layer < 0 || size_t(layer) >= s_->capacity.size()) throw Error("gpu decoder: no layer " + std::to_string(layer));
+  return s_->capacity[size_t(layer)];
+}
+
+void GpuDecoder::load_kv(uint32_t slot, int layer, int64_t begin, int64_t n, const float* k, const float* v) {
+  State& s = *s_;
+  const uint32_t cap = capacity(layer);
+  if (cap == 0) throw Error("gpu decoder: layer " + std::to_string(layer) + " reads another layer's KV");
+  if (slot >= s.limits.slots) throw Error("gpu decoder: slot " + std::to_string(slot) + " out of range");
+  if (begin < 0 || n < 0 || uint64_t(begin + n) > s.limits.max_context)
+    throw Error("gpu decoder: positions " + std::to_string(begin) + "+" + std::to_string(n) + " past max_context");
+  if (n == 0) return;
+  const int64_t first = std::max<int64_t>(begin, begin + n - cap);  // a ring keeps its last cap positions
+  const uint64_t row = uint64_t(s.kv_width(size_t(layer))) * 4, count = uint64_t(begin + n - first);
+  DeviceBuffer up(s.session, 2 * count * row, Place::HostStaging);
+  std::memcpy(up.mapped(), k + (first - begin) * int64_t(row / 4), count * row);
+  std::memcpy(static_cast<char*>(up.mapped()) + count * row, v + (first - begin) * int64_t(row / 4), count * row);
+  std::vector<VkBufferCopy> regions;  // one per run of consecutive slots (a ring wraps at most once)
+  for (int64_t p = first; p < begin + n; ++p) {
+    const uint64_t src = uint64_t(p - first) * row, dst = (uint64_t(slot) * cap + uint64_t(p) % cap) * row;
+    if (!regions.empty() && regions.back().srcOffset + regions.back().size == src &&
+        regions.back().dstOffset + regions.back().size == dst)
+      regions.back().size += row;
+    else
+      regions.push_back(VkBufferCopy{src, dst, row});
+  }
+  CommandRecording rec(s.session);
+  const VulkanApi& api = *s.session.impl().api;
+  api.vkCmdCopyBuffer(rec.cmd(), up.handle(), s.kc[size_t(layer)]->handle(), uint32_t(regions.size()), regions.data());
+  for (VkBufferCopy& r : regions) r.srcOffset += count * row;
+  api.vkCmdCopyBuffer(rec.cmd(), up.handle(), s.vc[size_t(layer)]->handle(), uint32_t(regions.size()), regions.data());
+  rec.submit_and_wait();
 }
 
 GpuDecoder::GpuDecoder(const VulkanSession& session, GpuDecoderSpec spec, GpuDecoderLimits limits)
     : s_(std::make_unique<State>(session, std::move(spec), limits)) {
   State& s = *s_;
   const GpuDecoderSpec& sp = s.spec;
-  if (limits.max_context == 0 || limits.max_step == 0) throw Error("gpu decoder: max_context and max_step must be > 0");
+  if (limits.max_context == 0 || limits.max_step == 0 || limits.slots == 0)
+    throw Error("gpu decoder: max_context, max_step and slots must be > 0");
   if (sp.layers.empty() || sp.hidden <= 0 || sp.heads <= 0 || sp.vocab <= 0 || !sp.rope_angles)
     throw Error("gpu decoder: incomplete spec (no layers, dimensions or RoPE angles)");
   if (sp.sliding_window <= 0) throw Error("gpu decoder: sliding_window must be > 0");

@@ -22,6 +22,31 @@ struct GpuDecoderLimits {
   // Bytes one weight buffer may hold: 0 takes the device's maxStorageBufferRange (and
   // maxMemoryAllocationSize); a smaller value splits matrices into more parts (tests do).
   uint64_t max_buffer_bytes = 0;
+  uint32_t slots = 1;        // sequences whose K/V the device holds at once (each layer's buffer is [slots, capacity])
+};
+
+// One row of a batch: a token of the sequence held in `slot`, at absolute position `pos`. Rows
+// of one slot are consecutive positions in one contiguous run; each slot appears once per batch.
+struct GpuRow {
+  uint32_t slot = 0;
+  int64_t pos = 0;
+  int token = 0;
+  bool want_logits = false;
+};
+
+struct GpuBatchOptions {
+  bool hidden = false;  // download the final-normed hidden rows of the rows that want logits
+  bool kv = false;      // download every row's keys and values (what a host mirror of the cache needs)
+};
+
+struct GpuBatchResult {
+  std::vector<float> logits;  // [n_wanted, V] in row order
+  std::vector<float> hidden;  // [n_wanted, H] with GpuBatchOptions::hidden
+  // With GpuBatchOptions::kv, per layer (empty on KV-shared layers): [T, kvh·hd] in row order.
+  std::vector<std::vector<float>> k, v;
+  std::optional<double> device_seconds;  // all of the batch's dispatches, by timestamps
+  uint32_t dispatches = 0;               // recorded into the batch's one command buffer
+  uint32_t submissions = 0;              // 1
 };
 
 struct GpuStepResult {
@@ -47,9 +72,22 @@ class GpuDecoder {
   // Runs `tokens` at positions position() .. position() + T - 1 of the sequence, appending their
   // keys and values to the KV buffers. Throws g4::Error for an empty step, one over max_step,
   // positions past max_context, or an id outside the vocabulary (nothing is run then).
+  // (Slot 0 only, every row's logits: the one-sequence form the tests of the shaders use.)
   GpuStepResult step(const std::vector<int>& tokens);
   int64_t position() const;
   void reset();  // a new sequence from position 0
+
+  // Runs rows of any slots in one command buffer and one submission: each row's key and value
+  // are written to its slot at its position, and each row attends over its own slot's keys.
+  // Throws g4::Error before recording anything for an empty batch, one over max_step, a slot
+  // out of range, positions past max_context, runs that are not consecutive, or an id outside
+  // the vocabulary.
+  GpuBatchResult run(const std::vector<GpuRow>& rows, GpuBatchOptions options = {});
+  // Uploads positions [begin, begin + n) of a layer that owns KV into `slot` (k, v: [n, kvh·hd]);
+  // a sliding layer keeps the last capacity positions, as its ring would. For a host cache that
+  // hands a sequence to the device (a fork, a restored prefix, a slot given to another sequence).
+  void load_kv(uint32_t slot, int layer, int64_t begin, int64_t n, const float* k, const float* v);
+  uint32_t capacity(int layer) const;  // positions a layer's buffer holds per slot (0: KV-shared)
   uint64_t weight_bytes() const;  // device bytes of the resident weights
   uint32_t weight_buffers() const;  // device buffers holding them (more than tensors when split)
 

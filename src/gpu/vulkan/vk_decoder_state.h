@@ -7,6 +7,7 @@
 
 #include "gpu/shader_tiles.h"
 #include "gpu/vulkan/vk_buffer.h"
+#include "gpu/vulkan/vk_command.h"
 #include "gpu/vulkan/vk_decoder.h"
 #include "gpu/vulkan/vk_pipeline.h"
 
@@ -23,8 +24,8 @@ struct MatmulPush { uint32_t T, N, K, ldy, n0; };  // a part's N rows are y's co
 struct EmbedPush { uint32_t T, width; float scale; uint32_t row0, rows; };  // the part's table rows
 struct NormPush { uint32_t rows, n; float eps; uint32_t weighted; };
 struct RopePush { uint32_t T, heads, hd; };
-struct KvPush { uint32_t T, width, pos0, capacity; };
-struct AttnPush { uint32_t T, heads, kv_heads, hd, pos0, window, capacity, S; };
+struct KvPush { uint32_t T, width, capacity; };
+struct AttnPush { uint32_t T, heads, kv_heads, hd, window, capacity, S; };
 struct SoftmaxPush { uint32_t rows, n; };
 struct GeluPush { uint32_t rows, n, b_stride, b_offset; };
 struct AddPush { uint32_t count, has_y; float scale; };
@@ -76,16 +77,19 @@ struct GpuDecoder::State {
   std::unique_ptr<ComputePipeline> rms, rope, kv_write, scores, values, softmax, gelu, add, cap;
   std::unique_ptr<ComputePipeline> route, combine;  // MoE
   // Activations, max_step rows each.
-  Buf x, h, q, k, v, a, o, g, u, att, logits, ids, cos_s, sin_s, cos_f, sin_f, ple, pe, pg;
-  Buf ids_up, cos_s_up, sin_s_up, cos_f_up, sin_f_up, logits_down;
+  // rows: each row's slot and position [T, 2]; the *_up buffers stage the inputs, the *_down
+  // ones bring back logits, hidden rows and (for a host mirror) each layer's new K/V.
+  Buf x, h, q, k, v, a, o, g, u, att, logits, ids, rows, cos_s, sin_s, cos_f, sin_f, ple, pe, pg;
+  Buf ids_up, rows_up, cos_s_up, sin_s_up, cos_f_up, sin_f_up, logits_down, hidden_down, kv_down;
   // MoE: router probabilities [T, E], each slot's expert and weight [T, k], the experts' input
   // and output [T, H], gate/up [T·k, I_e] and the slots' outputs [T·k, H].
   Buf probs, slot_ids, slot_w, mx, me, mg, mu, my;
   std::vector<Buf> router_scale;  // per MoE layer: router.scale · H^-1/2 [H]; null elsewhere
-  // Per owning layer: K and V buffers [capacity, kvh * hd]; null on KV-shared layers.
+  // Per owning layer: K and V buffers [slots, capacity, kvh * hd]; null on KV-shared layers.
   std::vector<Buf> kc, vc;
   std::vector<uint32_t> capacity;
-  int64_t position = 0;
+  std::vector<uint64_t> kv_down_offset;  // per owning layer: where its [T, width] K then V land in kv_down (bytes)
+  int64_t position = 0;  // slot 0's next position, for step()
 
   State(const VulkanSession& s, GpuDecoderSpec sp, GpuDecoderLimits l) : session(s), spec(std::move(sp)), limits(l) {}
 
@@ -104,8 +108,10 @@ struct GpuDecoder::State {
   uint64_t buffer_limit() const;  // bytes one weight buffer may hold
   void allocate(uint32_t max_hd, uint32_t max_kv, uint32_t max_i, uint32_t max_keys);
   void allocate_moe();
-  void check_step(const std::vector<int>& tokens) const;  // throws before anything is recorded
-  void stage_inputs(const std::vector<int>& tokens);
+  void check_rows(const std::vector<GpuRow>& rows) const;  // throws before anything is recorded
+  void stage_inputs(const std::vector<GpuRow>& rows);
+  void record_kv_download(CommandRecording& rec, const std::vector<GpuRow>& batch) const;
+  uint32_t kv_width(size_t layer) const { return uint32_t(spec.layers[layer].kv_heads * spec.layers[layer].head_dim); }
 };
 
 

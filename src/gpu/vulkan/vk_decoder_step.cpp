@@ -18,11 +18,12 @@ namespace {
 class StepRecorder {
  public:
   using State = GpuDecoder::State;
-  StepRecorder(State& s, CommandRecording& rec, uint32_t T, uint32_t pos0)
+  // T rows; max_keys: the most keys any row sees on a full and on a sliding layer.
+  StepRecorder(State& s, CommandRecording& rec, uint32_t T, const uint32_t max_keys[2])
       : s_(s), sp_(s.spec), rec_(rec), arena_(s.session, 64 * uint32_t(sp_.layers.size()) + 16 + s.split_dispatches,
-                                              4 * (64 * uint32_t(sp_.layers.size()) + 16 + s.split_dispatches)),
-        T_(T), pos0_(pos0), H_(uint32_t(sp_.hidden)), nH_(uint32_t(sp_.heads)), P_(uint32_t(sp_.ple_width)),
-        L_(uint32_t(sp_.layers.size())) {}
+                                              5 * (64 * uint32_t(sp_.layers.size()) + 16 + s.split_dispatches)),
+        T_(T), keys_{max_keys[0], max_keys[1]}, H_(uint32_t(sp_.hidden)), nH_(uint32_t(sp_.heads)),
+        P_(uint32_t(sp_.ple_width)), L_(uint32_t(sp_.layers.size())) {}
   uint32_t dispatches() const { return dispatches_; }
 
   // x = embed_tokens[ids] · sqrt(H); with P > 0 the per-layer inputs
@@ -67,12 +68,34 @@ class StepRecorder {
     add(*s_.x, s_.o.get(), T_ * H_, l.layer_scalar);
   }
 
-  // logits = softcap(final_norm(x) · headᵀ)                                           [T, V]
-  void head() {
+  // logits = softcap(final_norm(x) · headᵀ) for the rows that want them: those rows of the
+  // normed x are gathered into h first (copy regions), so a prefill chunk's head costs its
+  // wanted rows only                                                                  [n, V]
+  void head(const std::vector<uint32_t>& wanted) {
     norm(*s_.x, sp_.final_norm, *s_.x, T_, H_);
-    matmul(*s_.x, sp_.lm_head, *s_.logits);
+    const uint32_t n = uint32_t(wanted.size());
+    if (n == 0) return;
+    std::vector<VkBufferCopy> regions;
+    const uint64_t row = uint64_t(H_) * 4;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (!regions.empty() && regions.back().srcOffset + regions.back().size == wanted[i] * row &&
+          regions.back().dstOffset + regions.back().size == i * row)
+        regions.back().size += row;
+      else
+        regions.push_back(VkBufferCopy{wanted[i] * row, i * row, row});
+    }
+    rec_.barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                 VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+    s_.session.impl().api->vkCmdCopyBuffer(rec_.cmd(), s_.x->handle(), s_.h->handle(), uint32_t(regions.size()),
+                                          regions.data());
+    rec_.barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                 VK_ACCESS_SHADER_READ_BIT);
+    const uint32_t T = T_;
+    T_ = n;  // the head's products run over the gathered rows
+    matmul(*s_.h, sp_.lm_head, *s_.logits);
+    T_ = T;
     if (!sp_.softcap) return;
-    const CapPush cp{T_ * uint32_t(sp_.vocab), *sp_.softcap};
+    const CapPush cp{n * uint32_t(sp_.vocab), *sp_.softcap};
     run(*s_.cap, {s_.logits.get()}, &cp, groups(uint64_t(cp.count), kWg));
   }
 
@@ -139,17 +162,21 @@ class StepRecorder {
       norm(*s_.k, l.k_norm, *s_.k, T_ * kvh, hd);
       const RopePush rk{T_, kvh, hd};
       run(*s_.rope, {s_.k.get(), &cos, &sin}, &rk, groups(uint64_t(T_) * kvh * hd / 2, kWg));
-      const KvPush kp{T_, kvh * hd, pos0_, s_.capacity[i]};
-      run(*s_.kv_write, {s_.k.get(), s_.v.get(), s_.kc[i].get(), s_.vc[i].get()}, &kp,
+      const KvPush kp{T_, kvh * hd, s_.capacity[i]};
+      run(*s_.kv_write, {s_.k.get(), s_.v.get(), s_.kc[i].get(), s_.vc[i].get(), s_.rows.get()}, &kp,
           groups(uint64_t(T_) * kvh * hd, kWg));
     }
     const uint32_t src = uint32_t(l.kv_source), W = uint32_t(sp_.sliding_window);
-    const uint32_t S = l.full ? pos0_ + T_ : std::min(W, pos0_ + T_);  // keys of the step's last row
-    const AttnPush ap{T_, nH_, kvh, hd, pos0_, l.full ? 0u : W, s_.capacity[src], S};
-    run(*s_.scores, {s_.q.get(), s_.kc[src].get(), s_.att.get()}, &ap, groups(uint64_t(T_) * nH_ * S, kWg));
+    // Score rows are S wide, S the most keys any row sees; a row's entries past its own keys
+    // are -inf and its softmax sums them as zeros, so its bits do not depend on its neighbours.
+    const uint32_t S = keys_[l.full ? 1 : 0];
+    const AttnPush ap{T_, nH_, kvh, hd, l.full ? 0u : W, s_.capacity[src], S};
+    run(*s_.scores, {s_.q.get(), s_.kc[src].get(), s_.att.get(), s_.rows.get()}, &ap,
+        groups(uint64_t(T_) * nH_ * S, kWg));
     const SoftmaxPush sm{T_ * nH_, S};
     run(*s_.softmax, {s_.att.get()}, &sm, std::min<uint32_t>(T_ * nH_, 65535));
-    run(*s_.values, {s_.att.get(), s_.vc[src].get(), s_.a.get()}, &ap, groups(uint64_t(T_) * nH_ * hd, kWg));
+    run(*s_.values, {s_.att.get(), s_.vc[src].get(), s_.a.get(), s_.rows.get()}, &ap,
+        groups(uint64_t(T_) * nH_ * hd, kWg));
   }
 
   void dispatch(const ComputePipeline& p, const std::vector<VkBuffer>& handles, const void* push, uint32_t gx,
@@ -206,33 +233,53 @@ class StepRecorder {
   const GpuDecoderSpec& sp_;
   CommandRecording& rec_;
   DescriptorArena arena_;
-  const uint32_t T_, pos0_, H_, nH_, P_, L_;
+  uint32_t T_;
+  const uint32_t keys_[2];  // sliding, full
+  const uint32_t H_, nH_, P_, L_;
   uint32_t dispatches_ = 0;
 };
 
 }  // namespace
 
-void GpuDecoder::State::check_step(const std::vector<int>& tokens) const {
-  const uint64_t T = tokens.size();
+void GpuDecoder::State::check_rows(const std::vector<GpuRow>& batch) const {
+  const uint64_t T = batch.size();
   if (T == 0) throw Error("gpu decoder: empty step");
   if (T > limits.max_step)
     throw Error("gpu decoder: a step of " + std::to_string(T) + " tokens exceeds max_step " +
                 std::to_string(limits.max_step));
-  if (uint64_t(position) + T > limits.max_context)
-    throw Error("gpu decoder: positions " + std::to_string(position) + ".." + std::to_string(position + int64_t(T) - 1) +
-                " exceed max_context " + std::to_string(limits.max_context));
   const int id_limit = spec.ple_width > 0 ? std::min(spec.vocab, spec.ple_vocab) : spec.vocab;
-  for (size_t t = 0; t < T; ++t)
-    if (tokens[t] < 0 || tokens[t] >= id_limit)
-      throw Error("gpu decoder: token " + std::to_string(tokens[t]) + " at step row " + std::to_string(t) +
-                  " is outside the vocabulary [0, " + std::to_string(id_limit) + ")");
+  std::vector<bool> seen(limits.slots, false);
+  for (size_t t = 0; t < T; ++t) {
+    const GpuRow& r = batch[t];
+    const std::string at = " at step row " + std::to_string(t);
+    if (r.slot >= limits.slots)
+      throw Error("gpu decoder: slot " + std::to_string(r.slot) + at + " is outside [0, " +
+                  std::to_string(limits.slots) + ")");
+    if (r.pos < 0 || uint64_t(r.pos) >= limits.max_context)
+      throw Error("gpu decoder: position " + std::to_string(r.pos) + at + " exceeds max_context " +
+                  std::to_string(limits.max_context));
+    if (r.token < 0 || r.token >= id_limit)
+      throw Error("gpu decoder: token " + std::to_string(r.token) + at + " is outside the vocabulary [0, " +
+                  std::to_string(id_limit) + ")");
+    const bool continues = t > 0 && batch[t - 1].slot == r.slot;
+    if (continues && r.pos != batch[t - 1].pos + 1)
+      throw Error("gpu decoder: slot " + std::to_string(r.slot) + at + " is at position " + std::to_string(r.pos) +
+                  " after " + std::to_string(batch[t - 1].pos) + " (a slot's rows are consecutive positions)");
+    if (!continues && seen[r.slot])
+      throw Error("gpu decoder: slot " + std::to_string(r.slot) + at + " appears in two runs of one step");
+    seen[r.slot] = true;
+  }
 }
 
-// Step inputs into the staging buffers: ids, and each layer type's RoPE cos/sin per row
-// ([T, hd/2], from the model's own formula).
-void GpuDecoder::State::stage_inputs(const std::vector<int>& tokens) {
-  const size_t T = tokens.size();
-  for (size_t t = 0; t < T; ++t) static_cast<uint32_t*>(ids_up->mapped())[t] = uint32_t(tokens[t]);
+// Step inputs into the staging buffers: ids, each row's {slot, position}, and each layer type's
+// RoPE cos/sin per row ([T, hd/2], from the model's own formula).
+void GpuDecoder::State::stage_inputs(const std::vector<GpuRow>& rws) {
+  const size_t T = rws.size();
+  for (size_t t = 0; t < T; ++t) {
+    static_cast<uint32_t*>(ids_up->mapped())[t] = uint32_t(rws[t].token);
+    static_cast<uint32_t*>(rows_up->mapped())[2 * t] = rws[t].slot;
+    static_cast<uint32_t*>(rows_up->mapped())[2 * t + 1] = uint32_t(rws[t].pos);
+  }
   bool has_type[2] = {false, false};
   size_t half[2] = {0, 0};
   for (const GpuLayerSpec& l : spec.layers) has_type[l.full] = true, half[l.full] = size_t(l.head_dim / 2);
@@ -240,45 +287,107 @@ void GpuDecoder::State::stage_inputs(const std::vector<int>& tokens) {
   DeviceBuffer* const sin_up[2] = {sin_s_up.get(), sin_f_up.get()};
   for (int full = 0; full < 2; ++full)
     for (size_t t = 0; has_type[full] && t < T; ++t)
-      spec.rope_angles(full != 0, position + int64_t(t), static_cast<float*>(cos_up[full]->mapped()) + t * half[full],
+      spec.rope_angles(full != 0, rws[t].pos, static_cast<float*>(cos_up[full]->mapped()) + t * half[full],
                        static_cast<float*>(sin_up[full]->mapped()) + t * half[full]);
 }
 
-GpuStepResult GpuDecoder::step(const std::vector<int>& tokens) {
+// Each row's K/V from its slot into kv_down (the ring still holds every row the step wrote): one
+// copy region per run of consecutive buffer rows.
+void GpuDecoder::State::record_kv_download(CommandRecording& rec, const std::vector<GpuRow>& batch) const {
+  const VulkanApi& api = *session.impl().api;
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    if (!kc[i]) continue;
+    const uint64_t row = uint64_t(kv_width(i)) * 4, ring = capacity[i];
+    std::vector<VkBufferCopy> regions;
+    for (uint32_t t = 0; t < uint32_t(batch.size()); ++t) {
+      const uint64_t src = (batch[t].slot * ring + uint64_t(batch[t].pos) % ring) * row;
+      const uint64_t dst = kv_down_offset[i] + t * row;
+      if (!regions.empty() && regions.back().srcOffset + regions.back().size == src &&
+          regions.back().dstOffset + regions.back().size == dst)
+        regions.back().size += row;
+      else
+        regions.push_back(VkBufferCopy{src, dst, row});
+    }
+    api.vkCmdCopyBuffer(rec.cmd(), kc[i]->handle(), kv_down->handle(), uint32_t(regions.size()), regions.data());
+    for (VkBufferCopy& c : regions) c.dstOffset += uint64_t(limits.max_step) * row;  // V after K
+    api.vkCmdCopyBuffer(rec.cmd(), vc[i]->handle(), kv_down->handle(), uint32_t(regions.size()), regions.data());
+  }
+}
+
+GpuBatchResult GpuDecoder::run(const std::vector<GpuRow>& rows, GpuBatchOptions options) {
   State& s = *s_;
-  s.check_step(tokens);
-  s.stage_inputs(tokens);
-  const uint32_t T = uint32_t(tokens.size()), V = uint32_t(s.spec.vocab);
+  s.check_rows(rows);
+  s.stage_inputs(rows);
+  const uint32_t T = uint32_t(rows.size()), V = uint32_t(s.spec.vocab), H = uint32_t(s.spec.hidden);
+  uint32_t max_keys[2] = {0, 0};  // sliding, full
+  std::vector<uint32_t> wanted;
+  for (uint32_t t = 0; t < T; ++t) {
+    const uint32_t pos = uint32_t(rows[t].pos);
+    max_keys[1] = std::max(max_keys[1], pos + 1);
+    max_keys[0] = std::max(max_keys[0], std::min(pos + 1, uint32_t(s.spec.sliding_window)));
+    if (rows[t].want_logits) wanted.push_back(t);
+  }
+  const uint32_t n = uint32_t(wanted.size());
   CommandRecording rec(s.session);
   const VulkanApi& api = *s.session.impl().api;
   auto copy = [&](const DeviceBuffer& from, const DeviceBuffer& to, uint64_t bytes) {
     const VkBufferCopy region{0, 0, bytes};
     api.vkCmdCopyBuffer(rec.cmd(), from.handle(), to.handle(), 1, &region);
   };
-  copy(*s.ids_up, *s.ids, T * 4);
+  copy(*s.ids_up, *s.ids, T * 4), copy(*s.rows_up, *s.rows, T * 8);
   copy(*s.cos_s_up, *s.cos_s, s.cos_s->bytes()), copy(*s.sin_s_up, *s.sin_s, s.sin_s->bytes());
   copy(*s.cos_f_up, *s.cos_f, s.cos_f->bytes()), copy(*s.sin_f_up, *s.sin_f, s.sin_f->bytes());
   rec.barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
               VK_ACCESS_SHADER_READ_BIT);
   rec.start_timer();
-  StepRecorder r(s, rec, T, uint32_t(s.position));
+  StepRecorder r(s, rec, T, max_keys);
   r.embeddings();
   for (uint32_t i = 0; i < uint32_t(s.spec.layers.size()); ++i) r.layer(i);
-  r.head();
+  r.head(wanted);
   rec.stop_timer();
   rec.barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
               VK_ACCESS_TRANSFER_READ_BIT);
-  copy(*s.logits, *s.logits_down, uint64_t(T) * V * 4);
+  if (n > 0) copy(*s.logits, *s.logits_down, uint64_t(n) * V * 4);
+  if (n > 0 && options.hidden) copy(*s.h, *s.hidden_down, uint64_t(n) * H * 4);
+  if (options.kv) s.record_kv_download(rec, rows);
   rec.barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
               VK_ACCESS_HOST_READ_BIT);
   rec.submit_and_wait();  // the step's one submission
-  GpuStepResult out;
+  GpuBatchResult out;
   out.submissions = 1;
   out.dispatches = r.dispatches();
-  out.logits.resize(size_t(T) * V);
+  out.logits.resize(size_t(n) * V);
   std::memcpy(out.logits.data(), s.logits_down->mapped(), out.logits.size() * 4);
+  if (options.hidden) {
+    out.hidden.resize(size_t(n) * H);
+    std::memcpy(out.hidden.data(), s.hidden_down->mapped(), out.hidden.size() * 4);
+  }
+  if (options.kv) {
+    out.k.resize(s.spec.layers.size()), out.v.resize(s.spec.layers.size());
+    for (size_t i = 0; i < s.spec.layers.size(); ++i) {
+      if (!s.kc[i]) continue;
+      const size_t w = s.kv_width(i);
+      const char* base = static_cast<const char*>(s.kv_down->mapped()) + s.kv_down_offset[i];
+      out.k[i].resize(T * w), out.v[i].resize(T * w);
+      std::memcpy(out.k[i].data(), base, T * w * 4);
+      std::memcpy(out.v[i].data(), base + s.limits.max_step * w * 4, T * w * 4);
+    }
+  }
   out.device_seconds = rec.timed_seconds();
-  s.position += T;
+  return out;
+}
+
+GpuStepResult GpuDecoder::step(const std::vector<int>& tokens) {
+  State& s = *s_;
+  std::vector<GpuRow> rows(tokens.size());
+  for (size_t t = 0; t < tokens.size(); ++t) rows[t] = GpuRow{0, s.position + int64_t(t), tokens[t], true};
+  GpuBatchResult b = run(rows);
+  s.position += int64_t(tokens.size());
+  GpuStepResult out;
+  out.logits = std::move(b.logits);
+  out.device_seconds = b.device_seconds;
+  out.dispatches = b.dispatches;
+  out.submissions = b.submissions;
   return out;
 }
 

@@ -1,0 +1,208 @@
+// The engine's batches on the first Vulkan device (lavapipe in CI), through
+// gpu_model/gpu_step_forward.h. Truths: the CPU reference engine (the spec) for the tokens, and
+// the same request alone on the GPU path for every engine mechanism: continuous batching, chunked
+// prefill, prefix-cache hits, n > 1 forks, speculative rollbacks and slots given up and loaded
+// back must give the same logprob bits. Sliding windows of 4 with generations far past them, so
+// the device rings wrap many times. Skips, saying why, without a Vulkan device.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "engine/drafter.h"
+#include "engine/engine.h"
+#include "gpu_model/gpu_step_forward.h"
+#include "model/model.h"
+#include "platform/error.h"
+#include "test_util.h"
+#include "vk_test_session.h"
+
+namespace g4::gpu {
+namespace {
+
+struct Out {
+  std::vector<int> tokens;
+  std::vector<float> logprobs;
+  std::string finish;
+  int64_t cached = 0;
+};
+using Outs = std::map<std::pair<int, int>, Out>;  // (request, choice)
+
+class NoText : public TokenTextStream {
+ public:
+  std::string push(int) override { return ""; }
+  std::string flush() override { return ""; }
+};
+
+Outs run(const Model& m, EngineOptions o, const std::vector<GenerationRequest>& reqs, bool one_at_a_time = false) {
+  Engine eng(m, o, [] { return std::make_unique<NoText>(); });
+  Outs out;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    eng.submit(reqs[i], [&out, i](const GenerationEvent& e) {
+      Out& c = out[{int(i), e.choice}];
+      for (const auto& t : e.tokens) c.tokens.push_back(t.token), c.logprobs.push_back(t.logprob);
+      if (e.finished) c.finish = e.finish_reason, c.cached = e.cached_tokens;
+      if (e.finished && e.finish_reason == "error") ADD_FAILURE() << e.error;
+    });
+    if (one_at_a_time) eng.run_until_idle();
+  }
+  eng.run_until_idle();
+  return out;
+}
+
+// Sampled (temperature > 0: top-40, seeded) or greedy, with each token's logprob reported.
+GenerationRequest request(std::vector<int> prompt, float temperature, uint64_t seed, int max_tokens, int n = 1) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt), r.n = n;
+  SamplingParams& sp = r.sampling;
+  sp.temperature = temperature, sp.top_k = temperature > 0 ? 40 : 0, sp.seed = seed;
+  sp.max_tokens = max_tokens, sp.logprobs = true;
+  return r;
+}
+
+void expect_same_bits(const Outs& want, const Outs& got, const std::string& what) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  for (const auto& [key, w] : want) {
+    const Out& g = got.at(key);
+    EXPECT_EQ(w.tokens, g.tokens) << what << ": request " << key.first << " choice " << key.second;
+    ASSERT_EQ(w.logprobs.size(), g.logprobs.size()) << what;
+    for (size_t i = 0; i < w.logprobs.size(); ++i)
+      EXPECT_EQ(w.logprobs[i], g.logprobs[i]) << what << ": request " << key.first << " token " << i;
+  }
+}
+
+class GpuEngine : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    model_ = load_model(test::fixtures_dir() / "gemma4-tiny" / GetParam() / "hf");
+    model_->config.sliding_window = 4;  // generations run far past it: the rings wrap
+    V_ = model_->config.vocab_size;
+  }
+  // Prompts of different lengths over the vocabulary (the fixtures' tokens are ids, no text).
+  std::vector<int> prompt(int len, int salt) const {
+    std::vector<int> p{2};
+    for (int i = 1; i < len; ++i) p.push_back(int((i * 37 + salt * 101) % (V_ - 10)) + 5);
+    return p;
+  }
+  EngineOptions options(StepForward* device, int max_seqs = 4) const {
+    EngineOptions o;
+    o.max_seqs = max_seqs;
+    o.max_context = 96;
+    o.prefill_chunk = 64;
+    o.max_batch_tokens = 128;
+    o.device = device;
+    return o;
+  }
+  std::unique_ptr<GpuStepForward> device(const VulkanSession& s, uint32_t slots) const {
+    return std::make_unique<GpuStepForward>(*model_, s, GpuDecoderLimits{96, 128, 0, slots});
+  }
+  std::unique_ptr<Model> model_;
+  int V_ = 0;
+};
+class GpuEngineMechanisms : public GpuEngine {};
+
+// Greedy tokens as the CPU reference engine (f32 loops) gives them, logprobs within the f32
+// bound, three requests batched on the device.
+TEST_P(GpuEngine, GreedyEqualsReference) {
+  OPEN_OR_SKIP(s);
+  const std::vector<GenerationRequest> greedy{request(prompt(9, 1), 0, 0, 20), request(prompt(23, 2), 0, 0, 14),
+                                              request(prompt(4, 3), 0, 0, 24)};
+  auto gpu = device(*s, 4);
+  const Outs ref = run(*model_, options(nullptr), greedy, /*one_at_a_time=*/true);
+  const Outs got = run(*model_, options(gpu.get()), greedy);
+  for (const auto& [key, r] : ref) {
+    const Out& g = got.at(key);
+    EXPECT_EQ(r.tokens, g.tokens) << GetParam() << " request " << key.first;
+    for (size_t i = 0; i < r.logprobs.size() && i < g.logprobs.size(); ++i)
+      EXPECT_NEAR(r.logprobs[i], g.logprobs[i], 1e-4) << "request " << key.first << " token " << i;
+  }
+  EXPECT_GT(gpu->stats().batches, 0u);
+}
+
+// Batching, chunked prefill, a prefix-cache hit, n = 3 forks and a device with fewer slots than
+// the requests over time (sequences given up and loaded back from the host copy) change no bit.
+// tiny-e: per-layer embeddings and KV-shared layers read the rings too.
+TEST_P(GpuEngineMechanisms, BatchesChunksCacheHitsForksAndSlotLoadsChangeNothing) {
+  OPEN_OR_SKIP(s);
+  std::vector<int> shared = prompt(30, 7);
+  std::vector<int> longer = shared;
+  for (int t : prompt(12, 8)) longer.push_back(t);
+  const std::vector<GenerationRequest> reqs{request(shared, 0.8f, 5, 14), request(longer, 0.8f, 6, 14),
+                                            request(prompt(7, 9), 0.9f, 7, 14)};
+  auto gpu = device(*s, 4);
+  const Outs alone = run(*model_, options(gpu.get()), reqs, true);
+  expect_same_bits(alone, run(*model_, options(gpu.get()), reqs), "batched");
+
+  EngineOptions chunked = options(gpu.get());
+  chunked.prefill_chunk = 5;
+  expect_same_bits(alone, run(*model_, chunked, reqs), "chunked 5");
+
+  EngineOptions cached = options(gpu.get());
+  cached.prefix_cache_bytes = 64 << 20;
+  cached.prefix_cache_min_tokens = 8;
+  const Outs hit = run(*model_, cached, reqs, true);
+  expect_same_bits(alone, hit, "prefix cache");
+  EXPECT_GT(hit.at({1, 0}).cached, 0) << "the second request should have hit the first's prefix";
+
+  // One slot: every new sequence and every restored prefix takes the slot from another.
+  auto one = device(*s, 1);
+  EngineOptions single = options(one.get(), 1);
+  single.prefix_cache_bytes = 64 << 20;
+  single.prefix_cache_min_tokens = 8;
+  expect_same_bits(alone, run(*model_, single, reqs, true), "one slot");
+  EXPECT_GE(one->stats().slot_loads, 1u);
+
+  // n = 3: the choices fork the prompt's KV; each equals the request with its seed alone.
+  const Outs forked = run(*model_, options(gpu.get()), {request(shared, 0.8f, 40, 8, 3)});
+  for (int c = 0; c < 3; ++c) {
+    const Outs one_choice = run(*model_, options(gpu.get()), {request(shared, 0.8f, 40 + uint64_t(c), 8)});
+    Outs want{{{0, c}, one_choice.at({0, 0})}}, got{{{0, c}, forked.at({0, c})}};
+    expect_same_bits(want, got, "choice " + std::to_string(c));
+  }
+}
+
+// Speculative verification on the device: random drafts (every rollback length) and the true
+// continuation (always accepted) give plain decoding's bits.
+TEST_P(GpuEngineMechanisms, SpeculativeRollbacksChangeNothing) {
+  OPEN_OR_SKIP(s);
+  const std::vector<GenerationRequest> reqs{request(prompt(11, 3), 0, 0, 28), request(prompt(6, 4), 0.7f, 9, 28)};
+  auto gpu = device(*s, 4);
+  const Outs plain = run(*model_, options(gpu.get()), reqs);
+  for (int adversary = 0; adversary < 2; ++adversary) {
+    EngineOptions o = options(gpu.get());
+    o.speculative.mode = SpecMode::Draft;
+    o.speculative.k_max = 4;
+    o.speculative.make_drafter = [&, adversary](const GenerationRequest& r, int) -> std::unique_ptr<Drafter> {
+      const int i = r.prompt == reqs[0].prompt ? 0 : 1;
+      if (adversary == 0) return std::make_unique<RandomDrafter>(V_, 17 + uint64_t(i), /*vary_length=*/true);
+      return std::make_unique<ReplayDrafter>(plain.at({i, 0}).tokens);
+    };
+    expect_same_bits(plain, run(*model_, o, reqs), adversary == 0 ? "random drafts" : "true drafts");
+  }
+}
+
+// What the device path refuses, by name: a KV cache that is not f32.
+TEST_P(GpuEngineMechanisms, RefusesWhatItCannotKeepExact) {
+  OPEN_OR_SKIP(s);
+  auto gpu = device(*s, 2);
+  EngineOptions o = options(gpu.get());
+  o.kv.dtype = KvDType::F16;
+  try {
+    Engine e(*model_, o, [] { return std::make_unique<NoText>(); });
+    ADD_FAILURE() << "an f16 cache was accepted for a device run";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("must be f32"), std::string::npos) << e.what();
+  }
+}
+
+std::string fixture_name(const ::testing::TestParamInfo<std::string>& p) {
+  std::string n = p.param;
+  for (char& c : n) c = c == '-' ? '_' : c;
+  return n;
+}
+INSTANTIATE_TEST_SUITE_P(Fixtures, GpuEngine, ::testing::Values("tiny-31b", "tiny-e", "tiny-moe"), fixture_name);
+// The mechanisms are the engine's and the slot bookkeeping's, the same for every architecture:
+// run on the fixture with the most kinds of layer (lavapipe takes ~0.1 s a step here).
+INSTANTIATE_TEST_SUITE_P(Fixtures, GpuEngineMechanisms, ::testing::Values("tiny-e"), fixture_name);
+
+}  // namespace
+}  // namespace g4::gpu
