@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <exception>
 
 #include "engine/engine_sequence.h"
 #include "model/forward_cached.h"
@@ -410,7 +411,18 @@ bool Engine::step() {
   cancel_and_admit();
   const StepBatch batch = build_batch();
   if (prefix_) make_room_for(batch);
-  if (!batch.rows.empty()) run_batch(batch);
+  std::exception_ptr failed;
+  if (!batch.rows.empty()) {
+    try {
+      run_batch(batch);
+    } catch (const std::exception& e) {
+      // A step that failed (a device lost or out of its memory, a fault in a kernel): its
+      // sequences end with the error instead of waiting for a step that may never come, the
+      // engine stays usable, and the caller hears of it (the server's /ready reports it).
+      for (Sequence* s : batch.owner) finish(*s, "error", std::string("the step failed: ") + e.what());
+      failed = std::current_exception();
+    }
+  }
   // Drop finished sequences.
   running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& s) { return s->done; }), running_.end());
   std::lock_guard<std::mutex> lock(mu_);
@@ -420,6 +432,7 @@ bool Engine::step() {
   kv_bytes_ = 0;  // the live sequences' (blocks they share counted in each); the cache's is in its stats
   for (const auto& sp : running_)
     if (sp->kv_seq >= 0) kv_bytes_ += kv_.sequence_bytes(sp->kv_seq);
+  if (failed) std::rethrow_exception(failed);
   return !batch.rows.empty() || !running_.empty() || !waiting_.empty();
 }
 

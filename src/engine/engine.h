@@ -142,7 +142,9 @@ class Engine {
   int submit(GenerationRequest request, EventCallback on_event);
   void cancel(int request_id);  // finishes it with reason "cancelled" at the next step
 
-  // One scheduler step. Returns false when there was nothing to do.
+  // One scheduler step. Returns false when there was nothing to do. When the forward pass
+  // throws (a device lost), the step's sequences finish with reason "error" and the exception
+  // is rethrown; the engine stays usable.
   bool step();
   void run_until_idle() {
     while (step()) {
