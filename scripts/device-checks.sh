@@ -3,8 +3,10 @@
 # scripts/pack-device-kit.sh: the probe with the dot-product peaks, the tile kernels' tests on the
 # CPU's own tiles, the tile microbenchmarks (tiles on and off in one run; attention on VDPBF16PS and
 # on tiles), and g4 bench for bf16, q8 and q4 on 2 threads. Output under $OUT (default /tmp/out).
-# Budget: ~6-8 minutes on 16 vCPUs.
+# Budget: ~6-8 minutes on 16 vCPUs. `scripts/device-checks.sh gpu` runs the GPU part instead
+# (scripts/device-checks-gpu.sh): ~6-9 minutes on a lent GPU machine.
 set -uo pipefail
+if [[ ${1:-} == gpu ]]; then exec "$(dirname "$0")/device-checks-gpu.sh"; fi
 K=$(cd "$(dirname "$0")/../.devkit" && pwd)
 G="$K/g"
 O=${OUT:-/tmp/out}
