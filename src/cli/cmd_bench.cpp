@@ -6,6 +6,8 @@
 #include <cstdio>
 
 #include "cli/args.h"
+#include "cli/bench_device.h"
+#include "cli/device_choice.h"
 #include "cli/bench_optional_runs.h"
 #include "cli/bench_report.h"
 #include "cli/bench_rig.h"
@@ -21,7 +23,7 @@ namespace {
 const std::string kUsage = std::string(
     "usage: g4 bench --model MODEL [--prompt-len 512] [--gen 128] [--depth 4096] [--threads N]\n"
     "                [--repeat 5] [--kv f32|f16|bf16|int8] [--weights q8|q4] [--weight-memory auto|huge|mapped]\n"
-    "                [--compute f32|bf16] [--reference] [--json FILE]\n"
+    "                [--compute f32|bf16] [--reference] [--json FILE] [--device cpu|vulkan[:N]|auto]\n"
     "                [--json-schema FILE | --json-object | --grammar FILE] [--streams LIST] [--chat-turns N]\n"
     "                [--speculative ngram|draft] [--draft-k N] [--draft-model DIR] [--draft-p-min P]\n"
     "                [--image FILE ... | --image-size WxH] [--image-tokens N] [--mmproj FILE]\n\n"
@@ -87,16 +89,32 @@ const std::string kUsage = std::string(
     "they issue (measured in the same run), and the engine's time to first token on a one-image\n"
     "chat (the image and 8 text tokens, one token generated, cold prefix cache).\n"
     "--json FILE also writes the figures with the device, the dtype policy, the kernels, the decode\n"
-    "streaming plan and the prefill panel rows as one JSON object.") +
-    kModelHelp;
+    "streaming plan and the prefill panel rows as one JSON object.\n"
+    "On a Vulkan device (--device) the run is load, cold and warm prefill, decode at depth 0 and at\n"
+    "--depth, each with the device's busy share by timestamp queries; the CPU-only runs are refused.\n") +
+    kDeviceHelp + kModelHelp;
 
 int run(const std::vector<std::string>& argv) {
   Args a(argv,
          with_speculative_flags({"--model", "--prompt-len", "--gen", "--depth", "--threads", "--repeat", "--json", "--kv",
                                  "--weights", "--weight-memory", "--compute", "--json-schema", "--grammar", "--streams",
-                                 "--chat-turns", "--image", "--image-size", "--image-tokens", "--mmproj"}),
+                                 "--chat-turns", "--image", "--image-size", "--image-tokens", "--mmproj", "--device"}),
          {"--reference", "--json-object"});
   const BenchFlags flags = parse_bench_flags(a);
+  const DeviceChoice choice = resolve_device(a);
+  if (choice.vulkan) {  // the device run, unless auto fell back to the CPU (said on stderr)
+    const auto t0 = BenchClock::now();
+    const auto model = load_model(model_arg(a.require("--model")).path);
+    const double load_s = seconds_since(t0);
+    const std::string why_not = cpu_only_flags(a);
+    DeviceRun run = open_device(choice, *model, 1, uint32_t(flags.prompt_len + flags.depth + flags.gen + 1),
+                                uint32_t(std::max<int64_t>(flags.prompt_len, 1)), why_not);
+    if (run.forward) {
+      check_device_bench_flags(a);
+      return run_device_bench(flags, *model, load_s, *run.forward, run.line);
+    }
+    std::fprintf(stderr, "[bench] %s\n", run.line.c_str());
+  }
   const bool grammar_run = wants_output_grammar(a);
   BenchRig rig;
   set_up_bench(a, flags, rig);

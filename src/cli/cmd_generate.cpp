@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/model_arg.h"
 #include "cli/compute_choice.h"
+#include "cli/device_choice.h"
 #include "cli/image_args.h"
 #include "cli/output_grammar.h"
 #include "cli/weights_at_load.h"
@@ -36,7 +37,7 @@ const std::string kUsage = std::string(
     "                   [--threads N] [--reference] [--weights q8|q4] [--weight-memory auto|huge|mapped]\n"
     "                   [--compute f32|bf16] [--json-schema FILE | --json-object | --grammar FILE]\n"
     "                   [--speculative off|ngram|draft] [--draft-k N] [--draft-model DIR] [--draft-p-min P]\n"
-    "                   [--image FILE ... [--image-tokens N] [--mmproj FILE]]\n\n"
+    "                   [--image FILE ... [--image-tokens N] [--mmproj FILE]] [--device cpu|vulkan[:N]|auto]\n\n"
     "Generates up to N tokens (default 64), printing text as it streams, then a summary line on\n"
     "stderr: prompt and generated tokens, prefill and decode tok/s, finish reason, degeneracy verdict.\n\n"
     "  --prompt TEXT        encoded with exactly one <bos> in front (needs a tokenizer)\n"
@@ -64,7 +65,7 @@ const std::string kUsage = std::string(
     "  --weight-memory M    auto (default): copy the streamed matrices into 2 MiB huge pages when THP\n"
     "                       is on and they fit in MemAvailable; huge: always; mapped: read the mapping\n") +
     kSpeculativeHelp + kImageHelp + "  (--image needs --chat: the images come first in the user turn, then --prompt)\n" +
-    kModelHelp;
+    kDeviceHelp + kModelHelp;
 
 class DetokStream : public TokenTextStream {
  public:
@@ -230,7 +231,7 @@ int run(const std::vector<std::string>& argv) {
          with_speculative_flags({"--model", "--prompt", "--tokens", "-n", "--temperature", "--seed", "--top-k", "--top-p",
                                  "--min-p", "--tokenizer", "--kv", "--chunk", "--system", "--threads", "--weights",
                                  "--weight-memory", "--compute", "--json-schema", "--grammar", "--image", "--image-tokens",
-                                 "--mmproj"}),
+                                 "--mmproj", "--device"}),
          {"--chat", "--stop-on-degenerate", "--reference", "--json-object"});
   if (a.has("--prompt") == a.has("--tokens")) throw Error("give exactly one of --prompt or --tokens");
   const std::filesystem::path dir = model_arg(a.require("--model")).path;
@@ -257,9 +258,13 @@ int run(const std::vector<std::string>& argv) {
   EngineOptions eo;
   const ComputeChoice compute = set_engine_options(a, *model, threads, eo);
   eo.vision = vision.get();
-  prepare_kernels(compute, eo, requant, *model, threads);
-  prepare_vision_kernels(vision.get(), eo, "[g4]");
   const int64_t max_tokens = req.sampling.max_tokens;
+  // The device holds this one request's positions (drafts may run k_max + 1 past the last token).
+  const DeviceRun device = attach_device(a, *model, eo, vision ? "images run on the CPU only" : "",
+                                         int64_t(req.prompt.size()) + max_tokens + eo.speculative.k_max + 2);
+  std::fprintf(stderr, "[g4] %s\n", device.line.c_str());
+  if (!device.forward) prepare_kernels(compute, eo, requant, *model, threads);
+  prepare_vision_kernels(vision.get(), eo, "[g4]");
   eo.kv.max_total_tokens = (int64_t(req.prompt.size()) + max_tokens + eo.kv.block_tokens) / eo.kv.block_tokens * eo.kv.block_tokens;
   TextStreamFactory text_factory;
   if (tok) text_factory = [&] { return std::make_unique<DetokStream>(*tok); };

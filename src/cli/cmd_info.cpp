@@ -4,7 +4,10 @@
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/model_arg.h"
+#include "cli/device_choice.h"
 #include "cli/kernel_checks.h"
+#include "gpu/gpu_policy.h"
+#include "gpu/shader_tiles.h"
 #include "platform/error.h"
 #include "engine/kv_cache.h"
 #include "model/forward_cached.h"
@@ -23,12 +26,14 @@ namespace g4::cli {
 namespace {
 
 const std::string kUsage = std::string(
-    "usage: g4 info --model MODEL [--ctx N]\n\n"
+    "usage: g4 info --model MODEL [--ctx N] [--device cpu|vulkan[:N]|auto]\n\n"
     "Loads and validates the checkpoint, then prints the resolved config, a per-layer table\n"
     "(type, head dim, KV heads, KV source layer, MLP width, MoE), parameter count, bytes by dtype,\n"
     "and the KV cache size per token and per sequence at context N (default 4096) for each KV dtype.\n"
-    "A repo id adds a 'source' line: the snapshot files it resolved to, the commit and the cache.") +
-    kModelHelp;
+    "A repo id adds a 'source' line: the snapshot files it resolved to, the commit and the cache.\n"
+    "Then where --device would run the decoder and why; on a Vulkan device the GPU dtype policy with\n"
+    "its reasons and the shaders' tiles against the device's shared memory.\n") +
+    kDeviceHelp + kModelHelp;
 
 std::string human_bytes(uint64_t b) {
   char buf[64];
@@ -142,8 +147,24 @@ void print_device_and_execution(Model& m) {
               placement.tensors, double(placement.bytes) / (1 << 20), placement.reason.c_str());
 }
 
+// Where --device would run the decoder and why; on a Vulkan device also the GPU dtype policy
+// with its reasons and each shader's planned tile against the device's shared memory.
+void print_gpu_choice(const Args& a, const Model& m) {
+  const DeviceChoice choice = resolve_device(a);
+  std::printf("device     %s\n", choice.reason.c_str());
+  if (!choice.vulkan) return;
+  const gpu::GpuPolicy p = gpu::resolve_gpu_policy(choice.info, checkpoint_format(m.weights.dtype));
+  std::printf("gpu policy %s\n           %s\n", p.compute_reason.c_str(), p.weights_reason.c_str());
+  try {
+    std::printf("gpu tiles  %s\n           %s\n", gpu::plan_matmul_tile(choice.info).text.c_str(),
+                gpu::plan_reduction(choice.info).text.c_str());
+  } catch (const Error& e) {
+    std::printf("gpu tiles  refused: %s\n", e.what());
+  }
+}
+
 int run(const std::vector<std::string>& argv) {
-  Args a(argv, {"--model", "--ctx"}, {});
+  Args a(argv, {"--model", "--ctx", "--device"}, {});
   const long long ctx = a.get_int("--ctx", 4096);
   if (ctx < 1) throw Error("--ctx must be >= 1");
   const ModelArg arg = model_arg(a.require("--model"));
@@ -153,6 +174,7 @@ int run(const std::vector<std::string>& argv) {
   print_layers(m->config);
   print_sizes(*m, ctx);
   print_device_and_execution(*m);
+  print_gpu_choice(a, *m);
   for (const auto& n : m->config.notes) std::printf("note       %s\n", n.c_str());
   for (const auto& n : m->weights.notes) std::printf("note       %s\n", n.c_str());
   return 0;

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "cli/args.h"
+#include "cli/device_choice.h"
 #include "cli/command.h"
 #include "cli/model_arg.h"
 #include "cli/compute_choice.h"
@@ -28,7 +29,7 @@ namespace {
 const std::string kUsage = std::string(
     "usage: g4 logits --model MODEL --tokens 5,17,... [--out FILE] [--mode full|incremental|chunked]\n"
     "                 [--chunk N] [--kv f32|f16|bf16|int8] [--threads N [--compute f32|bf16] [--weights q8|q4]]\n"
-    "                 [--image FILE ... [--image-tokens N] [--mmproj FILE]]\n\n"
+    "                 [--image FILE ... [--image-tokens N] [--mmproj FILE]] [--device cpu|vulkan[:N]|auto]\n\n"
     "Runs the forward pass over the sequence (positions from 0, no BOS added) and prints the top-5\n"
     "of the last row. --mode full (default): the f32 reference over the whole sequence at once;\n"
     "incremental: one token at a time through the KV cache; chunked: --chunk tokens per step\n"
@@ -44,6 +45,9 @@ const std::string kUsage = std::string(
     "With --image, LIST already holds each image's expanded span (<|image>, S x <|image|>, <image|>);\n"
     "the images fill the spans in order, and a span whose length is not its image's soft-token count\n"
     "is refused. The tower runs on the same path as the decoder (reference, or SIMD with --threads).\n"
+    "On a Vulkan device (--device) the tokens run through the device's KV cache in the mode's steps\n"
+    "(--mode full: all of them in one step); --threads, --compute, --weights, --kv and --image keep\n"
+    "the run on the CPU (auto) or are refused (vulkan[:N]).\n"
     "Draft mode (an assistant drafter, model_type gemma4_assistant, checked against MODEL at load):\n"
     "  g4 logits --model MODEL --draft-model DIR --tokens LIST --draft-at P[,P...] [--draft-k K] [--out FILE]\n"
     "For each start P (1 <= P < T): the target over tokens 0..P-1, then K draft steps (default 4) from\n"
@@ -52,7 +56,7 @@ const std::string kUsage = std::string(
     "  --draft-model DIR  the drafter's directory (config.json + model.safetensors)\n"
     "  --draft-at LIST    comma-separated starting positions\n"
     "  --draft-k K        draft steps per start (default 4)") +
-    kImageHelp + kModelHelp;
+    kImageHelp + kDeviceHelp + kModelHelp;
 
 // The fast path's setup as g4 generate does it: weights re-encoded (--weights), placed and
 // interleaved for the kernels the policy picks. `mm` must outlive the returned Exec.
@@ -98,9 +102,39 @@ EncodedImages logits_images(const Args& a, const std::filesystem::path& model_pa
   return encode_images(*vision, images, ex);
 }
 
+// The logits on the device --device chose: the tokens in steps of `chunk` (all of them for
+// --mode full) through its KV cache. Null when the run stays on the CPU (the line says why).
+std::optional<std::vector<float>> device_logits(const Args& a, const Model& m, const std::vector<int>& tokens,
+                                                size_t chunk) {
+  const DeviceChoice choice = resolve_device(a);
+  if (!choice.vulkan) {
+    std::fprintf(stderr, "device %s\n", choice.reason.c_str());
+    return std::nullopt;
+  }
+  std::string why = cpu_only_flags(a);
+  if (why.empty() && a.has("--threads")) why = "--threads picks the CPU's SIMD kernels";
+  if (why.empty() && a.has("--image")) why = "images run on the CPU only";
+  DeviceRun dev = open_device(choice, m, 1, uint32_t(tokens.size()), uint32_t(std::min(chunk, tokens.size())), why);
+  std::fprintf(stderr, "%s\n", dev.line.c_str());
+  if (!dev.forward) return std::nullopt;
+  KvCacheOptions ko;
+  ko.max_total_tokens = (int64_t(tokens.size()) + ko.block_tokens - 1) / ko.block_tokens * ko.block_tokens;
+  KvCache kv(m.config, ko);
+  dev.forward->attach(kv);
+  const int seq = kv.add_sequence();
+  std::vector<float> logits, l;
+  for (size_t start = 0; start < tokens.size(); start += chunk) {
+    std::vector<BatchRow> rows;
+    for (size_t t = start; t < std::min(tokens.size(), start + chunk); ++t) rows.push_back({seq, int64_t(t), tokens[t], true});
+    dev.forward->forward(rows, kv, l, nullptr);
+    logits.insert(logits.end(), l.begin(), l.end());
+  }
+  return logits;
+}
+
 int run(const std::vector<std::string>& argv) {
   Args a(argv, {"--model", "--tokens", "--out", "--mode", "--chunk", "--kv", "--threads", "--compute", "--weights",
-                "--draft-model", "--draft-at", "--draft-k", "--image", "--image-tokens", "--mmproj"},
+                "--draft-model", "--draft-at", "--draft-k", "--image", "--image-tokens", "--mmproj", "--device"},
          {});
   if (a.has("--draft-model")) return run_logits_draft(a);
   for (const char* f : {"--draft-at", "--draft-k"})
@@ -131,10 +165,14 @@ int run(const std::vector<std::string>& argv) {
     pool.emplace(int(threads));
     ex = simd_exec(a, *model, *pool, mm, kv_dtype);
   }
-  const EncodedImages images = logits_images(a, model_path, *model, tokens, ex);
-  auto t1 = std::chrono::steady_clock::now();
+  const auto t1 = std::chrono::steady_clock::now();
+  const std::optional<std::vector<float>> on_device =
+      device_logits(a, *model, tokens, mode == "full" ? tokens.size() : size_t(chunk));
+  const EncodedImages images = on_device ? EncodedImages{} : logits_images(a, model_path, *model, tokens, ex);
   std::vector<float> logits;
-  if (mode == "full") {
+  if (on_device) {
+    logits = *on_device;
+  } else if (mode == "full") {
     logits = forward_reference(*model, tokens, images.spans);
   } else {
     KvCacheOptions ko;
@@ -168,7 +206,10 @@ int run(const std::vector<std::string>& argv) {
   for (int i = 0; i < k; ++i) std::printf("  %8d  %10.5f\n", idx[size_t(i)], last[idx[size_t(i)]]);
   std::fprintf(stderr, "load %.3f s, forward %.3f s (%lld tokens, %s)\n",
                std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count(),
-               (long long)T, mode == "full" ? "f32 reference, whole sequence" : simd ? "SIMD kernels through the KV cache" : "through the KV cache");
+               (long long)T,
+               on_device ? "on the Vulkan device"
+               : mode == "full" ? "f32 reference, whole sequence"
+               : simd ? "SIMD kernels through the KV cache" : "through the KV cache");
   return 0;
 }
 

@@ -22,6 +22,7 @@
 #include "server/generation_service.h"
 #include "server/http_server.h"
 #include "cli/compute_choice.h"
+#include "cli/device_choice.h"
 #include "cli/weights_at_load.h"
 #include "engine/engine.h"
 #include "engine/kv_cache.h"
@@ -42,6 +43,7 @@ const std::string kUsage = std::string(
     "                [--listen-backlog N] [--weight-memory auto|huge|mapped] [--compute f32|bf16]\n"
     "                [--weights q8|q4] [--prefix-cache-mb N] [--speculative off|ngram|draft] [--draft-k N]\n"
     "                [--draft-model DIR] [--draft-p-min P] [--mmproj FILE] [--image-tokens N]\n"
+    "                [--device cpu|vulkan[:N]|auto]\n"
     "                [--allowed-media-domains HOSTS] [--max-image-bytes N] [--media-timeout S]\n"
     "                [--image-cache-mb N]\n\n"
     "Serves the model over HTTP in the OpenAI wire format (see README, \"Serving\"):\n"
@@ -93,7 +95,7 @@ const std::string kUsage = std::string(
     "  --media-timeout S    time limit of one image fetch, redirects included (default 10)\n"
     "  --image-cache-mb N   keep recent images' soft tokens up to N MiB (default 64; 0: off), so an\n"
     "                       image sent again skips the vision tower even where the prefix cache missed\n" +
-    kModelHelp;
+    kDeviceHelp + kModelHelp;
 
 sigset_t shutdown_signals() {
   sigset_t set;
@@ -277,7 +279,7 @@ int run(const std::vector<std::string>& argv) {
                                  "--name", "--kv", "--max-tokens-default", "--request-timeout", "--drain-timeout",
                                  "--max-body", "--ready-interval", "--ready-tokens", "--chunk", "--threads",
                                  "--listen-backlog", "--weight-memory", "--compute", "--weights", "--prefix-cache-mb",
-                                 "--mmproj", "--image-tokens", "--allowed-media-domains", "--max-image-bytes",
+                                 "--mmproj", "--device", "--image-tokens", "--allowed-media-domains", "--max-image-bytes",
                                  "--media-timeout", "--image-cache-mb"}),
          {"--stop-on-degenerate"});
   // Shutdown signals go to one thread (sigwait); every thread started from here inherits the mask.
@@ -304,11 +306,21 @@ int run(const std::vector<std::string>& argv) {
   model.policy = compute.policy;
   e.bf16_compute = compute.bf16;
   e.int8_activations = compute.int8;
-  if (e.threads > 0) place_weights_for_serving(a, compute, e.threads, model);
-  if (requant) finish_weights_for_serving(*requant, compute, e.threads, model);
-  prepare_vision_kernels(model.vision.get(), e, "[g4 serve]");
   e.kv.dtype = resolve_kv(a, compute, e.threads == 0);
-  model.forward = describe_forward(compute, e, *model.model);
+  const DeviceRun device = attach_device(a, *model.model, e, "");
+  std::fprintf(stderr, "[g4 serve] %s\n", device.line.c_str());
+  if (!device.forward) {
+    if (e.threads > 0) place_weights_for_serving(a, compute, e.threads, model);
+    if (requant) finish_weights_for_serving(*requant, compute, e.threads, model);
+    prepare_vision_kernels(model.vision.get(), e, "[g4 serve]");
+    model.forward = describe_forward(compute, e, *model.model);
+  } else {
+    model.forward = device.line.substr(7);  // without "device "
+    if (model.vision) {  // the tower runs on the CPU kernels only: image parts are refused by name
+      model.vision.reset();
+      model.notes.push_back("images: refused on " + device.label + " (the vision tower runs with --device cpu)");
+    }
+  }
   const int64_t prefix_mb = set_cache_and_requests(a, so);
   so.images = image_options(a, model);
   const server::HttpOptions ho = http_options(a);

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpu/gpu_device.h"
 #include "test_util.h"
 
 namespace g4 {
@@ -52,6 +53,46 @@ TEST(LogitsCommand, RefusesFlagsItCannotHonour) {
   EXPECT_NE(out.find("--chunk applies to --mode chunked only"), std::string::npos) << out;
   EXPECT_NE(0, test::g4_command("logits --model " + model + " --tokens 1,2 --mode chunked --threads 0", &out));
   EXPECT_NE(out.find("--threads must be >= 1"), std::string::npos) << out;
+}
+
+// `g4 logits --device vulkan` (lavapipe in CI) on every shared fixture and every sequence, one
+// step per sequence, against llama.cpp's logits: the fixtures' f32 bound.
+TEST(LogitsCommand, VulkanDeviceMatchesEveryFixture) {
+  const gpu::VulkanProbe probe = gpu::probe_vulkan();
+  if (probe.state != gpu::ProbeState::Found) GTEST_SKIP() << "no Vulkan device (" << probe.message << ")";
+  test::TempDir tmp;
+  for (const char* name : {"tiny-31b", "tiny-e", "tiny-moe"}) {
+    const auto dir = test::fixtures_dir() / "gemma4-tiny" / name;
+    const auto j = nlohmann::json::parse(test::read_file(dir / "expected.json"));
+    const auto want = test::read_f32(dir / "expected_logits.f32");
+    const int64_t V = j["vocab_size"].get<int64_t>();
+    for (const auto& seq : j["sequences"]) {
+      const auto tokens = seq["tokens"].get<std::vector<int>>();
+      std::string list;
+      for (int t : tokens) list += (list.empty() ? "" : ",") + std::to_string(t);
+      const auto out_file = tmp.path() / "l.f32";
+      std::string out;
+      ASSERT_EQ(0, test::g4_command("logits --model " + (dir / "hf").string() + " --tokens " + list +
+                                        " --device vulkan --out " + out_file.string(),
+                                    &out))
+          << out;
+      EXPECT_NE(out.find("on the Vulkan device"), std::string::npos) << out;
+      const auto got = test::read_f32(out_file);
+      ASSERT_EQ(got.size(), tokens.size() * size_t(V));
+      const size_t offset = seq["row_offset"].get<size_t>() * size_t(V);
+      float worst = 0;
+      for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[offset + i]));
+      EXPECT_LE(worst, 1e-3f) << name << " " << seq["name"];
+    }
+  }
+  std::string out;
+  const std::string model = (test::fixtures_dir() / "gemma4-tiny" / "tiny-e" / "hf").string();
+  EXPECT_NE(0, test::g4_command("logits --model " + model + " --tokens 1,2 --mode chunked --threads 2 --device vulkan", &out));
+  EXPECT_NE(out.find("--threads picks the CPU's SIMD kernels"), std::string::npos) << out;
+  EXPECT_NE(0, test::g4_command("logits --model " + model + " --tokens 1,2 --device vulkan:99", &out));
+  EXPECT_NE(out.find("Vulkan devices (vulkan:0.."), std::string::npos) << out;
+  EXPECT_NE(0, test::g4_command("logits --model " + model + " --tokens 1,2 --device gpu", &out));
+  EXPECT_NE(out.find("is not cpu, vulkan, vulkan:N or auto"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <set>
 
 #include "declared_order.h"
+#include "gpu/gpu_device.h"
 #include "server_process.h"
 
 namespace g4::test {
@@ -213,13 +214,7 @@ TEST_F(ServerE2E, ChatStreamEndsWithG4AndDone) {
   json body = chat_body({{"temperature", 0}, {"max_tokens", 20}});
   const std::string whole = post(c, "/v1/chat/completions", body).body["choices"][0]["message"]["content"];
   body["stream"] = true;
-  std::string joined;
-  for (const auto& p : post_stream(c, "/v1/chat/completions", body).payloads) {
-    if (p == "[DONE]") continue;
-    const json ch = json::parse(p);
-    if (!ch["choices"].empty() && ch["choices"][0]["delta"].contains("content")) joined += ch["choices"][0]["delta"]["content"];
-  }
-  EXPECT_EQ(joined, whole);
+  EXPECT_EQ(streamed_content(post_stream(c, "/v1/chat/completions", body)), whole);
 }
 
 TEST_F(ServerE2E, Completions) {
@@ -1230,6 +1225,44 @@ TEST(ServerE2EAlone, LoadConcurrentStreams) {
   }
   EXPECT_EQ(metric(met, "g4_running_sequences"), 0);
   EXPECT_EQ(metric(met, "g4_kv_cache_bytes"), 0);
+}
+
+// The server end to end on the Vulkan device (lavapipe in CI): ready only after a real
+// generation on it, the device named with its policy in /v1/models, and greedy chat, streamed
+// and not, with the tokens of the same server on the CPU (logprobs within the f32 bound).
+TEST(ServerOnVulkan, ServesWhatTheCpuServes) {
+  const gpu::VulkanProbe probe = gpu::probe_vulkan();
+  if (probe.state != gpu::ProbeState::Found) GTEST_SKIP() << "no Vulkan device (" << probe.message << ")";
+  TempDir dir;
+  synth_model(dir / "tiny-e");
+  const std::vector<std::string> common{"--model", (dir / "tiny-e").string(), "--ctx", "256", "--max-seqs", "2",
+                                        "--ready-interval", "0"};
+  std::vector<std::string> on_gpu = common, on_cpu = common;
+  on_gpu.insert(on_gpu.end(), {"--device", "vulkan"});
+  on_cpu.insert(on_cpu.end(), {"--device", "cpu", "--kv", "f32"});
+  ServerProcess gpu_server(on_gpu, dir / "gpu.log"), cpu_server(on_cpu, dir / "cpu.log");
+  gpu_server.wait_ready();
+  cpu_server.wait_ready();
+  auto g = gpu_server.client(), c = cpu_server.client();
+  Reply ready = send(g, "GET", "/ready");
+  EXPECT_EQ(ready.status, 200) << ready.raw;
+  EXPECT_GT(ready.body["check"]["generated_tokens"].get<int>(), 0);
+  const std::string forward = send(g, "GET", "/v1/models").body["data"][0]["g4"].dump();
+  EXPECT_NE(forward.find("vulkan:0"), std::string::npos) << forward;
+  EXPECT_NE(forward.find("compute f32"), std::string::npos) << forward;
+  const json body = chat_body({{"temperature", 0}, {"max_tokens", 16}, {"logprobs", true}});
+  Reply rg = post(g, "/v1/chat/completions", body), rc = post(c, "/v1/chat/completions", body);
+  ASSERT_EQ(rg.status, 200) << rg.raw;
+  ASSERT_EQ(rc.status, 200) << rc.raw;
+  EXPECT_EQ(rg.body["choices"][0]["message"], rc.body["choices"][0]["message"]);
+  const json& lg = rg.body["choices"][0]["logprobs"]["content"];
+  const json& lc = rc.body["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(lg.size(), lc.size());
+  for (size_t i = 0; i < lg.size(); ++i)
+    EXPECT_NEAR(lg[i]["logprob"].get<double>(), lc[i]["logprob"].get<double>(), 1e-4) << "token " << i;
+  json streamed = body;
+  streamed["stream"] = true;
+  EXPECT_EQ(streamed_content(post_stream(g, "/v1/chat/completions", streamed)), rc.body["choices"][0]["message"]["content"]);
 }
 
 }  // namespace
