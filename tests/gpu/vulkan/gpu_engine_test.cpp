@@ -136,19 +136,15 @@ TEST_P(GpuEngineMechanisms, BatchesChunksCacheHitsForksAndSlotLoadsChangeNothing
   chunked.prefill_chunk = 5;
   expect_same_bits(alone, run(*model_, chunked, reqs), "chunked 5");
 
-  EngineOptions cached = options(gpu.get());
-  cached.prefix_cache_bytes = 64 << 20;
-  cached.prefix_cache_min_tokens = 8;
-  const Outs hit = run(*model_, cached, reqs, true);
-  expect_same_bits(alone, hit, "prefix cache");
-  EXPECT_GT(hit.at({1, 0}).cached, 0) << "the second request should have hit the first's prefix";
-
-  // One slot: every new sequence and every restored prefix takes the slot from another.
+  // A prefix-cache hit on a one-slot device: the restored prefix is a new sequence, loaded into
+  // the slot from the host copy, and every new sequence takes the slot from another.
   auto one = device(*s, 1);
   EngineOptions single = options(one.get(), 1);
   single.prefix_cache_bytes = 64 << 20;
   single.prefix_cache_min_tokens = 8;
-  expect_same_bits(alone, run(*model_, single, reqs, true), "one slot");
+  const Outs hit = run(*model_, single, reqs, true);
+  expect_same_bits(alone, hit, "prefix cache, one slot");
+  EXPECT_GT(hit.at({1, 0}).cached, 0) << "the second request should have hit the first's prefix";
   EXPECT_GE(one->stats().slot_loads, 1u);
 
   // n = 3: the choices fork the prompt's KV; each equals the request with its seed alone.
