@@ -72,12 +72,21 @@ TEST(GpuPolicy, Bf16WeightsStaySixteenBitAndAreWidenedInTheShader) {
   }
 }
 
+// The device half of the f16 rule, with a shader set that has f16 arithmetic; this build's
+// decoder has none, so it refuses f16 compute on every device.
 TEST(GpuPolicy, F16ComputeNeedsShaderFloat16) {
+  const ShaderSet with_f16{false, true};
   VulkanDeviceInfo no_f16 = presets::lavapipe();
   no_f16.shader_float16 = false;
-  EXPECT_EQ(resolve_gpu_policy(presets::lavapipe(), NumFormat::F16, NumFormat::F16).compute, NumFormat::F16);
+  EXPECT_EQ(resolve_gpu_policy(presets::lavapipe(), NumFormat::F16, NumFormat::F16, with_f16).compute, NumFormat::F16);
   try {
-    resolve_gpu_policy(no_f16, NumFormat::F16, NumFormat::F16);
+    resolve_gpu_policy(presets::lavapipe(), NumFormat::F16, NumFormat::F16);
+    ADD_FAILURE() << "f16 compute granted by a build without f16-arithmetic shaders";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no f16-arithmetic shader"), std::string::npos) << e.what();
+  }
+  try {
+    resolve_gpu_policy(no_f16, NumFormat::F16, NumFormat::F16, with_f16);
     ADD_FAILURE() << "f16 compute granted without shaderFloat16";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("shaderFloat16"), std::string::npos) << e.what();
