@@ -6,10 +6,14 @@
 // the device rings wrap many times. Skips, saying why, without a Vulkan device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "engine/drafter.h"
 #include "engine/engine.h"
+#include "engine/kv_cache.h"
+#include "model/forward_cached.h"
 #include "gpu_model/gpu_step_forward.h"
 #include "model/model.h"
 #include "platform/error.h"
@@ -174,6 +178,34 @@ TEST_P(GpuEngineMechanisms, SpeculativeRollbacksChangeNothing) {
     };
     expect_same_bits(plain, run(*model_, o, reqs), adversary == 0 ? "random drafts" : "true drafts");
   }
+}
+
+// The final-normed hidden rows a drafter model reads (GpuBatchOptions::hidden) are the CPU
+// path's within the f32 bound, row for row with the logits, and asking for them changes no logit.
+TEST_P(GpuEngineMechanisms, HiddenRowsForADrafterMatchTheCpuPath) {
+  OPEN_OR_SKIP(s);
+  auto gpu = device(*s, 1);
+  const std::vector<int> tokens = prompt(12, 5);
+  std::vector<float> want_logits, want_hidden, got_logits, got_hidden, plain_logits;
+  auto rows_of = [&](int seq) {
+    std::vector<BatchRow> rows;
+    for (size_t t = 0; t < tokens.size(); ++t) rows.push_back({seq, int64_t(t), tokens[t], t % 3 == 2});
+    return rows;
+  };
+  KvCache cpu_kv(model_->config), gpu_kv(model_->config), plain_kv(model_->config);
+  forward_cached(*model_, rows_of(cpu_kv.add_sequence()), cpu_kv, {}, want_logits, &want_hidden);
+  gpu->attach(gpu_kv);
+  gpu->forward(rows_of(gpu_kv.add_sequence()), gpu_kv, got_logits, &got_hidden);
+  gpu->attach(plain_kv);
+  gpu->forward(rows_of(plain_kv.add_sequence()), plain_kv, plain_logits, nullptr);
+  ASSERT_EQ(got_hidden.size(), want_hidden.size());
+  ASSERT_EQ(got_hidden.size(), size_t(4 * model_->config.hidden_size));
+  float worst = 0, scale = 0;
+  for (size_t i = 0; i < want_hidden.size(); ++i)
+    worst = std::max(worst, std::fabs(got_hidden[i] - want_hidden[i])), scale = std::max(scale, std::fabs(want_hidden[i]));
+  EXPECT_LE(worst, 1e-4f * scale) << "hidden rows";
+  EXPECT_EQ(got_logits, plain_logits);
+  for (size_t i = 0; i < want_logits.size(); ++i) ASSERT_NEAR(got_logits[i], want_logits[i], 1e-3f) << i;
 }
 
 // What the device path refuses, by name: a KV cache that is not f32.
