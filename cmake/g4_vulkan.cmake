@@ -55,8 +55,8 @@ function(g4_gpu_layer)
     file(GLOB vk_srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/gpu/vulkan/*.cpp)
     set(dir ${CMAKE_SOURCE_DIR}/src/gpu/shaders)
     file(GLOB G4_SHADER_INCLUDES CONFIGURE_DEPENDS ${dir}/*.glsl)
-    # The three shaders that read weights, one variant per weight format (src/gpu/shaders/weights.glsl).
-    foreach(shader matmul embed moe_matvec)
+    # The four shaders that read weights, one variant per weight format (src/gpu/shaders/weights.glsl).
+    foreach(shader matmul gemv embed moe_matvec)
       foreach(fmt f32 f16 bf16 q8_0 q4_0 q4_1 q4_k q5_k q6_k)
         string(TOUPPER ${fmt} FMT)
         g4_spirv(${shader}_${fmt} ${dir}/${shader}.comp -DWEIGHT_${FMT})

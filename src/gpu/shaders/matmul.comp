@@ -52,7 +52,9 @@ void main() {
       const uint o = tid + i * WG;
       const uint r = o / BN, c = o % BN;
       float sum = acc[i];
-      for (uint kk = 0; kk < BK; ++kk) sum += xs[r * (BK + 1) + kk] * ws[c * (BK + 1) + kk];
+      // fma, not a * b + c: the compiler may or may not fuse the latter, and gemv.comp must give
+      // these bits.
+      for (uint kk = 0; kk < BK; ++kk) sum = fma(xs[r * (BK + 1) + kk], ws[c * (BK + 1) + kk], sum);
       acc[i] = sum;
     }
     barrier();

@@ -14,7 +14,7 @@ struct SpirvCode {
 
 namespace spirv {
 // The shaders that read weights, one variant per weight format (src/gpu/shaders/weights.glsl):
-// y = x * W^T (matmul.comp), the embedding gather (embed.comp) and the experts' products
+// y = x * W^T (matmul.comp, and gemv.comp for steps of a few rows), the embedding gather (embed.comp) and the experts' products
 // (moe_matvec.comp) over f32, f16 or bf16 values or Q8_0/Q4_0/Q4_1/Q4_K/Q5_K/Q6_K blocks.
 #define G4_WEIGHT_VARIANTS(shader)                                                                 \
   SpirvCode shader##_f32();                                                                        \
@@ -27,6 +27,7 @@ namespace spirv {
   SpirvCode shader##_q5_k();                                                                       \
   SpirvCode shader##_q6_k();
 G4_WEIGHT_VARIANTS(matmul)
+G4_WEIGHT_VARIANTS(gemv)
 G4_WEIGHT_VARIANTS(embed)
 G4_WEIGHT_VARIANTS(moe_matvec)
 #undef G4_WEIGHT_VARIANTS

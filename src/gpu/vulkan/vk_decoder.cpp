@@ -46,6 +46,9 @@ using CodeFn = SpirvCode (*)();
 constexpr CodeFn kMatmulCode[] = {spirv::matmul_f32,  spirv::matmul_f16,  spirv::matmul_bf16,
                                   spirv::matmul_q8_0, spirv::matmul_q4_0, spirv::matmul_q4_1,
                                   spirv::matmul_q4_k, spirv::matmul_q5_k, spirv::matmul_q6_k};
+constexpr CodeFn kGemvCode[] = {spirv::gemv_f32,  spirv::gemv_f16,  spirv::gemv_bf16,
+                                spirv::gemv_q8_0, spirv::gemv_q4_0, spirv::gemv_q4_1,
+                                spirv::gemv_q4_k, spirv::gemv_q5_k, spirv::gemv_q6_k};
 constexpr CodeFn kEmbedCode[] = {spirv::embed_f32,  spirv::embed_f16,  spirv::embed_bf16,
                                  spirv::embed_q8_0, spirv::embed_q4_0, spirv::embed_q4_1,
                                  spirv::embed_q4_k, spirv::embed_q5_k, spirv::embed_q6_k};
@@ -53,7 +56,7 @@ constexpr CodeFn kMatvecCode[] = {spirv::moe_matvec_f32,  spirv::moe_matvec_f16,
                                   spirv::moe_matvec_q8_0, spirv::moe_matvec_q4_0, spirv::moe_matvec_q4_1,
                                   spirv::moe_matvec_q4_k, spirv::moe_matvec_q5_k, spirv::moe_matvec_q6_k};
 static_assert(std::size(kMatmulCode) == GpuDecoder::State::kFormats && std::size(kEmbedCode) == std::size(kMatmulCode) &&
-              std::size(kMatvecCode) == std::size(kMatmulCode));
+              std::size(kMatvecCode) == std::size(kMatmulCode) && std::size(kGemvCode) == std::size(kMatmulCode));
 
 // "128 MiB (134217728 bytes)", or "256 bytes".
 std::string bytes_text(uint64_t b) {
@@ -168,8 +171,10 @@ void GpuDecoder::State::upload_weights() {
 void GpuDecoder::State::build_weight_pipelines(const Weight& wt) {
   const size_t f = size_t(wt.format);
   const std::vector<uint32_t> mm_spec{tile.workgroup, tile.rows, tile.cols, tile.depth};
-  if ((wt.uses & Use::Matmul) && !matmul[f])
+  if ((wt.uses & Use::Matmul) && !matmul[f]) {
     matmul[f] = std::make_unique<ComputePipeline>(session, kMatmulCode[f](), 3, sizeof(MatmulPush), mm_spec);
+    gemv[f] = std::make_unique<ComputePipeline>(session, kGemvCode[f](), 3, sizeof(GemvPush), std::vector<uint32_t>{kWg});
+  }
   if ((wt.uses & Use::Gather) && !embed[f])
     embed[f] = std::make_unique<ComputePipeline>(session, kEmbedCode[f](), 3, sizeof(EmbedPush), std::vector<uint32_t>{kWg});
   if ((wt.uses & Use::Experts) && !matvec[f])

@@ -20,6 +20,8 @@ constexpr uint32_t kWg = 64;  // element-wise shaders: no shared memory, any siz
 inline uint32_t groups(uint64_t n, uint32_t wg) { return uint32_t((n + wg - 1) / wg); }
 
 // Push-constant blocks, in each shader's order.
+struct GemvPush { uint32_t T, N, K, ldy, n0, padded; };
+constexpr uint32_t kGemvRows = 8;  // steps up to this many rows take gemv.comp (decode, verify steps)
 struct MatmulPush { uint32_t T, N, K, ldy, n0; };  // a part's N rows are y's columns n0.. of ldy
 struct EmbedPush { uint32_t T, width; float scale; uint32_t row0, rows; };  // the part's table rows
 struct NormPush { uint32_t rows, n; float eps; uint32_t weighted; };
@@ -73,7 +75,9 @@ struct GpuDecoder::State {
   uint32_t weight_buffers = 0;
   uint32_t split_dispatches = 0;  // dispatches a step records beyond one per weight read (parts)
   // Pipelines; those that read weights per format, built for the formats the weights have.
-  std::unique_ptr<ComputePipeline> matmul[kFormats], embed[kFormats], matvec[kFormats];
+  // matmul: tiled, for prefill; gemv: one invocation per output, for steps of at most kGemvRows
+  // rows (the same bits: gemv.comp); matvec: the experts' products.
+  std::unique_ptr<ComputePipeline> matmul[kFormats], gemv[kFormats], embed[kFormats], matvec[kFormats];
   std::unique_ptr<ComputePipeline> rms, rope, kv_write, scores, values, softmax, gelu, add, cap;
   std::unique_ptr<ComputePipeline> route, combine;  // MoE
   // Activations, max_step rows each.

@@ -195,9 +195,16 @@ class StepRecorder {
     dispatch(p, handles, push, gx, groups(group_count, gx));
   }
   // y[T, N] = in · Wᵀ, one dispatch per part of W: a part's rows are y's columns row0.. .
+  // Steps of a few rows take gemv (no tile rows left empty), longer ones the tiled matmul; the
+  // two give the same bits, so a token's result does not depend on its step's size.
   void matmul(const DeviceBuffer& in, const TensorView* wt, const DeviceBuffer& y) {
     const State::Weight& w = s_.w(wt);
     for (const State::Part& part : w.parts) {
+      if (T_ <= kGemvRows) {
+        const GemvPush push{T_, part.rows, w.cols, w.rows, part.row0, w.cols % s_.tile.depth != 0 ? 1u : 0u};
+        run(*s_.gemv[size_t(w.format)], {&in, part.buf.get(), &y}, &push, groups(uint64_t(T_) * part.rows, kWg));
+        continue;
+      }
       const MatmulPush push{T_, part.rows, w.cols, w.rows, part.row0};
       dispatch(*s_.matmul[size_t(w.format)], {in.handle(), part.buf->handle(), y.handle()}, &push,
                groups(part.rows, s_.tile.cols), groups(T_, s_.tile.rows));
