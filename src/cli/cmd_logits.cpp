@@ -114,7 +114,8 @@ std::optional<std::vector<float>> device_logits(const Args& a, const Model& m, c
   std::string why = cpu_only_flags(a);
   if (why.empty() && a.has("--threads")) why = "--threads picks the CPU's SIMD kernels";
   if (why.empty() && a.has("--image")) why = "images run on the CPU only";
-  DeviceRun dev = open_device(choice, m, 1, uint32_t(tokens.size()), uint32_t(std::min(chunk, tokens.size())), why);
+  DeviceRun dev = open_device(choice, m, 1, uint32_t(tokens.size()), uint32_t(std::min(chunk, tokens.size())), why,
+                              device_kv_f16(a));
   std::fprintf(stderr, "%s\n", dev.line.c_str());
   if (!dev.forward) return std::nullopt;
   KvCacheOptions ko;

@@ -11,7 +11,7 @@ const char* const kDeviceHelp =
     "                  when one is present (never lavapipe, a CPU implementation of Vulkan) and the CPU\n"
     "                  otherwise, or when the GPU refuses the model (the reason is printed); vulkan[:N]\n"
     "                  runs on device N of `g4 device` (default 0) or refuses with the reason. On a\n"
-    "                  device the KV cache is f32 and images are refused\n";
+    "                  device the KV cache is f32 (--kv f16: f16) and images are refused\n";
 
 namespace {
 
@@ -80,7 +80,7 @@ DeviceChoice resolve_device(const Args& a) {
 }
 
 DeviceRun open_device(const DeviceChoice& choice, const Model& m, uint32_t slots, uint32_t max_context,
-                      uint32_t max_step, const std::string& why_not) {
+                      uint32_t max_step, const std::string& why_not, bool kv_f16) {
   DeviceRun r;
   r.label = "cpu";
   if (!choice.vulkan) {
@@ -90,7 +90,7 @@ DeviceRun open_device(const DeviceChoice& choice, const Model& m, uint32_t slots
   std::string refused = why_not;
   if (refused.empty()) {
     try {
-      r.forward = open_vulkan_forward(m, choice.index, gpu::GpuDecoderLimits{max_context, max_step, 0, slots});
+      r.forward = open_vulkan_forward(m, choice.index, gpu::GpuDecoderLimits{max_context, max_step, 0, slots, kv_f16});
     } catch (const Error& e) {
       refused = e.what();
     }
@@ -102,8 +102,8 @@ DeviceRun open_device(const DeviceChoice& choice, const Model& m, uint32_t slots
   }
   r.label = r.forward->name();
   const gpu::GpuPolicy p = gpu::resolve_gpu_policy(choice.info, checkpoint_format(m.weights.dtype));
-  r.line = "device " + choice.reason + "; " + p.compute_reason + "; " + p.weights_reason +
-           "; KV cache in device memory (f32) with an exact host copy";
+  r.line = "device " + choice.reason + "; " + p.compute_reason + "; " + p.weights_reason + "; KV cache in device memory (" +
+           (kv_f16 ? "f16, --kv f16" : "f32") + ") with an exact f32 host copy";
   return r;
 }
 
@@ -112,9 +112,11 @@ std::string cpu_only_flags(const Args& a) {
   if (a.has("--weights")) return "--weights re-encodes the matrices for the CPU kernels";
   if (a.has("--compute")) return "--compute picks the CPU kernels' arithmetic (a device's comes from its policy)";
   const std::string kv = a.get_or("--kv", "f32");
-  if (kv != "f32") return "--kv " + kv + ": a device run keeps an f32 cache (the exact host copy of the device's)";
+  if (kv != "f32" && kv != "f16") return "--kv " + kv + ": a device keeps its cache in f32 or f16";
   return "";
 }
+
+bool device_kv_f16(const Args& a) { return a.get_or("--kv", "f32") == "f16"; }
 
 DeviceRun attach_device(const Args& a, const Model& m, EngineOptions& eo, const std::string& why_not,
                         int64_t max_context) {
@@ -122,10 +124,10 @@ DeviceRun attach_device(const Args& a, const Model& m, EngineOptions& eo, const 
   const std::string flags = cpu_only_flags(a);
   const int64_t ctx = max_context > 0 ? max_context : eo.max_context;
   DeviceRun run = open_device(choice, m, uint32_t(eo.max_seqs), uint32_t(ctx), uint32_t(eo.max_batch_tokens),
-                              why_not.empty() ? flags : why_not);
+                              why_not.empty() ? flags : why_not, device_kv_f16(a));
   if (run.forward) {
     eo.device = run.forward.get();
-    eo.kv.dtype = KvDType::F32;
+    eo.kv.dtype = KvDType::F32;  // the host copy: f32 holds the device's f16 values exactly too
     eo.bf16_compute = eo.int8_activations = false;  // the CPU kernels left (a drafter) read the weights as stored
   }
   return run;

@@ -40,8 +40,10 @@ struct DeviceRun {
 // Opens the chosen device for `m` with room for `slots` sequences of `max_context` positions and
 // steps of `max_step` rows. `why_not` (non-empty) names what keeps this run on the CPU whatever
 // the device (images, a KV dtype other than f32): refused for an explicit --device vulkan.
+// --kv f16 keeps the device's cache in f16 (kv_f16).
 DeviceRun open_device(const DeviceChoice& choice, const Model& m, uint32_t slots, uint32_t max_context,
-                      uint32_t max_step, const std::string& why_not = "");
+                      uint32_t max_step, const std::string& why_not = "", bool kv_f16 = false);
+bool device_kv_f16(const Args& a);  // --kv f16
 
 // The engine on the device --device chooses (generate, bench, serve): opened with room for
 // eo.max_seqs sequences of `max_context` positions (0: eo.max_context) and steps of
@@ -52,7 +54,7 @@ DeviceRun attach_device(const Args& a, const Model& m, EngineOptions& eo, const 
                         int64_t max_context = 0);
 
 // What keeps a run on the CPU whatever --device says: --reference, --weights (re-encoded for the
-// CPU kernels) and a --kv other than f32; empty when nothing does.
+// CPU kernels), --compute, and a --kv other than f32 or f16; empty when nothing does.
 std::string cpu_only_flags(const Args& a);
 
 }  // namespace g4::cli

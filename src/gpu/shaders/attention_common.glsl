@@ -2,6 +2,7 @@
 // the row's {slot, absolute position}; a sliding layer sees keys at q - k < window, a full layer
 // (window 0) every earlier key of its own slot; key j of a row is at position first + j, stored
 // at (first + j) % capacity of the slot's [capacity, kv_heads, hd] part of the buffer.
+// KV_T (float, or float16_t with KV_F16) is defined by the including shader.
 layout(push_constant) uniform P {
   uint T; uint heads; uint kv_heads; uint hd; uint window; uint capacity; uint S;
 } p;

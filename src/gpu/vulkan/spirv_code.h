@@ -43,6 +43,9 @@ SpirvCode add_scale();
 SpirvCode softcap();
 SpirvCode moe_route();
 SpirvCode moe_combine();
+SpirvCode kv_write_f16();  // the same three over an f16 KV cache
+SpirvCode attention_scores_f16();
+SpirvCode attention_values_f16();
 }  // namespace spirv
 
 }  // namespace g4::gpu

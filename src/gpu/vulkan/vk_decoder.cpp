@@ -10,6 +10,7 @@
 #include "gpu/vulkan/vk_command.h"
 #include "gpu/vulkan/vk_decoder_state.h"
 #include "platform/device.h"
+#include "platform/dtype.h"
 #include "platform/error.h"
 
 namespace g4::gpu {
@@ -191,9 +192,13 @@ void GpuDecoder::State::build_pipelines() {
   rms = make(spirv::rms_norm(), 3, sizeof(NormPush), reduce_wg);
   softmax = make(spirv::softmax(), 1, sizeof(SoftmaxPush), reduce_wg);
   rope = make(spirv::rope(), 3, sizeof(RopePush), kWg);
-  kv_write = make(spirv::kv_write(), 5, sizeof(KvPush), kWg);
-  scores = make(spirv::attention_scores(), 4, sizeof(AttnPush), kWg);
-  values = make(spirv::attention_values(), 4, sizeof(AttnPush), kWg);
+  if (limits.kv_f16 && !session.info().storage_16bit)
+    throw Error("gpu decoder: an f16 KV cache needs storageBuffer16BitAccess, which " + session.info().name +
+                " does not report");
+  const bool half = limits.kv_f16;
+  kv_write = make(half ? spirv::kv_write_f16() : spirv::kv_write(), 5, sizeof(KvPush), kWg);
+  scores = make(half ? spirv::attention_scores_f16() : spirv::attention_scores(), 4, sizeof(AttnPush), kWg);
+  values = make(half ? spirv::attention_values_f16() : spirv::attention_values(), 4, sizeof(AttnPush), kWg);
   gelu = make(spirv::gelu_mul(), 2, sizeof(GeluPush), kWg);
   add = make(spirv::add_scale(), 2, sizeof(AddPush), kWg);
   cap = make(spirv::softcap(), 1, sizeof(CapPush), kWg);
@@ -230,16 +235,16 @@ void GpuDecoder::State::allocate(uint32_t max_hd, uint32_t max_kv, uint32_t max_
     // the window's keys intact. Full layers keep every position.
     capacity[i] = l.full ? limits.max_context
                          : std::min<uint32_t>(limits.max_context, uint32_t(spec.sliding_window) - 1 + limits.max_step);
-    const uint64_t bytes = uint64_t(limits.slots) * capacity[i] * kv_width(i) * f;
+    const uint64_t bytes = (uint64_t(limits.slots) * capacity[i] * kv_row_bytes(i) + 3) / 4 * 4;  // whole words
     try {
       kc[i] = buffer(bytes), vc[i] = buffer(bytes);
     } catch (const Error& e) {
       throw Error("gpu decoder: the KV buffer of layer " + std::to_string(i) + " (" + std::to_string(limits.slots) +
                   " slots x " + std::to_string(capacity[i]) + " positions x " + std::to_string(kv_width(i)) +
-                  " floats): " + e.what() + "; fewer sequences or a shorter context fit");
+                  (limits.kv_f16 ? " halves): " : " floats): ") + e.what() + "; fewer sequences or a shorter context fit");
     }
     kv_down_offset[i] = down;
-    down += 2 * S * kv_width(i) * f;
+    down += 2 * S * kv_row_bytes(i);
   }
   kv_down = buffer(down, Place::HostStaging);
 }
@@ -258,10 +263,18 @@ void GpuDecoder::load_kv(uint32_t slot, int layer, int64_t begin, int64_t n, con
     throw Error("gpu decoder: positions " + std::to_string(begin) + "+" + std::to_string(n) + " past max_context");
   if (n == 0) return;
   const int64_t first = std::max<int64_t>(begin, begin + n - cap);  // a ring keeps its last cap positions
-  const uint64_t row = uint64_t(s.kv_width(size_t(layer))) * 4, count = uint64_t(begin + n - first);
+  const uint64_t width = s.kv_width(size_t(layer)), row = s.kv_row_bytes(size_t(layer));
+  const uint64_t count = uint64_t(begin + n - first);
   DeviceBuffer up(s.session, 2 * count * row, Place::HostStaging);
-  std::memcpy(up.mapped(), k + (first - begin) * int64_t(row / 4), count * row);
-  std::memcpy(static_cast<char*>(up.mapped()) + count * row, v + (first - begin) * int64_t(row / 4), count * row);
+  const float* from[2] = {k + (first - begin) * int64_t(width), v + (first - begin) * int64_t(width)};
+  for (int kv = 0; kv < 2; ++kv) {
+    char* to = static_cast<char*>(up.mapped()) + uint64_t(kv) * count * row;
+    if (!s.limits.kv_f16) {
+      std::memcpy(to, from[kv], count * row);
+      continue;
+    }
+    for (uint64_t e = 0; e < count * width; ++e) reinterpret_cast<uint16_t*>(to)[e] = f32_to_f16(from[kv][e]);
+  }
   std::vector<VkBufferCopy> regions;  // one per run of consecutive slots (a ring wraps at most once)
   for (int64_t p = first; p < begin + n; ++p) {
     const uint64_t src = uint64_t(p - first) * row, dst = (uint64_t(slot) * cap + uint64_t(p) % cap) * row;

@@ -23,6 +23,9 @@ struct GpuDecoderLimits {
   // maxMemoryAllocationSize); a smaller value splits matrices into more parts (tests do).
   uint64_t max_buffer_bytes = 0;
   uint32_t slots = 1;        // sequences whose K/V the device holds at once (each layer's buffer is [slots, capacity])
+  // K/V stored as f16 (half the device memory; each value rounded once as it is stored, and the
+  // K/V a batch downloads are those f16 values widened). Needs storageBuffer16BitAccess.
+  bool kv_f16 = false;
 };
 
 // One row of a batch: a token of the sequence held in `slot`, at absolute position `pos`. Rows

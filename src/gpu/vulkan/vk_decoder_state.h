@@ -116,6 +116,7 @@ struct GpuDecoder::State {
   void stage_inputs(const std::vector<GpuRow>& rows);
   void record_kv_download(CommandRecording& rec, const std::vector<GpuRow>& batch) const;
   uint32_t kv_width(size_t layer) const { return uint32_t(spec.layers[layer].kv_heads * spec.layers[layer].head_dim); }
+  uint64_t kv_row_bytes(size_t layer) const { return uint64_t(kv_width(layer)) * (limits.kv_f16 ? 2 : 4); }
 };
 
 

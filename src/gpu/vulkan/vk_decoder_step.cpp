@@ -5,6 +5,7 @@
 #include "gpu/vulkan/vk_command.h"
 #include "gpu/vulkan/vk_decoder.h"
 #include "gpu/vulkan/vk_decoder_state.h"
+#include "platform/dtype.h"
 #include "platform/error.h"
 
 namespace g4::gpu {
@@ -304,7 +305,7 @@ void GpuDecoder::State::record_kv_download(CommandRecording& rec, const std::vec
   const VulkanApi& api = *session.impl().api;
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     if (!kc[i]) continue;
-    const uint64_t row = uint64_t(kv_width(i)) * 4, ring = capacity[i];
+    const uint64_t row = kv_row_bytes(i), ring = capacity[i];
     std::vector<VkBufferCopy> regions;
     for (uint32_t t = 0; t < uint32_t(batch.size()); ++t) {
       const uint64_t src = (batch[t].slot * ring + uint64_t(batch[t].pos) % ring) * row;
@@ -373,11 +374,19 @@ GpuBatchResult GpuDecoder::run(const std::vector<GpuRow>& rows, GpuBatchOptions 
     out.k.resize(s.spec.layers.size()), out.v.resize(s.spec.layers.size());
     for (size_t i = 0; i < s.spec.layers.size(); ++i) {
       if (!s.kc[i]) continue;
-      const size_t w = s.kv_width(i);
+      const size_t w = s.kv_width(i), row = s.kv_row_bytes(i);
       const char* base = static_cast<const char*>(s.kv_down->mapped()) + s.kv_down_offset[i];
       out.k[i].resize(T * w), out.v[i].resize(T * w);
-      std::memcpy(out.k[i].data(), base, T * w * 4);
-      std::memcpy(out.v[i].data(), base + s.limits.max_step * w * 4, T * w * 4);
+      const char* from[2] = {base, base + s.limits.max_step * row};
+      std::vector<float>* to[2] = {&out.k[i], &out.v[i]};
+      for (int kv = 0; kv < 2; ++kv) {
+        if (!s.limits.kv_f16) {
+          std::memcpy(to[kv]->data(), from[kv], T * row);
+          continue;
+        }
+        const uint16_t* h = reinterpret_cast<const uint16_t*>(from[kv]);
+        for (size_t e = 0; e < T * w; ++e) (*to[kv])[e] = f16_to_f32(h[e]);  // exact widening
+      }
     }
   }
   out.device_seconds = rec.timed_seconds();
