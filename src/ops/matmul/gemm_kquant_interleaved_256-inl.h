@@ -12,8 +12,9 @@
 // Two departures from that kernel, neither in any value: Q4_K's high nibbles are shifted down (read
 // in place as 16 x the code, VPMADDUBSW's pair sums would saturate: 2 · 240 · 127), the sub-block's
 // sum then times 16 in int32, the AVX-512 kernel's integer; and with 16 ymm registers, not 32, the
-// tiles are narrower: decode keeps G groups' sums of one half at a time, prefill one 8-row half x
-// kPanelTokens tokens (6 sums in registers, the f32 accumulators in L1), not 2 groups x 6 tokens.
+// tiles are narrower: decode keeps G groups' sums of one half at a time (Q6_K: of one half and one
+// part, the f32 accumulators in L1), prefill one 8-row half x kPanelTokens tokens (6 sums in
+// registers, the f32 accumulators in L1), not 2 groups x 6 tokens.
 #include "ops/isa/lanes_256-inl.h"
 
 namespace g4::ops::G4_Q8_NS {
