@@ -34,6 +34,15 @@ G4_Q8_TARGET inline __m256i broadcast4_load(const int8_t* p) {
   return _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(p)));
 }
 
+// v, unchanged, as the end of its chain of adds (an empty asm GCC cannot see through): GCC
+// re-associated chains of VPADDD into trees that held every VPMADDWD result at once and spilled
+// them (the Q6_K decode and the Q8 few-token sums); behind this each sum takes its products in
+// order, in its one register. Integer adds: the same sum either way.
+G4_Q8_TARGET inline __m256i in_order(__m256i v) {
+  asm("" : "+x"(v));
+  return v;
+}
+
 // int16 lanes summed in pairs into int32 lanes, exactly: VPMADDUBSW's pair sums widened.
 G4_Q8_TARGET inline __m256i pair_sums(__m256i v) { return _mm256_madd_epi16(v, _mm256_set1_epi16(1)); }
 

@@ -252,14 +252,6 @@ inline T* fresh(T* p) {
   return p;
 }
 
-// v, unchanged, as the end of its chain of adds: GCC re-associated a pass's int32 adds into a
-// tree that held every group's VPMADDWD results at once and spilled them; behind this each sum
-// takes its products in order, in its one register.
-G4_Q8_TARGET inline __m256i in_order(__m256i v) {
-  asm("" : "+x"(v));
-  return v;
-}
-
 // Q6_K decode's f32 sums, [group][half][row], in L1: each is read and written once a pass (4
 // products per group), so the registers hold that pass's int32 sums instead.
 template <int G>

@@ -63,7 +63,7 @@ struct HalfSum {
 #if G4_Q8_VNNI
       v = _mm256_dpbusd_avx_epi32(v, w.a, x0);
 #else
-      v = _mm256_add_epi32(v, pair_sums(_mm256_maddubs_epi16(w.a, _mm256_sign_epi8(x0, w.b))));
+      v = in_order(_mm256_add_epi32(v, pair_sums(_mm256_maddubs_epi16(w.a, _mm256_sign_epi8(x0, w.b)))));
 #endif
     }
   }
