@@ -43,7 +43,8 @@ struct Codes {
 // all its vectors summed in int16 (eight of at most 2 x 15 x 127: 30480, no saturation) and
 // widened once; otherwise int32 sums from the start on. The int16 adds are VPADDSW: they never
 // saturate here, so the sums are VPADDW's, but GCC does not re-associate them, where a chain of
-// VPADDW became a tree holding every pair product at once, spilled to the stack.
+// VPADDW became a tree holding every pair product at once, spilled to the stack. AVX2 Q8's int32
+// adds stay a chain behind in_order for the same reason.
 template <bool kQ4>
 struct HalfSum {
   __m256i v;
