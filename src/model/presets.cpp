@@ -43,7 +43,7 @@ ModelConfig drafter_stack(int vocab, int H, int I, int nH, int nKV, int d, int d
 
 }  // namespace
 
-std::vector<std::string> preset_assistant_names() { return {"tiny-assistant", "e2b-assistant"}; }
+std::vector<std::string> preset_assistant_names() { return {"tiny-assistant", "e2b-assistant", "e4b-assistant"}; }
 
 AssistantConfig preset_assistant_config(const std::string& name) {
   AssistantConfig d;
@@ -56,6 +56,9 @@ AssistantConfig preset_assistant_config(const std::string& name) {
   } else if (name == "e2b-assistant") {  // google/gemma-4-E2B-it-assistant's geometry
     d.text = drafter_stack(262144, 256, 2048, 4, 1, 256, 512, 512);
     d.backbone_hidden_size = 1536;
+  } else if (name == "e4b-assistant") {  // google/gemma-4-E4B-it-assistant's, as ports' fixtures agree on it
+    d.text = drafter_stack(262144, 256, 2048, 4, 2, 256, 512, 512);
+    d.backbone_hidden_size = 2560;
   } else {
     std::string names;
     for (const auto& n : preset_assistant_names()) names += (names.empty() ? "" : ", ") + n;

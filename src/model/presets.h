@@ -27,7 +27,7 @@ std::optional<VisionConfig> preset_vision_config(const std::string& name);
 void set_media_token_ids(ModelConfig& c);
 
 // Assistant drafters for the target presets: tiny-assistant (for tiny-e, with the centroid head)
-// and e2b-assistant (the released E2B assistant's geometry, for e2b).
+// and e2b-assistant / e4b-assistant (the released E2B and E4B assistants' geometry, for e2b / e4b).
 AssistantConfig preset_assistant_config(const std::string& name);
 std::vector<std::string> preset_assistant_names();
 

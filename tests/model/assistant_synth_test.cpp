@@ -79,6 +79,15 @@ TEST(AssistantSynth, Bf16PairDraftsTheSameOnTheSimdKernels) {
   std::printf("[ assistant ] bf16 weights, SIMD vs reference loops: max |delta| = %.3g\n", worst);
 }
 
+// The E4B pair: 42 layers in a 5:1 pattern, the first KV-shared one 24, so the drafter reads the
+// last sliding (22) and full (23) layers below it; the E2B drafter is refused for E4B by name.
+TEST(AssistantSynth, E4bAssistantPairsWithE4bAtLayers22And23) {
+  const AssistantPairing p = pair_assistant(preset_assistant_config("e4b-assistant"), preset_config("e4b"), "d", "t");
+  EXPECT_EQ(p.sliding_layer, 22);
+  EXPECT_EQ(p.full_layer, 23);
+  EXPECT_THROW(pair_assistant(preset_assistant_config("e2b-assistant"), preset_config("e4b"), "d", "t"), Error);
+}
+
 // The released E2B pair: the drafter reads layers 13 (sliding) and 14 (full), the last layers
 // below the first KV-shared one (15).
 TEST(AssistantSynth, E2bAssistantPairsWithE2bAtLayers13And14) {
