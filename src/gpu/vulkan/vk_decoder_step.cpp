@@ -364,11 +364,13 @@ GpuBatchResult GpuDecoder::run(const std::vector<GpuRow>& rows, GpuBatchOptions 
   GpuBatchResult out;
   out.submissions = 1;
   out.dispatches = r.dispatches();
-  out.logits.resize(size_t(n) * V);
-  std::memcpy(out.logits.data(), s.logits_down->mapped(), out.logits.size() * 4);
-  if (options.hidden) {
-    out.hidden.resize(size_t(n) * H);
-    std::memcpy(out.hidden.data(), s.hidden_down->mapped(), out.hidden.size() * 4);
+  if (n > 0) {  // a prefill chunk may want no logits (memcpy of an empty vector's null data is UB)
+    out.logits.resize(size_t(n) * V);
+    std::memcpy(out.logits.data(), s.logits_down->mapped(), out.logits.size() * 4);
+    if (options.hidden) {
+      out.hidden.resize(size_t(n) * H);
+      std::memcpy(out.hidden.data(), s.hidden_down->mapped(), out.hidden.size() * 4);
+    }
   }
   if (options.kv) {
     out.k.resize(s.spec.layers.size()), out.v.resize(s.spec.layers.size());
