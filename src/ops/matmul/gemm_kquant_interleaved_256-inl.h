@@ -12,9 +12,8 @@
 // Two departures from that kernel, neither in any value: Q4_K's high nibbles are shifted down (read
 // in place as 16 x the code, VPMADDUBSW's pair sums would saturate: 2 · 240 · 127), the sub-block's
 // sum then times 16 in int32, the AVX-512 kernel's integer; and with 16 ymm registers, not 32, the
-// tiles are narrower: decode keeps G groups' sums of one half at a time (Q6_K: of one half and one
-// part, the f32 accumulators in L1), prefill one 8-row half x kPanelTokens tokens (6 sums in
-// registers, the f32 accumulators in L1), not 2 groups x 6 tokens.
+// tiles are narrower: decode keeps G groups' sums of one half at a time, prefill one 8-row half x
+// kPanelTokens tokens (6 sums in registers, the f32 accumulators in L1), not 2 groups x 6 tokens.
 #include "ops/isa/lanes_256-inl.h"
 
 namespace g4::ops::G4_Q8_NS {
@@ -241,56 +240,30 @@ G4_Q8_TARGET void prefill_q4k(const std::byte* w, uint64_t group_bytes, const Q8
   store_panel<G>(acc, y, ldy, count);
 }
 
-// p, as a value the compiler cannot prove equal to any earlier one. Q6_K decode's passes read the
-// same value triples, activation quads and scales as the pass before; unrolled, GCC kept one
-// pass's values live for the next and, with 16 ymm registers, spilled them (4 groups: 331 stack
-// references, 162 of them ymm). Behind this each pass loads them again, from L1, and holds no more
-// than its own G sums, two quads and the constants.
-template <class T>
-inline T* fresh(T* p) {
-  asm("" : "+r"(p));
-  return p;
-}
-
-// Q6_K decode's f32 sums, [group][half][row], in L1: each is read and written once a pass (4
-// products per group), so the registers hold that pass's int32 sums instead.
-template <int G>
-using DecodeAcc = float[G][2][8];
-
-// The G groups' sums to y (16 rows each).
-template <int G>
-G4_Q8_TARGET inline void store_decode(const float* acc, float* y) {
-  for (int i = 0; i < 16 * G; i += 8) _mm256_storeu_ps(y + i, _mm256_load_ps(acc + i));
-}
-
 // Q6_K decode: G groups side by side x the one token; per quarter column (h, j) one part c of one
-// half at a time (a pass), so that the sums of G groups fit the registers; the quarter's value
-// triples are read from L1 after the first pass, each pass loading them afresh (fresh: GCC kept
-// them live from pass to pass and spilled them). The f32 sums in L1 (DecodeAcc). Per output the
-// same int32 sums and f32 steps in the same order as before: the bits do not change. Prefetch as
-// decode_q4k, a line per slot.
+// half at a time, so that the sums of G groups fit the registers; the quarter's value triples are
+// read from L1 after the first part. Prefetch as decode_q4k, a line per slot.
 template <int G>
 G4_Q8_TARGET void decode_q6k(const std::byte* w, uint64_t group_bytes, const Q8Activations& a, float* y) {
   constexpr uint64_t kQuarter = kQ6KColumnBytes / 4, kAhead = kquant_decode_prefetch_bytes(kQ6KColumnBytes);
   static_assert(kQuarter <= 16 * 64, "a line per slot: 2 halves x 4 parts x 2 vector pairs");
   const int64_t supers = a.in / kSuperBlock;
-  alignas(32) DecodeAcc<G> sums = {};
-  float* const acc = &sums[0][0][0];
+  __m256 acc[G][2];
+  #pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
   for (int64_t s = 0; s < supers; ++s) {
     const std::byte* col = w + uint64_t(s) * kQ6KColumnBytes;
     for (int h = 0; h < 2; ++h)
       for (int j = 0; j < 2; ++j) {
         const uint64_t ahead = stream_prefetch_offset(
             uint64_t(s) * kQ6KColumnBytes + kQuarter * uint64_t(2 * h + j) + kAhead, group_bytes, G);
-        #pragma GCC unroll 2
+        // Value triple v = 4j + u at + 192u of `values`; part c's activations at xh + 32c.
+        const std::byte* values = col + q6k_values_at(s) + 1536 * uint64_t(h) + 192 * uint64_t(4 * j);
+        const int8_t* xh = a.q.data() + (8 * s + 4 * h) * kQ8Block + 16 * j;
+        #pragma GCC unroll 8
         for (int half = 0; half < 2; ++half)
-          #pragma GCC unroll 4
           for (int c = 0; c < 4; ++c) {
             const size_t b = size_t(8 * s + 4 * h + c);
-            // Value triple v = 4j + u at + 192u of `values`; part c's activations at xh.
-            const std::byte* const pc = fresh(col);
-            const std::byte* values = pc + q6k_values_at(s) + 1536 * uint64_t(h) + 192 * uint64_t(4 * j);
-            const int8_t* const xh = fresh(a.q.data() + (8 * s + 4 * h) * kQ8Block + 16 * j) + 32 * c;
             __m256i sum[G];
             #pragma GCC unroll 8
             for (int g = 0; g < G; ++g) sum[g] = _mm256_set1_epi32(a.q6_start[2 * b + size_t(j)]);
@@ -302,24 +275,27 @@ G4_Q8_TARGET void decode_q6k(const std::byte* w, uint64_t group_bytes, const Q8A
                 if (64 * line < kQuarter)
                   _mm_prefetch(reinterpret_cast<const char*>(w + uint64_t(g) * group_bytes + ahead + 64 * line),
                                _MM_HINT_T0);
-              const __m256i x0 = broadcast4(xh + 4 * u), x1 = broadcast4(xh + 4 * u + 4);
+              const __m256i x0 = broadcast4(xh + 32 * c + 4 * u), x1 = broadcast4(xh + 32 * c + 4 * u + 4);
               #pragma GCC unroll 8
               for (int g = 0; g < G; ++g) {
                 const std::byte* vec = values + uint64_t(g) * group_bytes + 192 * uint64_t(u) + 32 * uint64_t(half);
-                sum[g] = in_order(dot2(sum[g], q6k_codes(vec, c), x0, q6k_codes(vec + 192, c), x1));
+                sum[g] = dot2(sum[g], q6k_codes(vec, c), x0, q6k_codes(vec + 192, c), x1);
               }
             }
             #pragma GCC unroll 8
             for (int g = 0; g < G; ++g) {
-              const __m256 dsc = q6k_scale(pc + uint64_t(g) * group_bytes, s, 8 * h + 2 * c + j, half);
+              const __m256 dsc = q6k_scale(col + uint64_t(g) * group_bytes, s, 8 * h + 2 * c + j, half);
               const __m256 product = _mm256_mul_ps(dsc, _mm256_set1_ps(a.scale[b]));
-              float* out = fresh(acc) + 16 * g + 8 * half;  // not moved to registers
-              _mm256_store_ps(out, _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[g]), product, _mm256_load_ps(out)));
+              acc[g][half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[g]), product, acc[g][half]);
             }
           }
       }
   }
-  store_decode<G>(acc, y);
+  #pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) {
+    _mm256_storeu_ps(y + 16 * g, acc[g][0]);
+    _mm256_storeu_ps(y + 16 * g + 8, acc[g][1]);
+  }
 }
 
 // Q6_K prefill: G groups (1 or 2) x one panel, one half x the panel per part c of each quarter
