@@ -67,8 +67,7 @@ int run_device_bench(const BenchFlags& f, const Model& m, double load_s, StepFor
   ko.max_total_tokens = (f.prompt_len + f.depth + f.gen + 128) * 2;
   KvCache kv(m.config, ko);
   device.attach(kv);
-  std::vector<int> prompt(size_t(f.prompt_len));
-  for (int64_t i = 0; i < f.prompt_len; ++i) prompt[size_t(i)] = int(4 + (i * 7919) % (m.config.vocab_size - 4));
+  const std::vector<int> prompt = bench_prompt_tokens(m.config, f.prompt_len);
   std::fprintf(stderr, "[bench] cold prefill of %lld tokens ...\n", (long long)f.prompt_len);
   const Timed cold = prefill(device, kv, prompt);
   std::vector<double> warm, warm_dev, d0, d0_dev, dd, dd_dev;

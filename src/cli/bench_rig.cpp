@@ -66,8 +66,7 @@ void make_cache(const Args& a, BenchRig& r) {
   ko.max_total_tokens = (std::max(f.prompt_len, f.depth) + f.gen + 2 * ko.block_tokens) / ko.block_tokens * ko.block_tokens * 2;
   ko.ring_extra_slots = 9;  // --speculative times steps of up to 9 rows, each rolled back
   r.kv = std::make_unique<KvCache>(c, ko);
-  r.prompt.resize(static_cast<size_t>(f.prompt_len));
-  for (int64_t i = 0; i < f.prompt_len; ++i) r.prompt[size_t(i)] = int(4 + (i * 7919) % (c.vocab_size - 4));
+  r.prompt = bench_prompt_tokens(c, f.prompt_len);
 }
 
 }  // namespace
@@ -91,6 +90,12 @@ void set_up_bench(const Args& a, const BenchFlags& flags, BenchRig& rig) {
   measure_bandwidth_and_fma(rig);
   make_products(rig);
   make_cache(a, rig);
+}
+
+std::vector<int> bench_prompt_tokens(const ModelConfig& c, int64_t n) {
+  std::vector<int> t(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) t[size_t(i)] = int(4 + (i * 7919) % (c.vocab_size - 4));
+  return t;
 }
 
 }  // namespace g4::cli

@@ -62,4 +62,8 @@ struct BenchRig {
 // stderr. Errors of --compute and --kv surface where the run first needs them.
 void set_up_bench(const Args& a, const BenchFlags& flags, BenchRig& rig);
 
+// The benches' synthetic prompt: n ids spread over the vocabulary (the same for every run, so
+// two builds and two devices see the same input).
+std::vector<int> bench_prompt_tokens(const ModelConfig& c, int64_t n);
+
 }  // namespace g4::cli

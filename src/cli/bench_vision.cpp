@@ -60,7 +60,7 @@ double tower_macs(const VisionConfig& c, int64_t text_hidden, int64_t n, int64_t
 void time_first_token(const BenchRig& r, EngineOptions o, const PromptImage& img, VisionImageRun& run) {
   const ImageTokenIds ids = image_token_ids(*r.model, nullptr);
   std::vector<int> prompt = {r.model->config.bos_token_id, ids.image};
-  for (int i = 0; i < 8; ++i) prompt.push_back(4 + (i * 7919) % (r.model->config.vocab_size - 4));
+  for (int t : bench_prompt_tokens(r.model->config, 8)) prompt.push_back(t);
   auto image = std::make_shared<PromptImage>(img);
   image->span = expand_image_placeholders(prompt, ids, {int(run.soft_tokens)})[0];
   image->key = image_content_key(*image);

@@ -103,6 +103,7 @@ int run(const std::vector<std::string>& argv) {
   const BenchFlags flags = parse_bench_flags(a);
   const DeviceChoice choice = resolve_device(a);
   if (choice.vulkan) {  // the device run, unless auto fell back to the CPU (said on stderr)
+    if (choice.explicit_choice) check_device_bench_flags(a);  // before any weight is uploaded
     const auto t0 = BenchClock::now();
     const auto model = load_model(model_arg(a.require("--model")).path);
     const double load_s = seconds_since(t0);
@@ -110,7 +111,7 @@ int run(const std::vector<std::string>& argv) {
     DeviceRun run = open_device(choice, *model, 1, uint32_t(flags.prompt_len + flags.depth + flags.gen + 1),
                                 uint32_t(std::max<int64_t>(flags.prompt_len, 1)), why_not, device_kv_f16(a));
     if (run.forward) {
-      check_device_bench_flags(a);
+      check_device_bench_flags(a);  // auto: the CPU-only runs were asked of a CPU bench
       return run_device_bench(flags, *model, load_s, *run.forward, run.line);
     }
     std::fprintf(stderr, "[bench] %s\n", run.line.c_str());

@@ -20,7 +20,6 @@ namespace g4 {
 struct GpuForwardStats {
   uint64_t batches = 0;
   uint64_t slot_loads = 0;      // sequences loaded from the host copy into a slot
-  uint64_t loaded_positions = 0;
   double device_seconds = 0;    // by the device's timestamps
 };
 
@@ -35,7 +34,6 @@ class GpuStepForward final : public StepForward {
   std::string name() const override;
   double device_seconds() const override { return stats_.device_seconds; }
   const GpuForwardStats& stats() const { return stats_; }
-  uint64_t weight_bytes() const { return decoder_->weight_bytes(); }
 
  private:
   struct Slot {
