@@ -166,13 +166,9 @@ TEST_F(ServerImages, AnImageSentAgainAfterOtherTextSkipsTheTowerAndIsCounted) {
   EXPECT_EQ(scraped(m2, "g4_image_prefill_tokens_total") - scraped(m1, "g4_image_prefill_tokens_total"), S);
   EXPECT_GT(scraped(m2, "g4_vision_seconds_total"), 0);
   // The request log line of the second carries the image fields.
-  std::istringstream log(server_->log_text());
-  json last;
-  for (std::string line; std::getline(log, line);) {
-    const json j = json::parse(line, nullptr, false);
-    if (j.is_object() && j.value("path", "") == "/v1/chat/completions") last = j;
-  }
+  const json last = server_->request_line(second["id"]);
   ASSERT_TRUE(last.is_object()) << server_->log_text();
+  EXPECT_EQ(last["path"], "/v1/chat/completions");
   EXPECT_EQ(last["image_tokens"], S);
   EXPECT_EQ(last["vision_s"], 0.0);
   EXPECT_EQ(last["image_cache_hits"], 1);

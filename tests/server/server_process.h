@@ -80,6 +80,30 @@ class ServerProcess {
     s << f.rdbuf();
     return s.str();
   }
+  // The request log line whose "request_id" is `id` (the response's id). The server writes it
+  // after the body, so a client can read its response first: waits up to `seconds` for it and
+  // returns null when it never comes.
+  nlohmann::json request_line(const std::string& id, int seconds = 30) const {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    for (;;) {
+      std::istringstream log(log_text());
+      for (std::string line; std::getline(log, line);) {
+        nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_object() && j.value("event", "") == "request" && j.value("request_id", "") == id) return j;
+      }
+      if (std::chrono::steady_clock::now() >= until) return nullptr;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  // Whether the log holds `text` within `seconds` (for lines written after a response's body).
+  bool log_shows(const std::string& text, int seconds = 30) const {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (log_text().find(text) == std::string::npos) {
+      if (std::chrono::steady_clock::now() >= until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+  }
   httplib::Client client(int read_timeout_s = 120) const {
     httplib::Client c("127.0.0.1", port_);
     c.set_read_timeout(read_timeout_s, 0);
