@@ -36,7 +36,7 @@ const std::string kUsage = std::string(
     "                   [--tokenizer FILE] [--kv f32|f16|bf16|int8] [--chunk N] [--stop-on-degenerate]\n"
     "                   [--threads N] [--reference] [--weights q8|q4] [--weight-memory auto|huge|mapped]\n"
     "                   [--compute f32|bf16] [--json-schema FILE | --json-object | --grammar FILE]\n"
-    "                   [--speculative off|ngram|draft] [--draft-k N] [--draft-model DIR] [--draft-p-min P]\n"
+    "                   [--speculative off|ngram|draft] [--draft-k N] [--draft-model PATH] [--draft-p-min P]\n"
     "                   [--image FILE ... [--image-tokens N] [--mmproj FILE]] [--device cpu|vulkan[:N]|auto]\n\n"
     "Generates up to N tokens (default 64), printing text as it streams, then a summary line on\n"
     "stderr: prompt and generated tokens, prefill and decode tok/s, finish reason, degeneracy verdict.\n\n"

@@ -49,11 +49,12 @@ const std::string kUsage = std::string(
     "(--mode full: all of them in one step); --threads, --compute, --weights, --kv and --image keep\n"
     "the run on the CPU (auto) or are refused (vulkan[:N]).\n"
     "Draft mode (an assistant drafter, model_type gemma4_assistant, checked against MODEL at load):\n"
-    "  g4 logits --model MODEL --draft-model DIR --tokens LIST --draft-at P[,P...] [--draft-k K] [--out FILE]\n"
+    "  g4 logits --model MODEL --draft-model PATH --tokens LIST --draft-at P[,P...] [--draft-k K] [--out FILE]\n"
     "For each start P (1 <= P < T): the target over tokens 0..P-1, then K draft steps (default 4) from\n"
     "token P and the target's final-normed hidden row P-1, all at position P. Prints each start's\n"
     "greedy draft tokens; --out writes float32 draft logits [starts, K, vocab]. Reference loops only.\n"
-    "  --draft-model DIR  the drafter's directory (config.json + model.safetensors)\n"
+    "  --draft-model PATH the drafter: a directory (config.json + model.safetensors) or a\n"
+    "                     gemma4-assistant .gguf (llama.cpp's converter layout)\n"
     "  --draft-at LIST    comma-separated starting positions\n"
     "  --draft-k K        draft steps per start (default 4)") +
     kImageHelp + kDeviceHelp + kModelHelp;

@@ -42,7 +42,7 @@ const std::string kUsage = std::string(
     "                [--ready-interval S] [--ready-tokens N] [--threads N] [--stop-on-degenerate]\n"
     "                [--listen-backlog N] [--weight-memory auto|huge|mapped] [--compute f32|bf16]\n"
     "                [--weights q8|q4] [--prefix-cache-mb N] [--speculative off|ngram|draft] [--draft-k N]\n"
-    "                [--draft-model DIR] [--draft-p-min P] [--mmproj FILE] [--image-tokens N]\n"
+    "                [--draft-model PATH] [--draft-p-min P] [--mmproj FILE] [--image-tokens N]\n"
     "                [--device cpu|vulkan[:N]|auto]\n"
     "                [--allowed-media-domains HOSTS] [--max-image-bytes N] [--media-timeout S]\n"
     "                [--image-cache-mb N]\n\n"

@@ -16,8 +16,9 @@ const char* const kSpeculativeHelp =
     "                       drafts are verified in one batched step and the output is exactly the\n"
     "                       same as without (greedy or seeded), only faster when they are accepted\n"
     "  --draft-k N          drafts per verify step at most (default 4, 1..16; adapted per sequence)\n"
-    "  --draft-model DIR    the assistant drafter (a *-it-assistant checkpoint directory or repo id),\n"
-    "                       checked against the model's geometry at load; implies --speculative draft\n"
+    "  --draft-model PATH   the assistant drafter: a *-it-assistant checkpoint directory or repo id, or\n"
+    "                       llama.cpp's gemma4-assistant .gguf; checked against the model's geometry\n"
+    "                       at load; implies --speculative draft\n"
     "  --draft-p-min P      the drafter stops at a step whose top token is below P (default 0.5)\n";
 
 std::set<std::string> with_speculative_flags(std::set<std::string> value_flags) {
@@ -39,7 +40,7 @@ SpeculativeSetup speculative_setup(const Args& a, const Model& target) {
   if (!(p >= 0 && p <= 1)) throw Error("--draft-p-min " + std::to_string(p) + ": expected 0..1");
   o.p_min = float(p);
   const auto dir = a.get("--draft-model");
-  if (o.mode == SpecMode::Draft && !dir) throw Error("--speculative draft needs --draft-model DIR (an assistant checkpoint)");
+  if (o.mode == SpecMode::Draft && !dir) throw Error("--speculative draft needs --draft-model PATH (an assistant checkpoint)");
   if (dir && o.mode != SpecMode::Draft) throw Error("--draft-model is read only with --speculative draft");
   if (!dir) return s;
   auto loaded = load_assistant(model_arg(*dir).path, target);

@@ -1,4 +1,4 @@
-// --speculative off|ngram|draft, --draft-k N, --draft-model DIR, --draft-p-min P: the flags
+// --speculative off|ngram|draft, --draft-k N, --draft-model PATH, --draft-p-min P: the flags
 // generate, bench and serve share for speculative decoding (engine/speculative.h).
 #pragma once
 #include <memory>

@@ -193,6 +193,9 @@ std::string tensor_where(const GgufTensorInfo& ti) {
   return "tensor '" + ti.name + "' (info at byte " + std::to_string(ti.info_offset) + ")";
 }
 
+// ggml's integer tensor types (index tables, not weights).
+constexpr uint32_t kGgmlI32 = 26, kGgmlI64 = 27;
+
 // Tensor info #k: name, dimensions, type and data offset.
 GgufTensorInfo read_tensor_info(Cursor& c, uint64_t k) {
   GgufTensorInfo ti;
@@ -211,10 +214,15 @@ GgufTensorInfo read_tensor_info(Cursor& c, uint64_t k) {
   }
   const uint64_t tat = c.pos;
   ti.ggml_type = c.read<uint32_t>(where + " type");
+  if (ti.ggml_type == kGgmlI32 || ti.ggml_type == kGgmlI64) {
+    ti.int_bytes = ti.ggml_type == kGgmlI32 ? 4 : 8;
+    ti.offset = c.read<uint64_t>(where + " data offset");
+    return ti;
+  }
   auto dt = dtype_from_ggml(ti.ggml_type);
   if (!dt)
     c.fail(tat, where + ": ggml type " + std::to_string(ti.ggml_type) +
-                    " is not supported (g4 reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)");
+                    " is not supported (g4 reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K, and I32/I64 index tables)");
   ti.dtype = *dt;
   if (ti.ne[0] % dtype_block_size(ti.dtype))
     c.fail(tat, where + ": row length ne[0] = " + std::to_string(ti.ne[0]) + " is not a multiple of the " +
@@ -241,7 +249,7 @@ TensorView tensor_view(const Cursor& c, const GgufTensorInfo& ti, uint64_t al, u
   const std::string where = tensor_where(ti);
   uint64_t rows = 1;
   for (size_t d = 1; d < ti.ne.size(); ++d) rows *= uint64_t(ti.ne[d]);
-  const uint64_t rb = row_bytes(ti.dtype, ti.ne[0]);
+  const uint64_t rb = ti.int_bytes ? uint64_t(ti.ne[0]) * uint64_t(ti.int_bytes) : row_bytes(ti.dtype, ti.ne[0]);
   if (rows && rb > (1ull << 62) / rows) c.fail(ti.info_offset, where + ": byte size overflows");
   const uint64_t nbytes = rows * rb;
   if (ti.offset % al)
@@ -338,8 +346,17 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::filesystem::path& path) {
   if (data_off > c.size && !g->infos_.empty())
     c.fail(c.pos, "data section would start at byte " + std::to_string(data_off) + ", past the end of the file");
   g->data_offset_ = std::min(data_off, c.size);
-  for (const GgufTensorInfo& ti : g->infos_) g->views_.emplace(ti.name, tensor_view(c, ti, al, g->data_offset_));
-  check_no_overlap(c, g->infos_, g->views_, g->data_offset_);
+  std::map<std::string, TensorView> all;  // integer tensors too, for the overlap check
+  for (const GgufTensorInfo& ti : g->infos_) all.emplace(ti.name, tensor_view(c, ti, al, g->data_offset_));
+  check_no_overlap(c, g->infos_, all, g->data_offset_);
+  for (const GgufTensorInfo& ti : g->infos_) {
+    TensorView& v = all.at(ti.name);
+    if (!ti.int_bytes) {
+      g->views_.emplace(ti.name, std::move(v));
+      continue;
+    }
+    g->int_views_.emplace(ti.name, Int64Tensor{ti.name, v.file, v.shape, v.data, ti.int_bytes});
+  }
   return g;
 }
 

@@ -61,7 +61,8 @@ struct GgufTensorInfo {
   std::string name;
   std::vector<int64_t> ne;  // ggml order: ne[0] is the contiguous (row) dimension
   uint32_t ggml_type = 0;
-  DType dtype = DType::F32;
+  DType dtype = DType::F32;  // ignored for integer tensors
+  int int_bytes = 0;        // 4 (ggml I32) or 8 (I64) for an integer tensor, else 0
   uint64_t offset = 0;      // relative to the data section
   uint64_t info_offset = 0; // where its tensor info starts in the file
 };
@@ -82,7 +83,9 @@ class GgufFile {
   const GgufValue* find(const std::string& key) const;
   const std::vector<GgufTensorInfo>& tensor_infos() const { return infos_; }
   // Views by GGUF name, shape in row-major order (ne reversed).
+  // Weights only: I32/I64 tensors (index tables) are in int_tensors().
   const std::map<std::string, TensorView>& tensors() const { return views_; }
+  const std::map<std::string, Int64Tensor>& int_tensors() const { return int_views_; }
 
   void check_unchanged() const { map_.check_unchanged(); }
   // p lies inside the mapped file.
@@ -103,6 +106,7 @@ class GgufFile {
   std::map<std::string, GgufValue> kv_;
   std::vector<GgufTensorInfo> infos_;
   std::map<std::string, TensorView> views_;
+  std::map<std::string, Int64Tensor> int_views_;
 };
 
 // True when `path` names a file that starts with the GGUF magic (or ends in .gguf).

@@ -9,9 +9,15 @@ namespace g4 {
 
 namespace {
 
+const char* const kAssistantArch = "gemma4-assistant";
+
 struct Meta {
   const GgufFile& g;
   std::string file;
+  std::string arch;  // "gemma4", or "gemma4-assistant" for a drafter: the metadata keys' prefix
+
+  std::string k(const std::string& key) const { return arch + "." + key; }
+  bool drafter() const { return arch == kAssistantArch; }
 
   std::string at(const std::string& key) const {
     const GgufValue* v = g.find(key);
@@ -51,48 +57,59 @@ struct Meta {
 };
 
 // The steps of config_from_gguf, in the order it checks the file (the first problem found is the
-// one reported). kGemma4 prefixes the architecture keys.
-const std::string kGemma4 = "gemma4.";
+// one reported).
 
 // Architecture, sizes, norms and softcaps, sliding window, KV sharing.
 void read_geometry(const Meta& m, ModelConfig& c) {
   const GgufFile& g = m.g;
   const auto arch = g.get_string("general.architecture");
   if (!arch) m.fail("general.architecture", "required key is missing");
-  if (*arch != "gemma4") m.fail("general.architecture", "= \"" + *arch + "\": g4 reads the gemma4 architecture only");
+  if (*arch != m.arch) {
+    if (*arch == kAssistantArch) m.fail("general.architecture", "= \"gemma4-assistant\": a drafter, not a model (pass it as --draft-model)");
+    if (*arch == "gemma4") m.fail("general.architecture", "= \"gemma4\": a Gemma 4 model, not a gemma4-assistant drafter");
+    m.fail("general.architecture", "= \"" + *arch + "\": g4 reads the " + m.arch + " architecture only");
+  }
   c.model_type = "gemma4_text";
-  const int L = m.get_int(kGemma4 + "block_count", std::nullopt, 1);
-  if (L > 4096) m.fail(kGemma4 + "block_count", "= " + std::to_string(L) + " is absurd");
+  const int L = m.get_int(m.k("block_count"), std::nullopt, 1);
+  if (L > 4096) m.fail(m.k("block_count"), "= " + std::to_string(L) + " is absurd");
   c.num_hidden_layers = L;
-  c.hidden_size = m.get_int(kGemma4 + "embedding_length", std::nullopt, 1);
-  c.num_attention_heads = m.get_int(kGemma4 + "attention.head_count", std::nullopt, 1);
-  c.max_position_embeddings = m.get_int(kGemma4 + "context_length", 131072, 1);
-  c.global_head_dim = m.get_int(kGemma4 + "attention.key_length", std::nullopt, 2);
-  c.head_dim = m.get_int(kGemma4 + "attention.key_length_swa", std::nullopt, 2);
-  if (m.get_int(kGemma4 + "attention.value_length", c.global_head_dim, 1) != c.global_head_dim)
-    m.fail(kGemma4 + "attention.value_length", "must equal attention.key_length = " + std::to_string(c.global_head_dim));
-  if (m.get_int(kGemma4 + "attention.value_length_swa", c.head_dim, 1) != c.head_dim)
-    m.fail(kGemma4 + "attention.value_length_swa", "must equal attention.key_length_swa = " + std::to_string(c.head_dim));
-  if (auto e = g.get_float(kGemma4 + "attention.layer_norm_rms_epsilon")) c.rms_norm_eps = *e;
-  if (!(c.rms_norm_eps > 0 && c.rms_norm_eps < 1)) m.fail(kGemma4 + "attention.layer_norm_rms_epsilon", "must be in (0, 1)");
-  if (auto s = g.get_float(kGemma4 + "final_logit_softcapping")) {
-    if (!(*s > 0)) m.fail(kGemma4 + "final_logit_softcapping", "must be > 0");
+  c.hidden_size = m.get_int(m.k("embedding_length"), std::nullopt, 1);
+  c.num_attention_heads = m.get_int(m.k("attention.head_count"), std::nullopt, 1);
+  c.max_position_embeddings = m.get_int(m.k("context_length"), 131072, 1);
+  c.global_head_dim = m.get_int(m.k("attention.key_length"), std::nullopt, 2);
+  c.head_dim = m.get_int(m.k("attention.key_length_swa"), std::nullopt, 2);
+  if (m.get_int(m.k("attention.value_length"), c.global_head_dim, 1) != c.global_head_dim)
+    m.fail(m.k("attention.value_length"), "must equal attention.key_length = " + std::to_string(c.global_head_dim));
+  if (m.get_int(m.k("attention.value_length_swa"), c.head_dim, 1) != c.head_dim)
+    m.fail(m.k("attention.value_length_swa"), "must equal attention.key_length_swa = " + std::to_string(c.head_dim));
+  if (auto e = g.get_float(m.k("attention.layer_norm_rms_epsilon"))) c.rms_norm_eps = *e;
+  if (!(c.rms_norm_eps > 0 && c.rms_norm_eps < 1)) m.fail(m.k("attention.layer_norm_rms_epsilon"), "must be in (0, 1)");
+  if (auto s = g.get_float(m.k("final_logit_softcapping"))) {
+    if (!(*s > 0)) m.fail(m.k("final_logit_softcapping"), "must be > 0");
     c.final_logit_softcapping = *s;
   }
-  if (g.find(kGemma4 + "attn_logit_softcapping")) m.fail(kGemma4 + "attn_logit_softcapping", "Gemma 4 has no attention-logit softcap");
-  c.sliding_window = m.get_int(kGemma4 + "attention.sliding_window", std::nullopt, 1);
-  c.num_kv_shared_layers = m.get_int(kGemma4 + "attention.shared_kv_layers", 0, 0);
-  c.hidden_size_per_layer_input = m.get_int(kGemma4 + "embedding_length_per_layer_input", 0, 0);
+  if (g.find(m.k("attn_logit_softcapping"))) m.fail(m.k("attn_logit_softcapping"), "Gemma 4 has no attention-logit softcap");
+  c.sliding_window = m.get_int(m.k("attention.sliding_window"), std::nullopt, 1);
+  c.num_kv_shared_layers = m.get_int(m.k("attention.shared_kv_layers"), 0, 0);
+  c.hidden_size_per_layer_input = m.get_int(m.k("embedding_length_per_layer_input"), 0, 0);
+  if (!m.drafter()) return;
+  // A drafter's layers own no K/V (they read the target's): llama.cpp writes the config's
+  // num_kv_shared_layers, 0 or every layer. The plans are marked shared by the caller.
+  if (c.num_kv_shared_layers != 0 && c.num_kv_shared_layers != L)
+    m.fail(m.k("attention.shared_kv_layers"), "= " + std::to_string(c.num_kv_shared_layers) +
+                                                 ": a drafter shares all its layers' K/V (0 or block_count = " + std::to_string(L) + ")");
+  c.num_kv_shared_layers = 0;
+  if (c.hidden_size_per_layer_input) m.fail(m.k("embedding_length_per_layer_input"), "must be 0: a drafter has no per-layer embeddings");
 }
 
 // Layer types (bool per layer, true = sliding). Returns the first KV-shared layer.
 int read_layer_types(const Meta& m, ModelConfig& c) {
   const int L = c.num_hidden_layers;
-  if (const GgufValue* v = m.g.find(kGemma4 + "attention.sliding_window_pattern")) {
+  if (const GgufValue* v = m.g.find(m.k("attention.sliding_window_pattern"))) {
     if (v->type != GgufType::ARRAY || v->elem_type != GgufType::BOOL || !v->elems)
-      m.fail(kGemma4 + "attention.sliding_window_pattern", "must be an array of bool");
+      m.fail(m.k("attention.sliding_window_pattern"), "must be an array of bool");
     if (v->count != uint64_t(L))
-      m.fail(kGemma4 + "attention.sliding_window_pattern", "has " + std::to_string(v->count) + " entries but block_count = " + std::to_string(L));
+      m.fail(m.k("attention.sliding_window_pattern"), "has " + std::to_string(v->count) + " entries but block_count = " + std::to_string(L));
     for (int i = 0; i < L; ++i) c.layer_types.push_back(v->int_at(uint64_t(i)) ? LayerType::Sliding : LayerType::Full);
   } else {
     for (int i = 0; i < L; ++i) c.layer_types.push_back((i + 1) % 6 ? LayerType::Sliding : LayerType::Full);
@@ -103,7 +120,7 @@ int read_layer_types(const Meta& m, ModelConfig& c) {
     c.notes.push_back("last layer was sliding; forced to full attention as the reference does");
   }
   const int first_shared = L - c.num_kv_shared_layers;
-  if (first_shared < 1) m.fail(kGemma4 + "attention.shared_kv_layers", "must be below block_count = " + std::to_string(L));
+  if (first_shared < 1) m.fail(m.k("attention.shared_kv_layers"), "must be below block_count = " + std::to_string(L));
   return first_shared;
 }
 
@@ -118,7 +135,7 @@ void read_vocab_from_tensors(const Meta& m, ModelConfig& c) {
                 std::to_string(c.hidden_size) + "]");
   if (emb->second.shape[0] > (1ll << 31) - 1) throw Error(m.file + ": tensor 'token_embd.weight' has an absurd vocabulary");
   c.vocab_size = int(emb->second.shape[0]);
-  c.vocab_size_per_layer_input = c.vocab_size;
+  c.vocab_size_per_layer_input = m.drafter() ? 0 : c.vocab_size;
   if (auto ple = T.find("per_layer_token_embd.weight"); ple != T.end() && !ple->second.shape.empty())
     c.vocab_size_per_layer_input = int(std::min<int64_t>(ple->second.shape[0], (1ll << 31) - 1));
   c.tie_word_embeddings = !T.count("output.weight");
@@ -126,6 +143,7 @@ void read_vocab_from_tensors(const Meta& m, ModelConfig& c) {
 
 // K=V: full, non-shared layers without attn_v.
 void read_k_eq_v(const Meta& m, ModelConfig& c, int first_shared) {
+  if (m.drafter()) return;  // no K/V projections at all: read_kv_heads decides
   const auto& T = m.g.tensors();
   int with_v = 0, without_v = 0;
   for (int i = 0; i < first_shared; ++i)
@@ -139,20 +157,21 @@ void read_k_eq_v(const Meta& m, ModelConfig& c, int first_shared) {
 // KV heads: scalar, or per layer (sliding layers nKV, full layers num_global_key_value_heads).
 void read_kv_heads(const Meta& m, ModelConfig& c) {
   const int L = c.num_hidden_layers;
-  const std::vector<int> kv = m.per_layer(kGemma4 + "attention.head_count_kv", L, 1);
+  const std::vector<int> kv = m.per_layer(m.k("attention.head_count_kv"), L, 1);
   std::optional<int> kv_sliding, kv_full;
   for (int i = 0; i < L; ++i) {
     auto& slot = c.layer_types[size_t(i)] == LayerType::Sliding ? kv_sliding : kv_full;
     if (slot && *slot != kv[size_t(i)])
-      m.fail(kGemma4 + "attention.head_count_kv", "layer " + std::to_string(i) + " has " + std::to_string(kv[size_t(i)]) +
+      m.fail(m.k("attention.head_count_kv"), "layer " + std::to_string(i) + " has " + std::to_string(kv[size_t(i)]) +
                                                 " heads but an earlier layer of the same type has " + std::to_string(*slot) +
                                                 " (g4 supports one count per layer type)");
     slot = kv[size_t(i)];
   }
   c.num_key_value_heads = kv_sliding ? *kv_sliding : *kv_full;
   if (kv_full && *kv_full != c.num_key_value_heads) {
+    if (m.drafter()) c.attention_k_eq_v = true;  // a drafter mirrors its target's K=V full layers
     if (!c.attention_k_eq_v)
-      m.fail(kGemma4 + "attention.head_count_kv", "full layers have " + std::to_string(*kv_full) + " KV heads and sliding layers " +
+      m.fail(m.k("attention.head_count_kv"), "full layers have " + std::to_string(*kv_full) + " KV heads and sliding layers " +
                                                 std::to_string(c.num_key_value_heads) +
                                                 ", which Gemma 4 allows only with K=V full layers (these have attn_v)");
     c.num_global_key_value_heads = *kv_full;
@@ -162,7 +181,7 @@ void read_kv_heads(const Meta& m, ModelConfig& c) {
 // MLP width: scalar, or per layer with the double-wide pattern (I below first_shared, 2I after).
 void read_mlp_widths(const Meta& m, ModelConfig& c, int first_shared) {
   const int L = c.num_hidden_layers;
-  const std::vector<int> ff = m.per_layer(kGemma4 + "feed_forward_length", L, 1);
+  const std::vector<int> ff = m.per_layer(m.k("feed_forward_length"), L, 1);
   c.intermediate_size = ff[0];
   bool all_same = true;
   for (int x : ff) all_same = all_same && x == ff[0];
@@ -170,7 +189,7 @@ void read_mlp_widths(const Meta& m, ModelConfig& c, int first_shared) {
   for (int i = 0; i < L; ++i) {
     const int want = i < first_shared ? ff[0] : 2 * ff[0];
     if (ff[size_t(i)] != want)
-      m.fail(kGemma4 + "feed_forward_length", "layer " + std::to_string(i) + " = " + std::to_string(ff[size_t(i)]) + ", expected " +
+      m.fail(m.k("feed_forward_length"), "layer " + std::to_string(i) + " = " + std::to_string(ff[size_t(i)]) + ", expected " +
                                             std::to_string(want) + " (g4 knows uniform widths and the double-wide pattern: I below the first KV-shared layer " +
                                             std::to_string(first_shared) + ", 2I from there)");
   }
@@ -178,12 +197,13 @@ void read_mlp_widths(const Meta& m, ModelConfig& c, int first_shared) {
 }
 
 void read_moe(const Meta& m, ModelConfig& c) {
-  c.num_experts = m.get_int(kGemma4 + "expert_count", 0, 0);
+  c.num_experts = m.get_int(m.k("expert_count"), 0, 0);
   if (c.num_experts == 0) return;
+  if (m.drafter()) m.fail(m.k("expert_count"), "a drafter has no MoE block");
   c.enable_moe_block = true;
-  c.top_k_experts = m.get_int(kGemma4 + "expert_used_count", std::nullopt, 1);
-  c.moe_intermediate_size = m.get_int(kGemma4 + "expert_feed_forward_length", std::nullopt, 1);
-  if (c.top_k_experts > c.num_experts) m.fail(kGemma4 + "expert_used_count", "exceeds expert_count = " + std::to_string(c.num_experts));
+  c.top_k_experts = m.get_int(m.k("expert_used_count"), std::nullopt, 1);
+  c.moe_intermediate_size = m.get_int(m.k("expert_feed_forward_length"), std::nullopt, 1);
+  if (c.top_k_experts > c.num_experts) m.fail(m.k("expert_used_count"), "exceeds expert_count = " + std::to_string(c.num_experts));
 }
 
 // How many leading pairs rope_freqs.weight rotates (1.0 on those, >= 1e20 after); all `half`
@@ -213,18 +233,18 @@ int rotated_pairs(const Meta& m, ModelConfig& c, int half) {
 // Returns the number of rotated pairs of full layers.
 int read_rope(const Meta& m, ModelConfig& c) {
   const GgufFile& g = m.g;
-  const double theta_full = g.get_float(kGemma4 + "rope.freq_base").value_or(1000000.0);
-  const double theta_swa = g.get_float(kGemma4 + "rope.freq_base_swa").value_or(10000.0);
-  if (!(theta_full > 0)) m.fail(kGemma4 + "rope.freq_base", "must be > 0");
-  if (!(theta_swa > 0)) m.fail(kGemma4 + "rope.freq_base_swa", "must be > 0");
-  if (m.get_int(kGemma4 + "rope.dimension_count", c.global_head_dim, 1) != c.global_head_dim)
-    m.fail(kGemma4 + "rope.dimension_count", "must equal attention.key_length = " + std::to_string(c.global_head_dim) +
+  const double theta_full = g.get_float(m.k("rope.freq_base")).value_or(1000000.0);
+  const double theta_swa = g.get_float(m.k("rope.freq_base_swa")).value_or(10000.0);
+  if (!(theta_full > 0)) m.fail(m.k("rope.freq_base"), "must be > 0");
+  if (!(theta_swa > 0)) m.fail(m.k("rope.freq_base_swa"), "must be > 0");
+  if (m.get_int(m.k("rope.dimension_count"), c.global_head_dim, 1) != c.global_head_dim)
+    m.fail(m.k("rope.dimension_count"), "must equal attention.key_length = " + std::to_string(c.global_head_dim) +
                                            " (Gemma 4 encodes partial rotation in rope_freqs, not n_rot)");
-  if (m.get_int(kGemma4 + "rope.dimension_count_swa", c.head_dim, 1) != c.head_dim)
-    m.fail(kGemma4 + "rope.dimension_count_swa", "must equal attention.key_length_swa = " + std::to_string(c.head_dim));
-  if (g.find(kGemma4 + "rope.scaling.type") || g.find(kGemma4 + "rope.scaling.factor")) {
-    const auto f = g.get_float(kGemma4 + "rope.scaling.factor");
-    if (f && *f != 1.0) m.fail(kGemma4 + "rope.scaling.factor", "position scaling is not supported for Gemma 4");
+  if (m.get_int(m.k("rope.dimension_count_swa"), c.head_dim, 1) != c.head_dim)
+    m.fail(m.k("rope.dimension_count_swa"), "must equal attention.key_length_swa = " + std::to_string(c.head_dim));
+  if (g.find(m.k("rope.scaling.type")) || g.find(m.k("rope.scaling.factor"))) {
+    const auto f = g.get_float(m.k("rope.scaling.factor"));
+    if (f && *f != 1.0) m.fail(m.k("rope.scaling.factor"), "position scaling is not supported for Gemma 4");
   }
   c.rope_sliding = {RopeType::Default, theta_swa, 1.0, 1.0};
   const int rotated = rotated_pairs(m, c, c.global_head_dim / 2);
@@ -268,8 +288,10 @@ void finalize_checked(const Meta& m, ModelConfig& c, int rotated) {
 
 }  // namespace
 
-ModelConfig config_from_gguf(const GgufFile& g) {
-  const Meta m{g, g.path().string()};
+ModelConfig config_from_gguf(const GgufFile& g) { return config_from_gguf(g, "gemma4"); }
+
+ModelConfig config_from_gguf(const GgufFile& g, const std::string& arch) {
+  const Meta m{g, g.path().string(), arch};
   ModelConfig c;
   read_geometry(m, c);
   const int first_shared = read_layer_types(m, c);

@@ -13,5 +13,10 @@ namespace g4 {
 // proportional RoPE (1.0 on the rotated pairs, >= 1e29 elsewhere); otherwise it is refused.
 // Throws g4::Error naming the file, key (and its byte offset) or tensor.
 ModelConfig config_from_gguf(const GgufFile& g);
+// The same for another architecture's keys: "gemma4-assistant" reads a drafter's decoder stack
+// (llama.cpp's Gemma4AssistantModel converter: the gemma4 keys under that prefix). Its layers own
+// no K/V: the config declares no sharing (the caller marks the plans shared), K=V full layers
+// are inferred from per-type KV head counts, and per-layer embeddings or MoE are refused.
+ModelConfig config_from_gguf(const GgufFile& g, const std::string& arch);
 
 }  // namespace g4

@@ -125,6 +125,13 @@ void GgufWriter::add_tensor(const std::string& name, DType dtype, const std::vec
   tensors_.push_back({name, dtype, shape, n});
 }
 
+void GgufWriter::add_i64_tensor(const std::string& name, const std::vector<int64_t>& shape) {
+  if (shape.empty() || shape.size() > 4) throw Error("GGUF writer: tensor '" + name + "' needs 1 to 4 dimensions");
+  uint64_t n = 8;
+  for (int64_t d : shape) n *= uint64_t(d);
+  tensors_.push_back({name, DType::F32, shape, n, true});
+}
+
 void GgufWriter::write(const std::filesystem::path& path, const Filler& fill) const {
   std::string h;
   raw<uint32_t>(h, 0x46554747u);
@@ -145,7 +152,7 @@ void GgufWriter::write(const std::filesystem::path& path, const Filler& fill) co
     str(h, t.name);
     raw<uint32_t>(h, uint32_t(t.shape.size()));
     for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it) raw<uint64_t>(h, uint64_t(*it));
-    raw<uint32_t>(h, dtype_to_ggml(t.dtype));
+    raw<uint32_t>(h, t.i64 ? 27u : dtype_to_ggml(t.dtype));
     raw<uint64_t>(h, off);
     offsets.push_back(off);
     off += (t.nbytes + kAlign - 1) / kAlign * kAlign;
@@ -175,10 +182,10 @@ std::vector<float> gemma4_rope_freqs(const ModelConfig& c) {
   return f;
 }
 
-void add_gemma4_metadata(GgufWriter& w, const ModelConfig& c, const std::string& name) {
-  const std::string p = "gemma4.";
+void add_gemma4_metadata(GgufWriter& w, const ModelConfig& c, const std::string& name, const std::string& arch) {
+  const std::string p = arch + ".";
   const int L = c.num_hidden_layers;
-  w.set_string("general.architecture", "gemma4");
+  w.set_string("general.architecture", arch);
   w.set_string("general.name", name);
   w.set_u32(p + "block_count", uint32_t(L));
   w.set_u32(p + "context_length", uint32_t(c.max_position_embeddings));

@@ -36,6 +36,8 @@ class GgufWriter {
   // `shape` is row-major (HF [out, in]); the file stores ne reversed. The row length
   // (last dim) must be a multiple of the dtype's block size.
   void add_tensor(const std::string& name, DType dtype, const std::vector<int64_t>& shape);
+  // An I64 tensor (ggml type 27: index tables such as a drafter's token ordering).
+  void add_i64_tensor(const std::string& name, const std::vector<int64_t>& shape);
   // fill(index, out) writes tensor `index`'s bytes (row_bytes × rows) into out.
   using Filler = std::function<void(size_t index, std::byte* out)>;
   void write(const std::filesystem::path& path, const Filler& fill) const;
@@ -45,6 +47,7 @@ class GgufWriter {
     DType dtype;
     std::vector<int64_t> shape;
     uint64_t nbytes;
+    bool i64 = false;  // dtype ignored
   };
   const std::vector<Tensor>& tensors() const { return tensors_; }
 
@@ -55,8 +58,10 @@ class GgufWriter {
 };
 
 // The gemma4.* metadata (architecture, geometry, RoPE, layer pattern, per-layer arrays,
-// MoE) llama.cpp's converter writes for config c, plus general.architecture/name.
-void add_gemma4_metadata(GgufWriter& w, const ModelConfig& c, const std::string& name);
+// MoE) llama.cpp's converter writes for config c, plus general.architecture/name. `arch` is
+// "gemma4-assistant" for a drafter, whose keys llama.cpp's converter writes the same way.
+void add_gemma4_metadata(GgufWriter& w, const ModelConfig& c, const std::string& name,
+                         const std::string& arch = "gemma4");
 
 // rope_freqs.weight values for config c: 1.0 on the rotated pairs of full layers, 1e30 after.
 std::vector<float> gemma4_rope_freqs(const ModelConfig& c);

@@ -225,18 +225,6 @@ void SafetensorsArchive::check_unchanged() const {
   for (const auto& m : maps_) m->check_unchanged();
 }
 
-int64_t Int64Tensor::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
-int64_t Int64Tensor::value(int64_t i) const {
-  int64_t v;
-  std::memcpy(&v, data + 8 * i, 8);  // little-endian hosts only, as every other reader here
-  return v;
-}
-
 uint64_t TensorSpec::nbytes() const {
   if (int64) {
     uint64_t n = 8;

@@ -20,15 +20,6 @@
 
 namespace g4 {
 
-// An I64 tensor: little-endian int64 values, read with value().
-struct Int64Tensor {
-  std::string name, file;
-  std::vector<int64_t> shape;
-  const std::byte* data = nullptr;  // numel() · 8 bytes, not necessarily 8-byte aligned
-  int64_t numel() const;
-  int64_t value(int64_t i) const;  // element i (flat index)
-};
-
 class SafetensorsArchive {
  public:
   // `path` is a .safetensors file, or a directory holding model.safetensors or

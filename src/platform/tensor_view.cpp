@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <vector>
 
 #include "platform/error.h"
@@ -102,4 +103,21 @@ TensorView slice_leading(const TensorView& t, int64_t i) {
   s.name = t.name + "[" + std::to_string(i) + "]";
   return s;
 }
+int64_t Int64Tensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t Int64Tensor::value(int64_t i) const {
+  if (bytes == 4) {
+    int32_t v;
+    std::memcpy(&v, data + 4 * i, 4);  // little-endian hosts only, as every other reader here
+    return v;
+  }
+  int64_t v;
+  std::memcpy(&v, data + 8 * i, 8);
+  return v;
+}
+
 }  // namespace g4

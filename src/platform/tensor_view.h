@@ -42,6 +42,17 @@ struct TensorView {
   const std::byte* row_data(int64_t r) const;
 };
 
+// An integer tensor (index tables such as a drafter's token ordering; no weight path reads one):
+// little-endian I64 (safetensors, GGUF) or I32 (GGUF) values, read widened with value().
+struct Int64Tensor {
+  std::string name, file;
+  std::vector<int64_t> shape;
+  const std::byte* data = nullptr;  // numel() · bytes, not necessarily aligned
+  int bytes = 8;                    // 8 (I64) or 4 (I32)
+  int64_t numel() const;
+  int64_t value(int64_t i) const;  // element i (flat index)
+};
+
 std::string shape_str(const std::vector<int64_t>& shape);  // "[4096, 1536]"
 
 }  // namespace g4
