@@ -1,6 +1,9 @@
 #include "model/assistant.h"
 
+#include <nlohmann/json.hpp>
+
 #include "model/assistant_gguf.h"
+#include "model/config_fields.h"
 #include "platform/error.h"
 
 namespace g4 {
@@ -91,20 +94,14 @@ void open_stack(AssistantModel& d) {
   m.config = d.config.text;
 }
 
-}  // namespace
-
-std::unique_ptr<AssistantModel> load_assistant(const std::filesystem::path& path, const Model& target) {
-  auto d = std::make_unique<AssistantModel>();
-  d->path = path;
-  d->stack = std::make_unique<Model>();
-  d->stack->path = path;
-  open_stack(*d);
-  d->pairing = pair_assistant(d->config, target.config, path.string(), target.path.string());
-  Model& m = *d->stack;
+// Binds the stack's weights and the tensors around it (after open_stack).
+void bind_drafter(AssistantModel& d) {
+  const std::filesystem::path& path = d.path;
+  Model& m = *d.stack;
   const bool gguf = m.gguf != nullptr;
   const TensorMap& tensors = gguf ? m.gguf_views : m.archive.tensors();
   try {
-    m.weights = bind_weights(d->config.text, tensors, path.string());
+    m.weights = bind_weights(d.config.text, tensors, path.string());
   } catch (const Error& e) {
     if (!gguf) throw;
     throw Error(std::string(e.what()) + " [in a gemma4-assistant GGUF, model.layers.i.* are the blk.i.* tensors, " +
@@ -113,15 +110,44 @@ std::unique_ptr<AssistantModel> load_assistant(const std::filesystem::path& path
   if (m.weights.prefix != "model.")
     throw Error(path.string() + ": drafter tensors must sit under 'model.' (found '" + m.weights.prefix +
                 "embed_tokens.weight')");
-  const Int64Tensor* ordering = nullptr;
-  const auto& ints = gguf ? m.gguf->int_tensors() : m.archive.int64_tensors();
-  if (auto it = ints.find(gguf ? kGgufTokenOrdering : "masked_embedding.token_ordering"); it != ints.end())
-    ordering = &it->second;
-  else if (!gguf && m.archive.find("masked_embedding.token_ordering"))
+  const Int64Tensor* ordering = d.token_ordering_tensor();
+  if (!ordering && !gguf && m.archive.find("masked_embedding.token_ordering"))
     throw Error(m.archive.find("masked_embedding.token_ordering")->file +
                 ": tensor 'masked_embedding.token_ordering' must be I64 (token ids)");
-  bind_drafter_extras(*d, {tensors, ordering, gguf});
+  bind_drafter_extras(d, {tensors, ordering, gguf});
+}
+
+}  // namespace
+
+std::unique_ptr<AssistantModel> load_assistant(const std::filesystem::path& path, const Model& target) {
+  return open_assistant(path, &target);
+}
+
+std::unique_ptr<AssistantModel> open_assistant(const std::filesystem::path& path, const Model* target) {
+  auto d = std::make_unique<AssistantModel>();
+  d->path = path;
+  d->stack = std::make_unique<Model>();
+  d->stack->path = path;
+  open_stack(*d);
+  // The pair is checked before any tensor, so a mismatched drafter is refused for that first.
+  if (target) d->pairing = pair_assistant(d->config, target->config, path.string(), target->path.string());
+  bind_drafter(*d);
   return d;
 }
+
+bool is_assistant_checkpoint(const std::filesystem::path& path) {
+  if (looks_like_gguf(path)) return GgufFile::open(path)->get_string("general.architecture") == "gemma4-assistant";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path / "config.json", ec)) return false;
+  const auto j = read_config_json(path / "config.json");
+  return j.is_object() && j.value("model_type", "") == "gemma4_assistant";
+}
+
+const Int64Tensor* AssistantModel::token_ordering_tensor() const {
+  const auto& ints = stack->gguf ? stack->gguf->int_tensors() : stack->archive.int64_tensors();
+  auto it = ints.find(stack->gguf ? kGgufTokenOrdering : "masked_embedding.token_ordering");
+  return it == ints.end() ? nullptr : &it->second;
+}
+
 
 }  // namespace g4

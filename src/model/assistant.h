@@ -27,11 +27,18 @@ struct AssistantModel {
   // token_ordering [V] as read from the I64 tensor: row c of its [C, V/C] view lists the token
   // ids of centroid c. Empty without use_ordered_embeddings.
   std::vector<int> token_ordering;
+  // That tensor as stored (I64, or I32 in a GGUF); null when the checkpoint has none.
+  const Int64Tensor* token_ordering_tensor() const;
 };
 
 // `path`: a directory with config.json (model_type gemma4_assistant) and model.safetensors (or
-// a sharded index). Checks the config against `target` (pair_assistant) and every tensor's
+// a sharded index), or a gemma4-assistant GGUF file (model/assistant_gguf.h). Checks the config against `target` (pair_assistant) and every tensor's
 // presence and shape. Throws g4::Error naming the file, tensor or field.
 std::unique_ptr<AssistantModel> load_assistant(const std::filesystem::path& path, const Model& target);
+// The same without a target (`g4 quantize`): every check but the pairing; `pairing` stays unset.
+std::unique_ptr<AssistantModel> open_assistant(const std::filesystem::path& path, const Model* target = nullptr);
+// `path` holds a drafter: a directory whose config.json says model_type gemma4_assistant, or a
+// GGUF whose general.architecture is gemma4-assistant.
+bool is_assistant_checkpoint(const std::filesystem::path& path);
 
 }  // namespace g4

@@ -105,4 +105,14 @@ std::map<std::string, TensorView> assistant_gguf_tensors_as_hf(const GgufFile& g
   return out;
 }
 
+std::optional<std::string> assistant_gguf_name(const std::string& st) {
+  for (const auto& [gg, name] : kDrafterGlobal)
+    if (st == name) return gg;
+  const std::string head = "model.layers.";
+  if (st.rfind(head, 0) != 0) return std::nullopt;
+  auto gg = hf_to_gguf_name("model.language_model.layers." + st.substr(head.size()));
+  if (!gg || !drafter_layer_tensor(*gg)) return std::nullopt;
+  return gg;
+}
+
 }  // namespace g4

@@ -4,6 +4,7 @@
 // format the same way. docs/speculative.md lists the names.
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 
 #include "model/assistant_config.h"
@@ -23,6 +24,9 @@ AssistantConfig assistant_config_from_gguf(const GgufFile& g);
 // model.layers.i.*, masked_embedding.centroids.weight, ...). rope_freqs.weight is left out (the
 // config checked it); an unknown tensor is refused naming it and its data offset.
 std::map<std::string, TensorView> assistant_gguf_tensors_as_hf(const GgufFile& g);
+
+// The inverse: a drafter tensor's GGUF name (nullopt for a name that is not a drafter weight).
+std::optional<std::string> assistant_gguf_name(const std::string& st_name);
 
 // The GGUF name of the token ordering (an I32 or I64 tensor in g.int_tensors()).
 inline constexpr const char* kGgufTokenOrdering = "masked_embd_ordering";

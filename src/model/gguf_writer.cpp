@@ -251,32 +251,6 @@ std::map<std::string, DType> q4_k_m_plan(const Model& m, const std::map<std::str
   return q4_k_m_types(names);
 }
 
-// The dtype `view` is stored as: 1-D tensors F32; matrices `want` where their rows are whole
-// blocks of it, else Q8_0 (for a quantized `type`, counted in fallback_q8) or F32 (fallback_f32).
-DType stored_dtype(const TensorView& view, DType want, DType type, int& fallback_q8, int& fallback_f32) {
-  if (view.shape.size() < 2) return DType::F32;
-  const int64_t cols = view.shape.back();
-  if (row_bytes(want, cols)) return want;
-  if (dtype_is_quantized(type) && row_bytes(DType::Q8_0, cols)) {
-    ++fallback_q8;
-    return DType::Q8_0;
-  }
-  ++fallback_f32;
-  return DType::F32;
-}
-
-// Tensor s, row by row through f32, encoded as `dtype` into dst.
-void encode_rows(const TensorView& s, DType dtype, std::byte* dst, std::vector<float>& row) {
-  const int64_t cols = s.shape.back();
-  const int64_t rows = s.numel() / cols;
-  const uint64_t rb = row_bytes(dtype, cols);
-  row.resize(size_t(cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    s.row_to_f32(r, row.data());
-    ops::quantize_row(dtype, row.data(), dst + uint64_t(r) * rb, cols);
-  }
-}
-
 }  // namespace
 
 GgufExportReport write_model_gguf(const Model& m, DType type, const std::filesystem::path& out,
@@ -310,23 +284,50 @@ GgufExportReport write_model_gguf(const Model& m, DType type, const std::filesys
       rep.notes.push_back("not written (a 0-d tensor): " + hf);
       continue;
     }
-    const DType t = stored_dtype(view, mix == QuantMix::Q4_K_M ? mixed.at(*gg) : type, type, fallback_q8, fallback_f32);
+    const DType t = gguf_stored_dtype(view, mix == QuantMix::Q4_K_M ? mixed.at(*gg) : type, type, fallback_q8, fallback_f32);
     w.add_tensor(*gg, t, view.shape);
     sources.push_back(&view);
     rep.tensors_by_dtype[std::string(dtype_name(t))] += 1;
   }
   rep.tensors_by_dtype["F32"] += 1;  // rope_freqs
+  finish_export_report(rep, w, type, fallback_q8, fallback_f32);
+
+  std::vector<float> row;
+  w.write(out, [&](size_t i, std::byte* dst) {
+    if (const TensorView* s = sources[i]) encode_tensor_rows(*s, w.tensors()[i].dtype, dst, row);
+    else std::memcpy(dst, rope.data(), rope.size() * 4);
+  });
+  return rep;
+}
+
+DType gguf_stored_dtype(const TensorView& view, DType want, DType type, int& fallback_q8, int& fallback_f32) {
+  if (view.shape.size() < 2) return DType::F32;
+  const int64_t cols = view.shape.back();
+  if (row_bytes(want, cols)) return want;
+  if (dtype_is_quantized(type) && row_bytes(DType::Q8_0, cols)) {
+    ++fallback_q8;
+    return DType::Q8_0;
+  }
+  ++fallback_f32;
+  return DType::F32;
+}
+
+void encode_tensor_rows(const TensorView& s, DType dtype, std::byte* dst, std::vector<float>& row) {
+  const int64_t cols = s.shape.back();
+  const int64_t rows = s.numel() / cols;
+  const uint64_t rb = row_bytes(dtype, cols);
+  row.resize(size_t(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    s.row_to_f32(r, row.data());
+    ops::quantize_row(dtype, row.data(), dst + uint64_t(r) * rb, cols);
+  }
+}
+
+void finish_export_report(GgufExportReport& rep, const GgufWriter& w, DType type, int fallback_q8, int fallback_f32) {
   if (fallback_q8) rep.notes.push_back(std::to_string(fallback_q8) + " matrices have rows that are not whole " +
                                        std::string(dtype_name(type)) + " blocks: stored as Q8_0");
   if (fallback_f32) rep.notes.push_back(std::to_string(fallback_f32) + " matrices have rows that are not whole blocks: stored as F32");
   for (const auto& t : w.tensors()) rep.bytes += t.nbytes;
-
-  std::vector<float> row;
-  w.write(out, [&](size_t i, std::byte* dst) {
-    if (const TensorView* s = sources[i]) encode_rows(*s, w.tensors()[i].dtype, dst, row);
-    else std::memcpy(dst, rope.data(), rope.size() * 4);
-  });
-  return rep;
 }
 
 std::map<std::string, DType> q4_k_m_types(const std::vector<std::string>& gguf_names) {

@@ -87,6 +87,16 @@ enum class QuantMix { Uniform, Q4_K_M };
 GgufExportReport write_model_gguf(const Model& m, DType type, const std::filesystem::path& out,
                                   const std::function<void(GgufWriter&)>& extra = {}, QuantMix mix = QuantMix::Uniform);
 
+// The dtype `view` is stored as when `want` is asked for: 1-D tensors F32; matrices `want` where
+// their rows are whole blocks of it, else Q8_0 (when `type` is quantized; counted in fallback_q8)
+// or F32 (counted in fallback_f32).
+DType gguf_stored_dtype(const TensorView& view, DType want, DType type, int& fallback_q8, int& fallback_f32);
+// Tensor s, row by row through f32, encoded as `dtype` into dst (row_bytes(dtype, cols) per row).
+void encode_tensor_rows(const TensorView& s, DType dtype, std::byte* dst, std::vector<float>& row);
+
+// The report's notes on the fallbacks gguf_stored_dtype counted, and its byte total from w.
+void finish_export_report(GgufExportReport& rep, const GgufWriter& w, DType type, int fallback_q8, int fallback_f32);
+
 // llama.cpp's Q4_K_M choice for each of these gemma4 GGUF tensor names: Q6_K for output.weight
 // (or token_embd.weight when there is no output.weight: the tied head), and for the attn_v and
 // ffn_down matrices that llama.cpp's "more bits" rule picks (counting each kind's tensors in

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <string>
 
 #include "test_util.h"
@@ -42,6 +43,48 @@ TEST(LogitsDraftCommand, WritesTheFixturesDraftLogits) {
   for (char& c : spaced)
     if (c == ',') c = ' ';
   EXPECT_NE(out.find(spaced), std::string::npos) << out;
+}
+
+// `g4 quantize` writes a drafter as a gemma4-assistant GGUF. At f32 the centroid-head drafter
+// drafts what the fixture says (every step within its 1e-3). As Q8_0 the dense-head drafter's first
+// steps stay within the int8 rounding of the fixture (later steps follow their own argmax).
+TEST(LogitsDraftCommand, QuantizedDrafterGgufDraftsAsTheFixture) {
+  test::TempDir tmp;
+  std::string out;
+  for (const auto& [variant, type] : {std::pair<std::string, std::string>{"tiny-e-assistant", "f32"},
+                                      {"tiny-31b-assistant", "q8_0"}}) {
+    const auto dir = test::fixtures_dir() / "gemma4-assistant-tiny" / variant;
+    const auto m = nlohmann::json::parse(test::read_file(dir / "manifest.json"));
+    std::vector<int> starts;
+    for (const auto& s : m["starts"]) starts.push_back(s["p"].get<int>());
+    const auto want = test::read_f32(dir / "draft_logits.f32");  // [S, k, V]
+    const auto gguf = tmp / (variant + "-" + type + ".gguf");
+    ASSERT_EQ(0, test::g4_command("quantize " + (dir / "assistant").string() + " " + gguf.string() + " --type " + type, &out))
+        << out;
+    ASSERT_EQ(0, test::g4_command("logits --model " + (dir / "target").string() + " --draft-model " + gguf.string() +
+                                      " --tokens " + comma_list(m["tokens"].get<std::vector<int>>()) + " --draft-at " +
+                                      comma_list(starts) + " --draft-k 4 --out " + (tmp / "d.f32").string(),
+                                  &out))
+        << out;
+    const auto got = test::read_f32(tmp / "d.f32");
+    ASSERT_EQ(got.size(), want.size());
+    if (type == "f32") {
+      EXPECT_NE(out.find("start 1 (token"), std::string::npos) << out;
+      EXPECT_LE(test::max_abs_diff(got.data(), want.data(), got.size()), 1e-3f);
+      continue;
+    }
+    const size_t V = m["vocab_size"].get<size_t>(), step = 4 * V;
+    float first = 0;
+    for (size_t s = 0; s < starts.size(); ++s)
+      first = std::max(first, test::max_abs_diff(&got[s * step], &want[s * step], V));
+    EXPECT_LE(first, 0.3f) << type;  // 0.15 measured; the manifest's smallest mistake (softcap) moves 0.47
+    EXPECT_GT(first, 1e-5f) << "the Q8_0 file was not quantized";
+  }
+  const auto dir = test::fixtures_dir() / "gemma4-assistant-tiny" / "tiny-e-assistant";
+  EXPECT_NE(0, test::g4_command("quantize " + (dir / "assistant").string() + " " + (tmp / "x.gguf").string() +
+                                    " --type q4_k_m",
+                                &out));
+  EXPECT_NE(out.find("llama.cpp's mix is for models"), std::string::npos) << out;
 }
 
 TEST(LogitsDraftCommand, RunsASynthesizedPair) {
