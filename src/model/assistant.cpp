@@ -79,13 +79,15 @@ void bind_drafter_extras(AssistantModel& d, const DrafterTensors& in) {
 void open_stack(AssistantModel& d) {
   Model& m = *d.stack;
   const std::string src = d.path.string();
+  std::error_code ec;
+  if (std::filesystem::is_directory(d.path, ec))
+    if (auto g = lone_gguf(d.path)) d.path = m.path = *g;  // a GGUF repo snapshot: its one file
   if (looks_like_gguf(d.path)) {
     m.format = "gguf";
     m.gguf = GgufFile::open(d.path);
     d.config = assistant_config_from_gguf(*m.gguf);
     m.gguf_views = assistant_gguf_tensors_as_hf(*m.gguf);
   } else {
-    std::error_code ec;
     if (!std::filesystem::is_directory(d.path, ec))
       throw Error(src + ": expected a drafter directory holding config.json and model.safetensors, or a gemma4-assistant .gguf file");
     d.config = load_assistant_config(d.path / "config.json");
@@ -136,8 +138,10 @@ std::unique_ptr<AssistantModel> open_assistant(const std::filesystem::path& path
 }
 
 bool is_assistant_checkpoint(const std::filesystem::path& path) {
-  if (looks_like_gguf(path)) return GgufFile::open(path)->get_string("general.architecture") == "gemma4-assistant";
   std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    if (auto g = lone_gguf(path)) return is_assistant_checkpoint(*g);
+  if (looks_like_gguf(path)) return GgufFile::open(path)->get_string("general.architecture") == "gemma4-assistant";
   if (!std::filesystem::is_regular_file(path / "config.json", ec)) return false;
   const auto j = read_config_json(path / "config.json");
   return j.is_object() && j.value("model_type", "") == "gemma4_assistant";

@@ -50,6 +50,19 @@ std::unique_ptr<Model> load_gguf(const std::filesystem::path& file, const std::f
 
 }  // namespace
 
+std::optional<std::filesystem::path> lone_gguf(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir / "config.json", ec)) return std::nullopt;
+  std::vector<fs::path> ggufs;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file() && e.path().extension() == ".gguf") ggufs.push_back(e.path());
+  if (ggufs.size() > 1)
+    throw Error(dir.string() + ": no config.json, and " + std::to_string(ggufs.size()) + " .gguf files: name the one to load");
+  if (ggufs.empty()) return std::nullopt;
+  return ggufs[0];
+}
+
 std::unique_ptr<Model> load_model(const std::filesystem::path& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -62,13 +75,7 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path) {
     throw Error(path.string() + ": expected a model directory holding config.json and model.safetensors, or a .gguf file");
   const fs::path cfg = path / "config.json";
   if (!fs::exists(cfg)) {
-    std::vector<fs::path> ggufs;
-    for (const auto& e : fs::directory_iterator(path, ec))
-      if (e.is_regular_file() && e.path().extension() == ".gguf") ggufs.push_back(e.path());
-    if (ggufs.size() == 1) return load_gguf(ggufs[0], ggufs[0]);
-    if (ggufs.size() > 1)
-      throw Error(path.string() + ": no config.json, and " + std::to_string(ggufs.size()) +
-                  " .gguf files: name the one to load");
+    if (auto g = lone_gguf(path)) return load_gguf(*g, *g);
     throw Error(path.string() + ": no config.json (or single .gguf file) in this directory");
   }
   auto m = std::make_unique<Model>();

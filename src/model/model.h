@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,5 +47,8 @@ struct Model {
 // config.json and exactly one .gguf file. Everything is validated before this returns;
 // throws g4::Error otherwise.
 std::unique_ptr<Model> load_model(const std::filesystem::path& path);
+// The one .gguf file of a directory without config.json (a llama.cpp-style repo snapshot);
+// nullopt when there is a config.json or no .gguf; throws g4::Error when there are several.
+std::optional<std::filesystem::path> lone_gguf(const std::filesystem::path& dir);
 
 }  // namespace g4

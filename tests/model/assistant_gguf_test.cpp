@@ -270,6 +270,21 @@ TEST(GgufDrafterCentroids, WithoutATopKKeyTheReleasedValueIsUsedAndNoted) {
   EXPECT_TRUE(noted);
 }
 
+// A llama.cpp-style repo snapshot: a directory without config.json holding one .gguf.
+TEST(GgufDrafterDirectory, ADirectoryWithOneGgufIsThatFile) {
+  const std::string variant = "tiny-31b-assistant";
+  const auto target = load_model(drafter_fixture(variant) / "target");
+  test::TempDir tmp;
+  fs::create_directories(tmp / "repo");
+  const fs::path file = write_drafter_gguf(variant, tmp / "repo" / "drafter-f32.gguf");
+  const auto d = load_assistant(tmp / "repo", *target);
+  EXPECT_EQ(d->path, file);
+  EXPECT_EQ(d->stack->format, "gguf");
+  write_drafter_gguf(variant, tmp / "repo" / "drafter-2.gguf");
+  EXPECT_NE(gguf_error_of([&] { load_assistant(tmp / "repo", *target); }).find("2 .gguf files: name the one to load"),
+            std::string::npos);
+}
+
 TEST(GgufDrafterRefusals, NameTheKeyOrTensor) {
   const std::string variant = "tiny-e-assistant";
   const auto target = load_model(drafter_fixture(variant) / "target");
