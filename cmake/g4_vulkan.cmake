@@ -62,6 +62,14 @@ function(g4_gpu_layer)
         g4_spirv(${shader}_${fmt} ${dir}/${shader}.comp -DWEIGHT_${FMT})
       endforeach()
     endforeach()
+    # The three weight products again with f16 products summed in f32 (--compute f16;
+    # src/gpu/shaders/product.glsl), one variant per weight format: <shader>_c16_<fmt>.
+    foreach(shader matmul gemv moe_matvec)
+      foreach(fmt f32 f16 bf16 q8_0 q4_0 q4_1 q4_k q5_k q6_k)
+        string(TOUPPER ${fmt} FMT)
+        g4_spirv(${shader}_c16_${fmt} ${dir}/${shader}.comp -DWEIGHT_${FMT} -DCOMPUTE_F16)
+      endforeach()
+    endforeach()
     foreach(name rms_norm rope kv_write attention_scores attention_values softmax gelu_mul add_scale softcap moe_route
                  moe_combine)
       g4_spirv(${name} ${dir}/${name}.comp)

@@ -37,7 +37,10 @@ void resolve_compute(const VulkanDeviceInfo& d, NumFormat checkpoint, std::optio
     // Refused, not emulated: emulated bf16 is the silent slowdown lesson 1 is about.
     if (!why.empty()) throw Error("--compute " + name(c) + " refused: " + why + "; use --compute f32");
     p.compute = c;
-    p.compute_reason = "compute " + name(c) + ": requested; native on " + label(d);
+    p.compute_reason = "compute " + name(c) + ": requested; native on " + label(d) +
+                       (c == NumFormat::F16 ? " (shaderFloat16): the weight products multiply in f16 and sum in f32; "
+                                              "norms, softmax, attention and RoPE stay f32"
+                                            : "");
     return;
   }
   const std::string bf16_no = bf16_refusal(d, s);
@@ -49,8 +52,9 @@ void resolve_compute(const VulkanDeviceInfo& d, NumFormat checkpoint, std::optio
   p.compute = NumFormat::F32;
   if (checkpoint == NumFormat::BF16)
     p.compute_reason = "compute f32: " + bf16_no + "; bf16 weights are widened to f32 in the shader";
-  else if (checkpoint == NumFormat::F16 && f16_refusal(d, s).empty())
-    p.compute_reason = "compute f32: f32 accumulation keeps the reference's sums (--compute f16 runs natively here)";
+  else if (f16_refusal(d, s).empty())
+    p.compute_reason = "compute f32: the shaders multiply and accumulate in f32, the reference's arithmetic "
+                       "(--compute f16 runs natively here: f16 products, f32 sums)";
   else
     p.compute_reason = "compute f32: the shaders multiply and accumulate in f32";
 }
@@ -80,8 +84,6 @@ void resolve_weights(const VulkanDeviceInfo& d, NumFormat checkpoint, GpuPolicy&
   }
 }
 }  // namespace
-
-ShaderSet built_shaders() { return {}; }
 
 GpuPolicy resolve_gpu_policy(const VulkanDeviceInfo& device, NumFormat checkpoint, std::optional<NumFormat> compute,
                              const ShaderSet& shaders) {

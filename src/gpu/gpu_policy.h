@@ -19,11 +19,11 @@ namespace g4::gpu {
 // the shader (a test passes a shader set with it to check the device side of the rule).
 struct ShaderSet {
   bool bf16_arithmetic = false;
-  // float16_t arithmetic compiles with Debian 12's glslc, but every decoder shader multiplies and
-  // accumulates in f32 (16-bit words are widened as they load): none is built.
+  // The weight products' COMPUTE_F16 variants (f16 products summed in f32; product.glsl): built
+  // with G4_VULKAN.
   bool f16_arithmetic = false;
 };
-ShaderSet built_shaders();
+ShaderSet built_shaders();  // src/gpu/vulkan/built_shaders.cpp, or without_vulkan/ (nothing)
 
 struct GpuPolicy {
   NumFormat compute = NumFormat::F32;  // f32, f16 or bf16 arithmetic in the shaders

@@ -72,26 +72,37 @@ TEST(GpuPolicy, Bf16WeightsStaySixteenBitAndAreWidenedInTheShader) {
   }
 }
 
-// The device half of the f16 rule, with a shader set that has f16 arithmetic; this build's
-// decoder has none, so it refuses f16 compute on every device.
+// f16 compute only on request, only where the device reports shaderFloat16 and 16-bit storage,
+// and only in a build with the f16-product shaders (G4_VULKAN builds have them: the device tests
+// check built_shaders()). Each refusal names what was missing.
 TEST(GpuPolicy, F16ComputeNeedsShaderFloat16) {
-  const ShaderSet with_f16{false, true};
+  const ShaderSet with_f16{false, true}, without_f16{false, false};
+  const GpuPolicy granted = resolve_gpu_policy(presets::lavapipe(), NumFormat::F16, NumFormat::F16, with_f16);
+  EXPECT_EQ(granted.compute, NumFormat::F16);
+  EXPECT_NE(granted.compute_reason.find("multiply in f16 and sum in f32"), std::string::npos) << granted.compute_reason;
+  // Any checkpoint: the products round their operands to f16 whatever the weights' format.
+  EXPECT_EQ(resolve_gpu_policy(presets::lavapipe(), NumFormat::Q4, NumFormat::F16, with_f16).compute, NumFormat::F16);
+  auto expect_refused = [](const VulkanDeviceInfo& d, const ShaderSet& shaders, const std::string& names) {
+    try {
+      resolve_gpu_policy(d, NumFormat::F32, NumFormat::F16, shaders);
+      ADD_FAILURE() << d.name << ": --compute f16 granted, expected a refusal naming " << names;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(names), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("--compute f16 refused"), std::string::npos) << e.what();
+    }
+  };
+  expect_refused(presets::lavapipe(), without_f16, "no f16-arithmetic shader");
   VulkanDeviceInfo no_f16 = presets::lavapipe();
   no_f16.shader_float16 = false;
-  EXPECT_EQ(resolve_gpu_policy(presets::lavapipe(), NumFormat::F16, NumFormat::F16, with_f16).compute, NumFormat::F16);
-  try {
-    resolve_gpu_policy(presets::lavapipe(), NumFormat::F16, NumFormat::F16);
-    ADD_FAILURE() << "f16 compute granted by a build without f16-arithmetic shaders";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("no f16-arithmetic shader"), std::string::npos) << e.what();
-  }
-  try {
-    resolve_gpu_policy(no_f16, NumFormat::F16, NumFormat::F16, with_f16);
-    ADD_FAILURE() << "f16 compute granted without shaderFloat16";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("shaderFloat16"), std::string::npos) << e.what();
-  }
-  // Without a request f16 checkpoints compute in f32 everywhere and keep 16-bit storage.
+  expect_refused(no_f16, with_f16, "shaderFloat16");
+  VulkanDeviceInfo no_storage = presets::lavapipe();
+  no_storage.storage_16bit = false;
+  expect_refused(no_storage, with_f16, "storageBuffer16BitAccess");
+  // Without a request every profile computes in f32, f16 shaders or not, and f16 checkpoints keep
+  // their 16-bit storage.
+  for (const Profile& p : profiles())
+    for (const NumFormat ckpt : {NumFormat::F32, NumFormat::F16, NumFormat::Q8})
+      EXPECT_EQ(resolve_gpu_policy(p.device, ckpt, std::nullopt, with_f16).compute, NumFormat::F32) << p.name;
   const GpuPolicy by_default = resolve_gpu_policy(no_f16, NumFormat::F16);
   EXPECT_EQ(by_default.compute, NumFormat::F32);
   EXPECT_EQ(by_default.weights, NumFormat::F16);

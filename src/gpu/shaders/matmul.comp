@@ -5,11 +5,14 @@
 // bytes below: (BM + BN) * (BK + 1) floats. The +1 column keeps threads reading one column of a
 // tile on different banks. The weight format is a compile-time variant (weights.glsl: f32, f16,
 // bf16 words, or Q8_0/Q4_0/Q4_K/Q6_K blocks); every weight is widened to f32 as the tile is loaded,
-// so no 16-bit or integer arithmetic is needed. The buffer may be one part of a split matrix (whole
+// so no integer arithmetic is needed. Products are f32, or with COMPUTE_F16 f16 products summed in
+// f32 (product.glsl). The buffer may be one part of a split matrix (whole
 // rows): its N rows are columns n0 .. n0 + N - 1 of y, whose rows are ldy wide.
 #extension GL_GOOGLE_include_directive : require
 #ifdef WEIGHT_F16
 #extension GL_EXT_shader_16bit_storage : require
+#endif
+#if defined(WEIGHT_F16) || defined(COMPUTE_F16)
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
 
@@ -23,6 +26,7 @@ layout(push_constant) uniform Shape { uint T; uint N; uint K; uint ldy; uint n0;
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 #include "weights.glsl"
+#include "product.glsl"
 layout(std430, binding = 2) writeonly buffer Y { float y[]; };
 
 shared float xs[BM * (BK + 1)];
@@ -52,9 +56,8 @@ void main() {
       const uint o = tid + i * WG;
       const uint r = o / BN, c = o % BN;
       float sum = acc[i];
-      // fma, not a * b + c: the compiler may or may not fuse the latter, and gemv.comp must give
-      // these bits.
-      for (uint kk = 0; kk < BK; ++kk) sum = fma(xs[r * (BK + 1) + kk], ws[c * (BK + 1) + kk], sum);
+      // mac (product.glsl): the same step as gemv.comp's, so the two give the same bits.
+      for (uint kk = 0; kk < BK; ++kk) sum = mac(xs[r * (BK + 1) + kk], ws[c * (BK + 1) + kk], sum);
       acc[i] = sum;
     }
     barrier();

@@ -30,6 +30,10 @@ G4_WEIGHT_VARIANTS(matmul)
 G4_WEIGHT_VARIANTS(gemv)
 G4_WEIGHT_VARIANTS(embed)
 G4_WEIGHT_VARIANTS(moe_matvec)
+// The three products again with COMPUTE_F16 (f16 products summed in f32, product.glsl).
+G4_WEIGHT_VARIANTS(matmul_c16)
+G4_WEIGHT_VARIANTS(gemv_c16)
+G4_WEIGHT_VARIANTS(moe_matvec_c16)
 #undef G4_WEIGHT_VARIANTS
 // The decoder's other shaders (src/gpu/shaders/<name>.comp).
 SpirvCode rms_norm();

@@ -42,22 +42,18 @@ Format format_of(const TensorView& t, bool vector) {
               " has no GPU shader (the decoder reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K and Q6_K matrices)");
 }
 
-// The variants of the three shaders that read weights, indexed by Format.
+// The variants of the shaders that read weights, indexed by Format; the products also with f16
+// arithmetic (COMPUTE_F16, for GpuDecoderLimits::compute_f16).
 using CodeFn = SpirvCode (*)();
-constexpr CodeFn kMatmulCode[] = {spirv::matmul_f32,  spirv::matmul_f16,  spirv::matmul_bf16,
-                                  spirv::matmul_q8_0, spirv::matmul_q4_0, spirv::matmul_q4_1,
-                                  spirv::matmul_q4_k, spirv::matmul_q5_k, spirv::matmul_q6_k};
-constexpr CodeFn kGemvCode[] = {spirv::gemv_f32,  spirv::gemv_f16,  spirv::gemv_bf16,
-                                spirv::gemv_q8_0, spirv::gemv_q4_0, spirv::gemv_q4_1,
-                                spirv::gemv_q4_k, spirv::gemv_q5_k, spirv::gemv_q6_k};
-constexpr CodeFn kEmbedCode[] = {spirv::embed_f32,  spirv::embed_f16,  spirv::embed_bf16,
-                                 spirv::embed_q8_0, spirv::embed_q4_0, spirv::embed_q4_1,
-                                 spirv::embed_q4_k, spirv::embed_q5_k, spirv::embed_q6_k};
-constexpr CodeFn kMatvecCode[] = {spirv::moe_matvec_f32,  spirv::moe_matvec_f16,  spirv::moe_matvec_bf16,
-                                  spirv::moe_matvec_q8_0, spirv::moe_matvec_q4_0, spirv::moe_matvec_q4_1,
-                                  spirv::moe_matvec_q4_k, spirv::moe_matvec_q5_k, spirv::moe_matvec_q6_k};
-static_assert(std::size(kMatmulCode) == GpuDecoder::State::kFormats && std::size(kEmbedCode) == std::size(kMatmulCode) &&
-              std::size(kMatvecCode) == std::size(kMatmulCode) && std::size(kGemvCode) == std::size(kMatmulCode));
+#define G4_BY_FORMAT(s)                                                               \
+  {spirv::s##_f32,  spirv::s##_f16,  spirv::s##_bf16, spirv::s##_q8_0, spirv::s##_q4_0, \
+   spirv::s##_q4_1, spirv::s##_q4_k, spirv::s##_q5_k, spirv::s##_q6_k}
+constexpr CodeFn kMatmulCode[] = G4_BY_FORMAT(matmul), kMatmulF16Code[] = G4_BY_FORMAT(matmul_c16);
+constexpr CodeFn kGemvCode[] = G4_BY_FORMAT(gemv), kGemvF16Code[] = G4_BY_FORMAT(gemv_c16);
+constexpr CodeFn kEmbedCode[] = G4_BY_FORMAT(embed);
+constexpr CodeFn kMatvecCode[] = G4_BY_FORMAT(moe_matvec), kMatvecF16Code[] = G4_BY_FORMAT(moe_matvec_c16);
+#undef G4_BY_FORMAT
+static_assert(std::size(kMatmulCode) == GpuDecoder::State::kFormats, "one variant per Format");
 
 // "128 MiB (134217728 bytes)", or "256 bytes".
 std::string bytes_text(uint64_t b) {
@@ -171,15 +167,19 @@ void GpuDecoder::State::upload_weights() {
 
 void GpuDecoder::State::build_weight_pipelines(const Weight& wt) {
   const size_t f = size_t(wt.format);
+  const bool c16 = limits.compute_f16;  // the products' f16 variants; the gather stays f32
   const std::vector<uint32_t> mm_spec{tile.workgroup, tile.rows, tile.cols, tile.depth};
   if ((wt.uses & Use::Matmul) && !matmul[f]) {
-    matmul[f] = std::make_unique<ComputePipeline>(session, kMatmulCode[f](), 3, sizeof(MatmulPush), mm_spec);
-    gemv[f] = std::make_unique<ComputePipeline>(session, kGemvCode[f](), 3, sizeof(GemvPush), std::vector<uint32_t>{kWg});
+    matmul[f] = std::make_unique<ComputePipeline>(session, (c16 ? kMatmulF16Code : kMatmulCode)[f](), 3,
+                                                  sizeof(MatmulPush), mm_spec);
+    gemv[f] = std::make_unique<ComputePipeline>(session, (c16 ? kGemvF16Code : kGemvCode)[f](), 3, sizeof(GemvPush),
+                                                std::vector<uint32_t>{kWg});
   }
   if ((wt.uses & Use::Gather) && !embed[f])
     embed[f] = std::make_unique<ComputePipeline>(session, kEmbedCode[f](), 3, sizeof(EmbedPush), std::vector<uint32_t>{kWg});
   if ((wt.uses & Use::Experts) && !matvec[f])
-    matvec[f] = std::make_unique<ComputePipeline>(session, kMatvecCode[f](), 4, sizeof(MatvecPush), std::vector<uint32_t>{kWg});
+    matvec[f] = std::make_unique<ComputePipeline>(session, (c16 ? kMatvecF16Code : kMatvecCode)[f](), 4,
+                                                  sizeof(MatvecPush), std::vector<uint32_t>{kWg});
 }
 
 void GpuDecoder::State::build_pipelines() {
@@ -195,6 +195,9 @@ void GpuDecoder::State::build_pipelines() {
   if (limits.kv_f16 && !session.info().storage_16bit)
     throw Error("gpu decoder: an f16 KV cache needs storageBuffer16BitAccess, which " + session.info().name +
                 " does not report");
+  if (limits.compute_f16 && !(session.info().shader_float16 && session.info().storage_16bit))
+    throw Error("gpu decoder: f16 compute needs shaderFloat16 and storageBuffer16BitAccess, which " +
+                session.info().name + " does not report both of");
   const bool half = limits.kv_f16;
   kv_write = make(half ? spirv::kv_write_f16() : spirv::kv_write(), 5, sizeof(KvPush), kWg);
   scores = make(half ? spirv::attention_scores_f16() : spirv::attention_scores(), 4, sizeof(AttnPush), kWg);

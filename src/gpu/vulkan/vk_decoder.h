@@ -26,6 +26,10 @@ struct GpuDecoderLimits {
   // K/V stored as f16 (half the device memory; each value rounded once as it is stored, and the
   // K/V a batch downloads are those f16 values widened). Needs storageBuffer16BitAccess.
   bool kv_f16 = false;
+  // The weight products (matmul, gemv, the experts' mat-vec) multiply in f16 and sum in f32
+  // (src/gpu/shaders/product.glsl; the policy's compute f16, `--compute f16`); norms, softmax,
+  // attention and RoPE stay f32. Needs shaderFloat16 and storageBuffer16BitAccess.
+  bool compute_f16 = false;
 };
 
 // One row of a batch: a token of the sequence held in `slot`, at absolute position `pos`. Rows

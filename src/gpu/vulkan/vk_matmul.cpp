@@ -15,18 +15,20 @@ struct Shape {
   uint32_t T, N, K, ldy, n0;  // matmul.comp's push constants, in its order (one whole W: ldy N, n0 0)
 };
 
-SpirvCode shader_for(WeightWords words) {
+SpirvCode shader_for(WeightWords words, bool compute_f16) {
   switch (words) {
-    case WeightWords::F16: return spirv::matmul_f16();
-    case WeightWords::BF16: return spirv::matmul_bf16();
+    case WeightWords::F16: return compute_f16 ? spirv::matmul_c16_f16() : spirv::matmul_f16();
+    case WeightWords::BF16: return compute_f16 ? spirv::matmul_c16_bf16() : spirv::matmul_bf16();
     case WeightWords::F32: break;
   }
-  return spirv::matmul_f32();
+  return compute_f16 ? spirv::matmul_c16_f32() : spirv::matmul_f32();
 }
 
-void check_runnable(const VulkanDeviceInfo& d, const MatmulTile& tile, WeightWords words) {
+void check_runnable(const VulkanDeviceInfo& d, const MatmulTile& tile, WeightWords words, bool compute_f16) {
   if (words == WeightWords::F16 && !d.storage_16bit)
     throw Error("matmul: f16 weights need storageBuffer16BitAccess, which " + d.name + " does not report");
+  if (compute_f16 && !d.shader_float16)
+    throw Error("matmul: f16 compute needs shaderFloat16, which " + d.name + " does not report");
   if (tile.workgroup == 0 || (tile.rows * tile.cols) % tile.workgroup != 0)
     throw Error("matmul: a tile's rows x cols must be a multiple of its workgroup size");
   if (tile.workgroup > d.max_workgroup_invocations)
@@ -51,9 +53,9 @@ void copy(const CommandRecording& rec, const VulkanApi& api, const DeviceBuffer&
 }  // namespace
 
 MatmulRun run_matmul(const VulkanSession& session, const MatmulTile& tile, WeightWords words, const void* w,
-                     const float* x, uint32_t T, uint32_t N, uint32_t K) {
+                     const float* x, uint32_t T, uint32_t N, uint32_t K, bool compute_f16) {
   if (T == 0 || N == 0 || K == 0) throw Error("matmul: empty shape");
-  check_runnable(session.info(), tile, words);
+  check_runnable(session.info(), tile, words, compute_f16);
   const VulkanApi& api = *session.impl().api;
   using Place = DeviceBuffer::Place;
   const uint64_t x_bytes = uint64_t(T) * K * 4, w_bytes = weight_bytes(words, uint64_t(N) * K),
@@ -66,7 +68,7 @@ MatmulRun run_matmul(const VulkanSession& session, const MatmulTile& tile, Weigh
   std::memset(w_up.mapped(), 0, w_bytes);
   std::memcpy(w_up.mapped(), w, words == WeightWords::F32 ? w_bytes : uint64_t(N) * K * 2);
 
-  ComputePipeline pipeline(session, shader_for(words), 3, sizeof(Shape), {tile.workgroup, tile.rows, tile.cols, tile.depth});
+  ComputePipeline pipeline(session, shader_for(words, compute_f16), 3, sizeof(Shape), {tile.workgroup, tile.rows, tile.cols, tile.depth});
   pipeline.bind_buffers({x_dev.handle(), w_dev.handle(), y_dev.handle()});
   const Shape shape{T, N, K, N, 0};
   CommandRecording rec(session);

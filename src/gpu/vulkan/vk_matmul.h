@@ -20,10 +20,12 @@ struct MatmulRun {
   std::optional<double> device_seconds;  // the dispatch, by timestamps; nullopt without them
 };
 
-// `w` holds N * K values in `words`. Throws g4::Error: f16 words on a device without 16-bit
-// storage, a tile the device cannot run (shared memory, workgroup size), a buffer over
+// `w` holds N * K values in `words`. `compute_f16`: the COMPUTE_F16 variant (each product of x
+// and w rounded to f16 operands and multiplied in f16, summed in f32; product.glsl). Throws
+// g4::Error: f16 words on a device without 16-bit storage, f16 compute without shaderFloat16, a
+// tile the device cannot run (shared memory, workgroup size), a buffer over
 // maxStorageBufferRange, or a failing Vulkan call (by its VkResult).
 MatmulRun run_matmul(const VulkanSession& session, const MatmulTile& tile, WeightWords words, const void* w,
-                     const float* x, uint32_t T, uint32_t N, uint32_t K);
+                     const float* x, uint32_t T, uint32_t N, uint32_t K, bool compute_f16 = false);
 
 }  // namespace g4::gpu

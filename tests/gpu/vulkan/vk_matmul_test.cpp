@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <memory>
+#include <utility>
 
 #include "gpu/gpu_presets.h"
 #include "gpu/vulkan/vk_buffer.h"
@@ -98,6 +99,67 @@ TEST(VulkanMatmul, SixteenBitWeightsAreWidenedInTheShader) {
   const std::vector<uint16_t> f16 = to_words<uint16_t>(w, f32_to_f16);
   const MatmulRun h = run_matmul(*s, tile, WeightWords::F16, f16.data(), x.data(), c.T, c.N, c.K);
   expect_close(h.y, reference(x, c, DType::F16, f16.data()), x, w, c, "f16 words");
+}
+
+namespace {
+
+// Values of magnitude lo .. hi with random signs: their f16 products are normal numbers (no
+// subnormal whose flushing is the device's choice).
+std::vector<float> spread(size_t n, unsigned seed, float lo, float hi) {
+  std::vector<float> v(n);
+  uint32_t r = seed * 2654435761u + 1;
+  for (float& x : v) {
+    r = r * 1664525u + 1013904223u;
+    const float u = float(r >> 8) / float(1u << 24);
+    x = ((r >> 3) & 1 ? -1.0f : 1.0f) * (lo + (hi - lo) * u);
+  }
+  return v;
+}
+
+// --compute f16's arithmetic on the host: both operands rounded to f16, their product rounded to
+// f16 (the f32 product of two 11-bit significands is exact, so rounding it once is the f16
+// multiply), widened and summed in f32 in k order.
+std::vector<float> f16_products_f32_sums(const std::vector<float>& x, const std::vector<float>& w, const Case& c) {
+  std::vector<float> y(size_t(c.T) * c.N);
+  for (uint32_t t = 0; t < c.T; ++t)
+    for (uint32_t n = 0; n < c.N; ++n) {
+      float sum = 0;
+      for (uint32_t k = 0; k < c.K; ++k)
+        sum += round_to_f16(round_to_f16(x[t * c.K + k]) * round_to_f16(w[n * c.K + k]));
+      y[size_t(t) * c.N + n] = sum;
+    }
+  return y;
+}
+
+}  // namespace
+
+// The COMPUTE_F16 variant gives the host's f16-product, f32-sum bits exactly, with f32 and f16
+// words: a variant that multiplied in f32 (or fused the product into an f32 fma) differs, and
+// so does the f32 variant. Products near f16's top (150..250 squared, up to 62500 of 65504)
+// summed 100 deep reach 4e6, far past f16's range: the f32 sum keeps them finite.
+TEST(VulkanMatmul, F16ComputeRoundsEachProductToF16AndSumsInF32) {
+  OPEN_OR_SKIP(s);
+  if (!s->info().shader_float16 || !s->info().storage_16bit)
+    GTEST_SKIP() << s->info().name << " lacks shaderFloat16 or 16-bit storage: no f16 compute";
+  const MatmulTile tile = plan_matmul_tile(s->info()).tile;
+  for (const Case& c : kCases) {
+    for (const auto& [lo, hi] : {std::pair{0.25f, 2.0f}, std::pair{150.0f, 250.0f}}) {
+      const std::vector<float> x = spread(size_t(c.T) * c.K, 7, lo, hi), w = spread(size_t(c.N) * c.K, 8, lo, hi);
+      const std::vector<float> want = f16_products_f32_sums(x, w, c);
+      const MatmulRun h = run_matmul(*s, tile, WeightWords::F32, w.data(), x.data(), c.T, c.N, c.K, true);
+      const std::vector<uint16_t> f16 = to_words<uint16_t>(w, f32_to_f16);
+      const MatmulRun hw = run_matmul(*s, tile, WeightWords::F16, f16.data(), x.data(), c.T, c.N, c.K, true);
+      const MatmulRun f = run_matmul(*s, tile, WeightWords::F32, w.data(), x.data(), c.T, c.N, c.K);
+      size_t differ_from_f32 = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_TRUE(std::isfinite(want[i])) << i;
+        ASSERT_EQ(h.y[i], want[i]) << c.T << "x" << c.N << "x" << c.K << " magnitude " << lo << " output " << i;
+        ASSERT_EQ(hw.y[i], want[i]) << "f16 words, output " << i;
+        differ_from_f32 += f.y[i] != want[i];
+      }
+      EXPECT_GT(differ_from_f32, want.size() / 2) << "f32 compute gives f16 compute's bits: the test cannot fail";
+    }
+  }
 }
 
 TEST(VulkanMatmul, ATileOverTheDevicesSharedMemoryIsRefusedBeforeDispatch) {
