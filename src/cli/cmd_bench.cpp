@@ -109,7 +109,8 @@ int run(const std::vector<std::string>& argv) {
     const double load_s = seconds_since(t0);
     const std::string why_not = cpu_only_flags(a);
     DeviceRun run = open_device(choice, *model, 1, uint32_t(flags.prompt_len + flags.depth + flags.gen + 1),
-                                uint32_t(std::max<int64_t>(flags.prompt_len, 1)), why_not, device_kv_f16(a));
+                                uint32_t(std::max<int64_t>(flags.prompt_len, 1)), why_not, device_kv_f16(a),
+                                device_compute(a));
     if (run.forward) {
       check_device_bench_flags(a);  // auto: the CPU-only runs were asked of a CPU bench
       return run_device_bench(flags, *model, load_s, *run.forward, run.line);

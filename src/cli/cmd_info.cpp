@@ -26,13 +26,14 @@ namespace g4::cli {
 namespace {
 
 const std::string kUsage = std::string(
-    "usage: g4 info --model MODEL [--ctx N] [--device cpu|vulkan[:N]|auto]\n\n"
+    "usage: g4 info --model MODEL [--ctx N] [--device cpu|vulkan[:N]|auto [--compute f32|f16|bf16]]\n\n"
     "Loads and validates the checkpoint, then prints the resolved config, a per-layer table\n"
     "(type, head dim, KV heads, KV source layer, MLP width, MoE), parameter count, bytes by dtype,\n"
     "and the KV cache size per token and per sequence at context N (default 4096) for each KV dtype.\n"
     "A repo id adds a 'source' line: the snapshot files it resolved to, the commit and the cache.\n"
     "Then where --device would run the decoder and why; on a Vulkan device the GPU dtype policy with\n"
-    "its reasons and the shaders' tiles against the device's shared memory.\n") +
+    "its reasons and the shaders' tiles against the device's shared memory; --compute resolves it\n"
+    "for that request, as generate/serve/logits would (a refusal is printed with its reason).\n") +
     kDeviceHelp + kModelHelp;
 
 std::string human_bytes(uint64_t b) {
@@ -153,8 +154,12 @@ void print_gpu_choice(const Args& a, const Model& m) {
   const DeviceChoice choice = resolve_device(a);
   std::printf("device     %s\n", choice.reason.c_str());
   if (!choice.vulkan) return;
-  const gpu::GpuPolicy p = gpu::resolve_gpu_policy(choice.info, checkpoint_format(m.weights.dtype));
-  std::printf("gpu policy %s\n           %s\n", p.compute_reason.c_str(), p.weights_reason.c_str());
+  try {
+    const gpu::GpuPolicy p = gpu::resolve_gpu_policy(choice.info, checkpoint_format(m.weights.dtype), device_compute(a));
+    std::printf("gpu policy %s\n           %s\n", p.compute_reason.c_str(), p.weights_reason.c_str());
+  } catch (const Error& e) {  // a --compute the device refuses: what generate/serve would refuse with
+    std::printf("gpu policy refused: %s\n", e.what());
+  }
   try {
     std::printf("gpu tiles  %s\n           %s\n", gpu::plan_matmul_tile(choice.info).text.c_str(),
                 gpu::plan_reduction(choice.info).text.c_str());
@@ -164,7 +169,8 @@ void print_gpu_choice(const Args& a, const Model& m) {
 }
 
 int run(const std::vector<std::string>& argv) {
-  Args a(argv, {"--model", "--ctx", "--device"}, {});
+  Args a(argv, {"--model", "--ctx", "--device", "--compute"}, {});
+  if (a.has("--compute") && !a.has("--device")) throw Error("--compute needs --device (it asks the GPU policy)");
   const long long ctx = a.get_int("--ctx", 4096);
   if (ctx < 1) throw Error("--ctx must be >= 1");
   const ModelArg arg = model_arg(a.require("--model"));

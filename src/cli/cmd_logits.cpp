@@ -40,14 +40,16 @@ const std::string kUsage = std::string(
     "  --out FILE      write float32 little-endian logits of shape [T, vocab]; row i = logits after token i\n"
     "  --threads N     incremental/chunked only: the SIMD kernels the engine runs, on N threads, with\n"
     "                  the device policy's compute and KV dtype (as g4 generate; --kv overrides)\n"
-    "  --compute C     f32|bf16, as g4 generate (needs --threads)\n"
+    "  --compute C     f32|bf16, as g4 generate (needs --threads); on --device vulkan[:N] f32 or f16\n"
+    "                  (f16 products summed in f32, where the device reports shaderFloat16)\n"
     "  --weights W     q8|q4: re-encode the weight matrices at load, as g4 generate (needs --threads)\n\n"
     "With --image, LIST already holds each image's expanded span (<|image>, S x <|image|>, <image|>);\n"
     "the images fill the spans in order, and a span whose length is not its image's soft-token count\n"
     "is refused. The tower runs on the same path as the decoder (reference, or SIMD with --threads).\n"
     "On a Vulkan device (--device) the tokens run through the device's KV cache in the mode's steps\n"
-    "(--mode full: all of them in one step); --threads, --compute, --weights, --kv and --image keep\n"
-    "the run on the CPU (auto) or are refused (vulkan[:N]).\n"
+    "(--mode full: all of them in one step); --threads, --weights, --kv (other than f32 or f16) and\n"
+    "--image keep the run on the CPU (auto) or are refused (vulkan[:N]), as is a --compute the GPU\n"
+    "policy refuses (with its reason).\n"
     "Draft mode (an assistant drafter, model_type gemma4_assistant, checked against MODEL at load):\n"
     "  g4 logits --model MODEL --draft-model PATH --tokens LIST --draft-at P[,P...] [--draft-k K] [--out FILE]\n"
     "For each start P (1 <= P < T): the target over tokens 0..P-1, then K draft steps (default 4) from\n"
@@ -103,6 +105,22 @@ EncodedImages logits_images(const Args& a, const std::filesystem::path& model_pa
   return encode_images(*vision, images, ex);
 }
 
+// Refuses the flags --mode makes meaningless: --kv and --threads without a cache, --chunk outside
+// chunked, --weights without the SIMD path, --compute without it or an explicit device.
+void check_mode_flags(const Args& a, const std::string& mode) {
+  if (mode != "full" && mode != "incremental" && mode != "chunked")
+    throw Error("--mode '" + mode + "': expected full, incremental or chunked");
+  // The whole-sequence reference has no cache and no chunks: those flags would do nothing there.
+  if (mode == "full" && a.has("--kv")) throw Error("--kv: --mode full runs without a KV cache; use incremental or chunked");
+  if (mode != "chunked" && a.has("--chunk")) throw Error("--chunk applies to --mode chunked only");
+  const bool simd = a.has("--threads");
+  if (simd && mode == "full") throw Error("--threads: the SIMD path runs through the KV cache; use --mode incremental or chunked");
+  if (a.has("--weights") && !simd) throw Error("--weights needs --threads (the SIMD path)");
+  // On an explicit device --compute is the GPU policy's request (f32, or f16 where it is native).
+  if (a.has("--compute") && !simd && !names_vulkan(a))
+    throw Error("--compute needs --threads (the SIMD path) or --device vulkan[:N] (the GPU policy)");
+}
+
 // The logits on the device --device chose: the tokens in steps of `chunk` (all of them for
 // --mode full) through its KV cache. Null when the run stays on the CPU (the line says why).
 std::optional<std::vector<float>> device_logits(const Args& a, const Model& m, const std::vector<int>& tokens,
@@ -116,7 +134,7 @@ std::optional<std::vector<float>> device_logits(const Args& a, const Model& m, c
   if (why.empty() && a.has("--threads")) why = "--threads picks the CPU's SIMD kernels";
   if (why.empty() && a.has("--image")) why = "images run on the CPU only";
   DeviceRun dev = open_device(choice, m, 1, uint32_t(tokens.size()), uint32_t(std::min(chunk, tokens.size())), why,
-                              device_kv_f16(a));
+                              device_kv_f16(a), device_compute(a));
   std::fprintf(stderr, "%s\n", dev.line.c_str());
   if (!dev.forward) return std::nullopt;
   KvCacheOptions ko;
@@ -142,17 +160,10 @@ int run(const std::vector<std::string>& argv) {
   for (const char* f : {"--draft-at", "--draft-k"})
     if (a.has(f)) throw Error(std::string(f) + " needs --draft-model");
   const std::string mode = a.get_or("--mode", "full");
-  if (mode != "full" && mode != "incremental" && mode != "chunked")
-    throw Error("--mode '" + mode + "': expected full, incremental or chunked");
-  // The whole-sequence reference has no cache and no chunks: those flags would do nothing there.
-  if (mode == "full" && a.has("--kv")) throw Error("--kv: --mode full runs without a KV cache; use incremental or chunked");
-  if (mode != "chunked" && a.has("--chunk")) throw Error("--chunk applies to --mode chunked only");
+  check_mode_flags(a, mode);
   const long long chunk = mode == "incremental" ? 1 : a.get_int("--chunk", 64);
   if (chunk < 1) throw Error("--chunk must be >= 1");
   const bool simd = a.has("--threads");
-  if (simd && mode == "full") throw Error("--threads: the SIMD path runs through the KV cache; use --mode incremental or chunked");
-  for (const char* f : {"--compute", "--weights"})
-    if (a.has(f) && !simd) throw Error(std::string(f) + " needs --threads (the SIMD path)");
   const auto tokens = parse_int_list(a.require("--tokens"), "--tokens");
   auto t0 = std::chrono::steady_clock::now();
   const std::filesystem::path model_path = model_arg(a.require("--model")).path;

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "cli/device_choice.h"
 #include "ops/matmul/matmul.h"
 #include "platform/device.h"
 #include "platform/error.h"
@@ -14,7 +15,10 @@ ComputeChoice resolve_compute(const Args& a, const Model& m) {
   if (auto v = a.get("--weights")) request.weights = parse_num_format(*v, "--weights");
   ComputeChoice c;
   c.policy = resolve_policy(host_cpu(), checkpoint_format(m.weights.dtype), request);
-  for (const auto& w : c.policy.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  // On an explicit Vulkan device the CPU's kernels never run (a refusal stops the run): its
+  // warnings (f16 or bf16 emulated on this CPU) would be about arithmetic nobody does.
+  if (!names_vulkan(a))
+    for (const auto& w : c.policy.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   c.bf16 = c.policy.compute == NumFormat::BF16;
   c.int8 = c.policy.activations == NumFormat::Q8;
   return c;

@@ -11,7 +11,9 @@ const char* const kDeviceHelp =
     "                  when one is present (never lavapipe, a CPU implementation of Vulkan) and the CPU\n"
     "                  otherwise, or when the GPU refuses the model (the reason is printed); vulkan[:N]\n"
     "                  runs on device N of `g4 device` (default 0) or refuses with the reason. On a\n"
-    "                  device the KV cache is f32 (--kv f16: f16) and images are refused\n";
+    "                  device the KV cache is f32 (--kv f16: f16) and images are refused; the device\n"
+    "                  computes in f32, or with --compute f16 (where it reports shaderFloat16) its\n"
+    "                  weight products multiply in f16 and sum in f32 (--compute bf16: no shader)\n";
 
 namespace {
 
@@ -80,7 +82,7 @@ DeviceChoice resolve_device(const Args& a) {
 }
 
 DeviceRun open_device(const DeviceChoice& choice, const Model& m, uint32_t slots, uint32_t max_context,
-                      uint32_t max_step, const std::string& why_not, bool kv_f16) {
+                      uint32_t max_step, const std::string& why_not, bool kv_f16, std::optional<NumFormat> compute) {
   DeviceRun r;
   r.label = "cpu";
   if (!choice.vulkan) {
@@ -88,9 +90,15 @@ DeviceRun open_device(const DeviceChoice& choice, const Model& m, uint32_t slots
     return r;
   }
   std::string refused = why_not;
+  gpu::GpuPolicy p;
   if (refused.empty()) {
     try {
-      r.forward = open_vulkan_forward(m, choice.index, gpu::GpuDecoderLimits{max_context, max_step, 0, slots, kv_f16});
+      // The policy first: a --compute it refuses (bf16 without a shader, f16 without shaderFloat16)
+      // refuses the device with the policy's reason before any weight is uploaded.
+      p = gpu::resolve_gpu_policy(choice.info, checkpoint_format(m.weights.dtype), compute);
+      gpu::GpuDecoderLimits limits{max_context, max_step, 0, slots, kv_f16};
+      limits.compute_f16 = p.compute == NumFormat::F16;
+      r.forward = open_vulkan_forward(m, choice.index, limits);
     } catch (const Error& e) {
       refused = e.what();
     }
@@ -101,7 +109,6 @@ DeviceRun open_device(const DeviceChoice& choice, const Model& m, uint32_t slots
     return r;
   }
   r.label = r.forward->name();
-  const gpu::GpuPolicy p = gpu::resolve_gpu_policy(choice.info, checkpoint_format(m.weights.dtype));
   r.line = "device " + choice.reason + "; " + p.compute_reason + "; " + p.weights_reason + "; KV cache in device memory (" +
            (kv_f16 ? "f16, --kv f16" : "f32") + ") with an exact f32 host copy";
   return r;
@@ -110,7 +117,6 @@ DeviceRun open_device(const DeviceChoice& choice, const Model& m, uint32_t slots
 std::string cpu_only_flags(const Args& a) {
   if (a.has("--reference")) return "--reference runs the CPU's f32 loops";
   if (a.has("--weights")) return "--weights re-encodes the matrices for the CPU kernels";
-  if (a.has("--compute")) return "--compute picks the CPU kernels' arithmetic (a device's comes from its policy)";
   const std::string kv = a.get_or("--kv", "f32");
   if (kv != "f32" && kv != "f16") return "--kv " + kv + ": a device keeps its cache in f32 or f16";
   return "";
@@ -118,13 +124,20 @@ std::string cpu_only_flags(const Args& a) {
 
 bool device_kv_f16(const Args& a) { return a.get_or("--kv", "f32") == "f16"; }
 
+std::optional<NumFormat> device_compute(const Args& a) {
+  if (auto v = a.get("--compute")) return parse_num_format(*v, "--compute");
+  return std::nullopt;
+}
+
+bool names_vulkan(const Args& a) { return a.get_or("--device", "auto").rfind("vulkan", 0) == 0; }
+
 DeviceRun attach_device(const Args& a, const Model& m, EngineOptions& eo, const std::string& why_not,
                         int64_t max_context) {
   const DeviceChoice choice = resolve_device(a);
   const std::string flags = cpu_only_flags(a);
   const int64_t ctx = max_context > 0 ? max_context : eo.max_context;
   DeviceRun run = open_device(choice, m, uint32_t(eo.max_seqs), uint32_t(ctx), uint32_t(eo.max_batch_tokens),
-                              why_not.empty() ? flags : why_not, device_kv_f16(a));
+                              why_not.empty() ? flags : why_not, device_kv_f16(a), device_compute(a));
   if (run.forward) {
     eo.device = run.forward.get();
     eo.kv.dtype = KvDType::F32;  // the host copy: f32 holds the device's f16 values exactly too

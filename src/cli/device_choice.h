@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/args.h"
@@ -14,6 +15,7 @@
 #include "gpu/gpu_device.h"
 #include "model/model.h"
 #include "model/step_forward.h"
+#include "platform/dtype_policy.h"
 
 namespace g4::cli {
 
@@ -40,10 +42,15 @@ struct DeviceRun {
 // Opens the chosen device for `m` with room for `slots` sequences of `max_context` positions and
 // steps of `max_step` rows. `why_not` (non-empty) names what keeps this run on the CPU whatever
 // the device (images, a KV dtype other than f32): refused for an explicit --device vulkan.
-// --kv f16 keeps the device's cache in f16 (kv_f16).
+// --kv f16 keeps the device's cache in f16 (kv_f16). `compute` (--compute) goes to the GPU
+// policy: f16 selects the f16-product shaders; what the policy refuses (bf16 without a shader,
+// f16 without shaderFloat16) refuses the device with the policy's reason, as any refusal above.
 DeviceRun open_device(const DeviceChoice& choice, const Model& m, uint32_t slots, uint32_t max_context,
-                      uint32_t max_step, const std::string& why_not = "", bool kv_f16 = false);
-bool device_kv_f16(const Args& a);  // --kv f16
+                      uint32_t max_step, const std::string& why_not = "", bool kv_f16 = false,
+                      std::optional<NumFormat> compute = std::nullopt);
+bool device_kv_f16(const Args& a);                     // --kv f16
+std::optional<NumFormat> device_compute(const Args& a);  // --compute, parsed; nullopt when absent
+bool names_vulkan(const Args& a);                      // --device vulkan[:N] (an explicit device)
 
 // The engine on the device --device chooses (generate, bench, serve): opened with room for
 // eo.max_seqs sequences of `max_context` positions (0: eo.max_context) and steps of
@@ -54,7 +61,8 @@ DeviceRun attach_device(const Args& a, const Model& m, EngineOptions& eo, const 
                         int64_t max_context = 0);
 
 // What keeps a run on the CPU whatever --device says: --reference, --weights (re-encoded for the
-// CPU kernels), --compute, and a --kv other than f32 or f16; empty when nothing does.
+// CPU kernels), and a --kv other than f32 or f16; empty when nothing does. (--compute goes to the
+// GPU policy: open_device.)
 std::string cpu_only_flags(const Args& a);
 
 }  // namespace g4::cli
