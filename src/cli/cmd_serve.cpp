@@ -316,6 +316,8 @@ int run(const std::vector<std::string>& argv) {
     model.forward = describe_forward(compute, e, *model.model);
   } else {
     model.forward = device.line.substr(7);  // without "device "
+    model.gpu_device = device.label;
+    model.gpu_policy = device.policy;
     if (model.vision) {  // the tower runs on the CPU kernels only: image parts are refused by name
       model.vision.reset();
       model.notes.push_back("images: refused on " + device.label + " (the vision tower runs with --device cpu)");

@@ -109,6 +109,7 @@ DeviceRun open_device(const DeviceChoice& choice, const Model& m, uint32_t slots
     return r;
   }
   r.label = r.forward->name();
+  r.policy = gpu::gpu_policy_to_json(p);
   r.line = "device " + choice.reason + "; " + p.compute_reason + "; " + p.weights_reason + "; KV cache in device memory (" +
            (kv_f16 ? "f16, --kv f16" : "f32") + ") with an exact f32 host copy";
   return r;

@@ -5,6 +5,8 @@
 // memory, a dtype without a shader) `auto` runs on the CPU and says so, while an explicit
 // `--device vulkan` refuses with that reason.
 #pragma once
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -37,6 +39,7 @@ struct DeviceRun {
   std::unique_ptr<StepForward> forward;  // null: the CPU
   std::string line;                      // "device vulkan:0 (NVIDIA L4): ..." or "device cpu: ..."
   std::string label;                     // "cpu" or the forward's name
+  nlohmann::json policy;                 // the GPU policy with its reasons; null on the CPU
 };
 
 // Opens the chosen device for `m` with room for `slots` sequences of `max_context` positions and

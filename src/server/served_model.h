@@ -36,6 +36,10 @@ struct ServedModel {
   std::vector<std::string> missing_template_tokens;  // empty for a Gemma 4 tokenizer
   bool synthetic = false;                             // config.json carries "g4_synth" (random weights)
   DevicePolicy policy;
+  // Set when a GPU runs the model: its name and its policy (gpu_policy_to_json), which /v1/models
+  // then shows instead of the CPU's.
+  std::string gpu_device;
+  nlohmann::json gpu_policy;
   std::vector<std::string> notes;  // degradations and defaults, one sentence each
 
   // Loads and validates; throws g4::Error naming what is wrong (no tokenizer, vocab mismatch, ...).

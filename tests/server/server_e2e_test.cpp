@@ -22,6 +22,7 @@
 
 #include "declared_order.h"
 #include "gpu/gpu_device.h"
+#include "platform/device.h"
 #include "server_process.h"
 
 namespace g4::test {
@@ -1247,9 +1248,14 @@ TEST(ServerOnVulkan, ServesWhatTheCpuServes) {
   Reply ready = send(g, "GET", "/ready");
   EXPECT_EQ(ready.status, 200) << ready.raw;
   EXPECT_GT(ready.body["check"]["generated_tokens"].get<int>(), 0);
-  const std::string forward = send(g, "GET", "/v1/models").body["data"][0]["g4"].dump();
-  EXPECT_NE(forward.find("vulkan:0"), std::string::npos) << forward;
+  const json g4_block = send(g, "GET", "/v1/models").body["data"][0]["g4"];
+  const std::string forward = g4_block.dump();
   EXPECT_NE(forward.find("compute f32"), std::string::npos) << forward;
+  // The device and the policy shown are the GPU's, not the host CPU's.
+  EXPECT_EQ(g4_block["device"].get<std::string>().rfind("vulkan:0", 0), 0u) << forward;
+  EXPECT_EQ(g4_block["dtype_policy"]["compute"], "f32") << forward;
+  EXPECT_NE(g4_block["dtype_policy"]["reasons"].dump().find("shaders"), std::string::npos) << forward;
+  EXPECT_EQ(send(c, "GET", "/v1/models").body["data"][0]["g4"]["device"], g4::host_cpu().name);
   const json body = chat_body({{"temperature", 0}, {"max_tokens", 16}, {"logprobs", true}});
   Reply rg = post(g, "/v1/chat/completions", body), rc = post(c, "/v1/chat/completions", body);
   ASSERT_EQ(rg.status, 200) << rg.raw;
