@@ -4,8 +4,11 @@
 #include <numeric>
 
 #include "model/gemma4.h"
+#include "ops/attention/attention_kernels.h"
+#include "ops/matmul/dot_kernels.h"
 #include "ops/ref/reference_ops.h"
 #include "platform/error.h"
+#include "platform/row_interleave.h"
 
 namespace g4 {
 
@@ -15,25 +18,73 @@ using blocks::Vec;
 
 // a [nH, hd] = softmax(q · Kᵀ) V over the target's cached K/V of drafter layer `layer`'s type:
 // positions [0, pos) on full layers, the newest min(pos, W+1) on sliding ones. Scale 1.0, GQA.
-void attend_target_kv(const AssistantModel& d, int layer, const KvStore& kv, int seq, int64_t pos, const Vec& q, Vec& a) {
+// Reference: the keys gathered to f32 and ref::attend_row (the spec). SIMD: the engine's
+// one-row kernel (ops::attend_row, f32 FMA) over the store's own spans, widened in registers
+// (exact), so only the summation order differs; on the calling thread, since a row of a few
+// hundred keys costs less than waking the pool.
+void attend_target_kv(const AssistantModel& d, int layer, const KvStore& kv, int seq, int64_t pos, const Vec& q, Vec& a,
+                      const blocks::Exec& ex) {
   const ModelConfig& c = d.config.text;
   const LayerPlan& p = c.layers[size_t(layer)];
   const int64_t hd = p.head_dim, kvh = p.kv_heads, nH = c.num_attention_heads;
   const int64_t first = p.type == LayerType::Sliding ? std::max<int64_t>(0, pos - (c.sliding_window + 1)) : 0;
   const int64_t n = pos - first;
+  const int src = d.pairing.target_layer(p.type);
+  if (ex.simd()) {
+    std::vector<ops::KvSpan> spans;
+    Vec k, v;  // [n, kvh, hd] each, only for a store without views
+    if (!kv.view(src, seq, first, pos, spans)) {
+      k.resize(static_cast<size_t>(n * kvh * hd));
+      v.resize(k.size());
+      kv.read(src, seq, first, pos, k.data(), v.data());
+      spans.push_back({ops::KvElem::F32, n, k.data(), v.data(), nullptr, nullptr});
+    }
+    ops::attend_row(q.data(), nH, ops::KvSpans{spans.data(), spans.size(), kvh, hd}, 0, n, a.data());
+    return;
+  }
   Vec k(static_cast<size_t>(n * kvh * hd)), v(k.size());  // [n, kvh, hd] each
-  kv.read(d.pairing.target_layer(p.type), seq, first, pos, k.data(), v.data());
+  kv.read(src, seq, first, pos, k.data(), v.data());
   ref::attend_row(q.data(), k.data(), v.data(), n, nH, kvh, hd, a.data());
 }
 
-// The centroid-masked head: scores = centroids · y; the top_k centroids by falling score (lower
-// index first on a tie); their clusters' tokens are the candidates, scored with the tied head's
-// rows; every other token gets the minimum candidate logit - 1.
-void centroid_head(const AssistantModel& d, const Vec& y, const blocks::Exec& ex, DraftStep& out) {
+// sel[i] = head[rows[i]] · y (y [H]). Reference: each row widened, ref::dot. SIMD: the dot
+// kernels on each row as stored (F32/BF16/F16 widened in registers, Q8_0/Q4_0 blocks), other
+// dtypes widened first; the rows split over the pool.
+void score_rows(const TensorView& head, const std::vector<int>& rows, const Vec& y, const blocks::Exec& ex, Vec& sel) {
+  const int64_t H = head.shape.back();
+  sel.resize(rows.size());
+  if (!ex.simd()) {
+    Vec row(static_cast<size_t>(H));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      head.row_to_f32(rows[i], row.data());
+      sel[i] = ref::dot(row.data(), y.data(), H);
+    }
+    return;
+  }
+  const bool floats = head.dtype == DType::F32 || head.dtype == DType::BF16 || head.dtype == DType::F16;
+  const bool row_major = !dtype_is_interleaved(head.dtype);
+  ex.for_rows(int64_t(rows.size()), H, [&](int64_t b, int64_t e) {
+    Vec row;
+    for (int64_t i = b; i < e; ++i) {
+      const int r = rows[size_t(i)];
+      float* out = &sel[size_t(i)];
+      if (floats) {
+        ops::dot_rows(y.data(), head.row_data(r), head.dtype, size_t(H), 0, 1, out);
+      } else if (!row_major || !ops::dot_row_blocks(y.data(), head.row_data(r), head.dtype, size_t(H), out)) {
+        row.resize(size_t(H));
+        head.row_to_f32(r, row.data());
+        ops::dot_rows(y.data(), row.data(), DType::F32, size_t(H), 0, 1, out);
+      }
+    }
+  });
+}
+
+// The centroid-masked head, from scores = centroids · y [C]: the top_k centroids by falling
+// score (lower index first on a tie); their clusters' tokens are the candidates, scored with the
+// tied head's rows; every other token gets the minimum candidate logit - 1.
+void centroid_head(const AssistantModel& d, const Vec& y, const Vec& scores, const blocks::Exec& ex, DraftStep& out) {
   const AssistantConfig& c = d.config;
-  const int64_t C = c.num_centroids, per = c.tokens_per_centroid(), Hd = c.text.hidden_size;
-  Vec scores(static_cast<size_t>(C));  // [C]
-  ex.product(y.data(), 1, *d.centroids, scores.data());
+  const int64_t C = c.num_centroids, per = c.tokens_per_centroid();
   std::vector<int> order(static_cast<size_t>(C));
   std::iota(order.begin(), order.end(), 0);
   const auto top = order.begin() + c.centroid_intermediate_top_k;
@@ -43,12 +94,8 @@ void centroid_head(const AssistantModel& d, const Vec& y, const blocks::Exec& ex
   out.candidates.clear();
   for (auto it = order.begin(); it != top; ++it)
     for (int64_t t = 0; t < per; ++t) out.candidates.push_back(d.token_ordering[size_t(*it * per + t)]);
-  const TensorView& head = *d.stack->weights.embed_tokens;  // [V, H_d]
-  Vec row(static_cast<size_t>(Hd)), sel(out.candidates.size());
-  for (size_t i = 0; i < out.candidates.size(); ++i) {
-    head.row_to_f32(out.candidates[i], row.data());
-    sel[i] = ref::dot(row.data(), y.data(), Hd);
-  }
+  Vec sel;  // [candidates]
+  score_rows(*d.stack->weights.embed_tokens, out.candidates, y, ex, sel);  // the tied head [V, H_d]
   const float fill = *std::min_element(sel.begin(), sel.end()) - 1.0f;
   out.logits.assign(size_t(c.text.vocab_size), fill);
   for (size_t i = 0; i < sel.size(); ++i) out.logits[size_t(out.candidates[i])] = sel[i];
@@ -78,22 +125,24 @@ DraftStep draft_step(const AssistantModel& d, const Model& target, const KvStore
   Vec a(static_cast<size_t>(c.num_attention_heads * widest)), q_storage;  // [nH, hd]
   for (int i = 0; i < c.num_hidden_layers; ++i) {
     blocks::Qkv qkv = blocks::project_qkv(stack, i, x, positions, rope, ex, std::move(q_storage));  // q only
-    attend_target_kv(d, i, kv, seq, pos, qkv.q, a);
+    attend_target_kv(d, i, kv, seq, pos, qkv.q, a, ex);
     q_storage = std::move(qkv.q);
     blocks::attention_output(stack, i, a, x, ex);
     blocks::feed_forward(stack, i, x, ex);
     blocks::per_layer_tail(stack, i, x, {}, ex);  // no per-layer inputs: the layer scalar only
   }
   ex.rms_norm(x.data(), 1, Hd, stack.weights.final_norm, float(c.rms_norm_eps));  // y [H_d]
+  // The head's product and h_next = post_projection · y share their input: one hand-off.
   DraftStep out;
+  out.h_next.resize(size_t(Ht));
   if (d.config.use_ordered_embeddings) {
-    centroid_head(d, x, ex, out);
+    Vec scores(static_cast<size_t>(d.config.num_centroids));  // [C]
+    ex.products(x.data(), 1, {{d.centroids, scores.data()}, {d.post_projection, out.h_next.data()}});
+    centroid_head(d, x, scores, ex, out);
   } else {
     out.logits.resize(size_t(c.vocab_size));  // [V]
-    ex.product(x.data(), 1, *stack.weights.embed_tokens, out.logits.data());
+    ex.products(x.data(), 1, {{stack.weights.embed_tokens, out.logits.data()}, {d.post_projection, out.h_next.data()}});
   }
-  out.h_next.resize(size_t(Ht));
-  ex.product(x.data(), 1, *d.post_projection, out.h_next.data());
   out.token = int(std::max_element(out.logits.begin(), out.logits.end()) - out.logits.begin());
   return out;
 }
