@@ -7,6 +7,7 @@
 #include "ops/attention/attention_kernels.h"
 #include "ops/matmul/dot_kernels.h"
 #include "ops/ref/reference_ops.h"
+#include "ops/rows/row_reductions.h"
 #include "platform/error.h"
 #include "platform/row_interleave.h"
 
@@ -143,7 +144,9 @@ DraftStep draft_step(const AssistantModel& d, const Model& target, const KvStore
     out.logits.resize(size_t(c.vocab_size));  // [V]
     ex.products(x.data(), 1, {{stack.weights.embed_tokens, out.logits.data()}, {d.post_projection, out.h_next.data()}});
   }
-  out.token = int(std::max_element(out.logits.begin(), out.logits.end()) - out.logits.begin());
+  // The first largest logit: ops::argmax gives the scalar scan's answer over [V] in SIMD lanes.
+  out.token = ex.simd() ? int(ops::argmax(out.logits.data(), int64_t(out.logits.size())))
+                        : int(std::max_element(out.logits.begin(), out.logits.end()) - out.logits.begin());
   return out;
 }
 
