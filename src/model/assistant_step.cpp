@@ -10,6 +10,7 @@
 #include "ops/rows/row_reductions.h"
 #include "platform/error.h"
 #include "platform/row_interleave.h"
+#include "platform/scope_timer.h"
 
 namespace g4 {
 
@@ -31,6 +32,7 @@ void attend_target_kv(const AssistantModel& d, int layer, const KvStore& kv, int
   const int64_t first = p.type == LayerType::Sliding ? std::max<int64_t>(0, pos - (c.sliding_window + 1)) : 0;
   const int64_t n = pos - first;
   const int src = d.pairing.target_layer(p.type);
+  ScopeTimer timer(ex.times ? &ex.times->attention_s : nullptr);
   if (ex.simd()) {
     std::vector<ops::KvSpan> spans;
     Vec k, v;  // [n, kvh, hd] each, only for a store without views
@@ -48,9 +50,14 @@ void attend_target_kv(const AssistantModel& d, int layer, const KvStore& kv, int
   ref::attend_row(q.data(), k.data(), v.data(), n, nH, kvh, hd, a.data());
 }
 
+// The candidates' rows lie scattered over the head (E2B: 4096 of 262144 rows, 512 bytes each):
+// each one's cache lines are requested this many rows ahead, so its memory latency overlaps the
+// dots before it.
+constexpr int64_t kPrefetchRows = 8;
+
 // sel[i] = head[rows[i]] · y (y [H]). Reference: each row widened, ref::dot. SIMD: the dot
 // kernels on each row as stored (F32/BF16/F16 widened in registers, Q8_0/Q4_0 blocks), other
-// dtypes widened first; the rows split over the pool.
+// dtypes widened first; the rows split over the pool, each row's sum computed alone.
 void score_rows(const TensorView& head, const std::vector<int>& rows, const Vec& y, const blocks::Exec& ex, Vec& sel) {
   const int64_t H = head.shape.back();
   sel.resize(rows.size());
@@ -64,14 +71,20 @@ void score_rows(const TensorView& head, const std::vector<int>& rows, const Vec&
   }
   const bool floats = head.dtype == DType::F32 || head.dtype == DType::BF16 || head.dtype == DType::F16;
   const bool row_major = !dtype_is_interleaved(head.dtype);
+  const uint64_t row_bytes_of = row_major ? row_bytes(head.dtype, H) : 0;
   ex.for_rows(int64_t(rows.size()), H, [&](int64_t b, int64_t e) {
     Vec row;
     for (int64_t i = b; i < e; ++i) {
+      if (i + kPrefetchRows < e) {
+        const std::byte* ahead = head.data + uint64_t(rows[size_t(i + kPrefetchRows)]) * row_bytes_of;
+        for (uint64_t at = 0; at < row_bytes_of; at += 64) __builtin_prefetch(ahead + at);
+      }
       const int r = rows[size_t(i)];
+      const std::byte* w = head.data + uint64_t(r) * row_bytes_of;  // row-major only
       float* out = &sel[size_t(i)];
       if (floats) {
-        ops::dot_rows(y.data(), head.row_data(r), head.dtype, size_t(H), 0, 1, out);
-      } else if (!row_major || !ops::dot_row_blocks(y.data(), head.row_data(r), head.dtype, size_t(H), out)) {
+        ops::dot_rows(y.data(), w, head.dtype, size_t(H), 0, 1, out);
+      } else if (!row_major || !ops::dot_row_blocks(y.data(), w, head.dtype, size_t(H), out)) {
         row.resize(size_t(H));
         head.row_to_f32(r, row.data());
         ops::dot_rows(y.data(), row.data(), DType::F32, size_t(H), 0, 1, out);
