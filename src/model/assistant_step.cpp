@@ -146,7 +146,8 @@ DraftStep draft_step(const AssistantModel& d, const Model& target, const KvStore
     blocks::per_layer_tail(stack, i, x, {}, ex);  // no per-layer inputs: the layer scalar only
   }
   ex.rms_norm(x.data(), 1, Hd, stack.weights.final_norm, float(c.rms_norm_eps));  // y [H_d]
-  // The head's product and h_next = post_projection · y share their input: one hand-off.
+  // The head's product and h_next = post_projection · y share their input: one hand-off to the
+  // pool where both take the same bf16 or int8 kernel (ops::matmul_shared_input), else two.
   DraftStep out;
   out.h_next.resize(size_t(Ht));
   if (d.config.use_ordered_embeddings) {
