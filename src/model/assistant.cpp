@@ -48,11 +48,7 @@ struct DrafterTensors {
   const Int64Tensor* ordering;  // null when the checkpoint has none
   bool gguf;
   std::string shown(const std::string& st_name) const {
-    if (!gguf) return st_name;
-    if (st_name == "pre_projection.weight") return "nextn.pre_projection.weight";
-    if (st_name == "post_projection.weight") return "nextn.post_projection.weight";
-    if (st_name == "masked_embedding.centroids.weight") return "masked_embd_centroids.weight";
-    return st_name;
+    return gguf ? assistant_gguf_name(st_name).value_or(st_name) : st_name;
   }
 };
 
@@ -152,6 +148,5 @@ const Int64Tensor* AssistantModel::token_ordering_tensor() const {
   auto it = ints.find(stack->gguf ? kGgufTokenOrdering : "masked_embedding.token_ordering");
   return it == ints.end() ? nullptr : &it->second;
 }
-
 
 }  // namespace g4

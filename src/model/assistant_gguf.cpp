@@ -85,24 +85,16 @@ AssistantConfig assistant_config_from_gguf(const GgufFile& g) {
 }
 
 std::map<std::string, TensorView> assistant_gguf_tensors_as_hf(const GgufFile& g) {
-  std::map<std::string, TensorView> out;
   const std::string layer_prefix = "model.language_model.layers.";
-  for (const auto& [name, view] : g.tensors()) {
-    if (name == "rope_freqs.weight") continue;  // checked against the config by config_from_gguf
-    std::optional<std::string> hf;
+  const auto to_hf = [&](const std::string& name) -> std::optional<std::string> {
     for (const auto& [gg, st] : kDrafterGlobal)
-      if (name == gg) hf = st;
-    if (!hf && name.rfind("blk.", 0) == 0 && drafter_layer_tensor(name))
-      if (auto target_name = gguf_to_hf_name(name); target_name && target_name->rfind(layer_prefix, 0) == 0)
-        hf = "model.layers." + target_name->substr(layer_prefix.size());
-    if (!hf)
-      throw Error(g.path().string() + ": unknown tensor '" + name + "' " + shape_str(view.shape) + " (data at byte " +
-                  std::to_string(view.file_offset) + "): not part of the gemma4-assistant architecture g4 knows");
-    TensorView v = view;
-    v.name = *hf;
-    out.emplace(*hf, std::move(v));
-  }
-  return out;
+      if (name == gg) return st;
+    if (name.rfind("blk.", 0) != 0 || !drafter_layer_tensor(name)) return std::nullopt;
+    auto target_name = gguf_to_hf_name(name);  // the target's layer names, under its prefix
+    if (!target_name || target_name->rfind(layer_prefix, 0) != 0) return std::nullopt;
+    return "model.layers." + target_name->substr(layer_prefix.size());
+  };
+  return gguf_tensors_renamed(g, to_hf, kArch, {kGgufTokenOrdering});
 }
 
 std::optional<std::string> assistant_gguf_name(const std::string& st) {

@@ -1,5 +1,6 @@
 #include "model/gguf_weights.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -86,19 +87,29 @@ std::optional<std::string> hf_to_gguf_name(const std::string& n) {
   return std::nullopt;
 }
 
-std::map<std::string, TensorView> gguf_tensors_as_hf(const GgufFile& g) {
+std::map<std::string, TensorView> gguf_tensors_renamed(const GgufFile& g,
+                                                       const std::function<std::optional<std::string>(const std::string&)>& to_hf,
+                                                       const std::string& arch, const std::vector<std::string>& index_tables) {
+  const std::string unknown = "not part of the " + arch + " architecture g4 knows";
+  for (const auto& [name, t] : g.int_tensors())
+    if (std::find(index_tables.begin(), index_tables.end(), name) == index_tables.end())
+      throw Error(g.path().string() + ": unknown integer tensor '" + name + "' " + shape_str(t.shape) + ": " + unknown);
   std::map<std::string, TensorView> out;
   for (const auto& [name, view] : g.tensors()) {
     if (name == "rope_freqs.weight") continue;  // checked against the config by config_from_gguf
-    auto hf = gguf_to_hf_name(name);
+    auto hf = to_hf(name);
     if (!hf)
       throw Error(g.path().string() + ": unknown tensor '" + name + "' " + shape_str(view.shape) + " (data at byte " +
-                  std::to_string(view.file_offset) + "): not part of the gemma4 architecture g4 knows");
+                  std::to_string(view.file_offset) + "): " + unknown);
     TensorView v = view;
     v.name = *hf;
     out.emplace(*hf, std::move(v));
   }
   return out;
+}
+
+std::map<std::string, TensorView> gguf_tensors_as_hf(const GgufFile& g) {
+  return gguf_tensors_renamed(g, gguf_to_hf_name, "gemma4");
 }
 
 ModelWeights bind_gguf_weights(const ModelConfig& c, const GgufFile& g, std::map<std::string, TensorView>& storage) {

@@ -1,9 +1,12 @@
 // GGUF tensor names (llama.cpp `gemma4`) <-> Hugging Face names under `model.language_model.`,
 // so bind_weights validates a GGUF exactly as it validates safetensors.
 #pragma once
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
+
 
 #include "model/config.h"
 #include "model/gguf.h"
@@ -22,6 +25,13 @@ std::optional<std::string> hf_to_gguf_name(const std::string& hf_name);
 // The GGUF's views re-keyed by HF name (view.name is the HF name, so bind_weights' messages
 // and bookkeeping work unchanged). Unknown tensor names are refused, naming the tensor.
 std::map<std::string, TensorView> gguf_tensors_as_hf(const GgufFile& g);
+// The same with another name map (`to_hf`: nullopt for a name `arch` does not have), as the
+// drafter's loader uses. rope_freqs.weight is left out (config_from_gguf checks it), and so are
+// the integer tensors named in `index_tables` (read apart, from g.int_tensors()); any other
+// tensor, weight or integer, is refused naming it, its shape and where its data is.
+std::map<std::string, TensorView> gguf_tensors_renamed(const GgufFile& g,
+                                                       const std::function<std::optional<std::string>(const std::string&)>& to_hf,
+                                                       const std::string& arch, const std::vector<std::string>& index_tables = {});
 
 // bind_weights over a GGUF: errors mention the GGUF tensor name and its data offset beside the
 // HF name, and say that shapes are shown in row-major [out, in] order (GGUF ne reversed).

@@ -142,6 +142,25 @@ fs::path write_drafter_gguf(const std::string& variant, const fs::path& out, con
   return out;
 }
 
+// A copy of GGUF `src` without metadata key `drop_key` and with an I64 [3] tensor `add_i64`
+// (when not empty).
+fs::path copy_gguf(const fs::path& src, const fs::path& dst, const std::string& drop_key, const std::string& add_i64 = "") {
+  auto g = GgufFile::open(src);
+  GgufWriter w;
+  for (const auto& [key, value] : g->metadata())
+    if (key != drop_key && key != "general.alignment") w.set_value(key, value);
+  for (const auto& [name, v] : g->tensors()) w.add_tensor(name, v.dtype, v.shape);
+  for (const auto& [name, t] : g->int_tensors()) w.add_i64_tensor(name, t.shape);
+  if (!add_i64.empty()) w.add_i64_tensor(add_i64, {3});
+  w.write(dst, [&](size_t i, std::byte* out) {
+    const std::string& name = w.tensors()[i].name;
+    if (auto it = g->tensors().find(name); it != g->tensors().end()) std::memcpy(out, it->second.data, it->second.nbytes);
+    else if (auto t = g->int_tensors().find(name); t != g->int_tensors().end())
+      std::memcpy(out, t->second.data, size_t(t->second.numel()) * 8);
+  });
+  return dst;
+}
+
 // The target over tokens [0, p), then k draft steps from tokens[p] and hidden row p-1.
 std::vector<DraftStep> gguf_draft_from(const Model& target, const AssistantModel& d, const std::vector<int>& tokens, int64_t p,
                                   int k, const blocks::Exec& ex) {
@@ -152,16 +171,6 @@ std::vector<DraftStep> gguf_draft_from(const Model& target, const AssistantModel
   std::vector<float> logits, hidden;
   forward_cached(target, rows, kv, ex, logits, &hidden);
   return draft(d, target, kv, seq, p, tokens[size_t(p)], hidden, k, ex);
-}
-
-template <class Fn>
-std::string gguf_error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 class GgufDrafter : public ::testing::TestWithParam<std::string> {
@@ -250,19 +259,7 @@ TEST(GgufDrafterCentroids, WithoutATopKKeyTheReleasedValueIsUsedAndNoted) {
   const auto keyed = load_assistant(write_drafter_gguf(variant, tmp / "keyed.gguf", e), *target);
   EXPECT_EQ(keyed->config.centroid_intermediate_top_k, 4);
   const fs::path plain = write_drafter_gguf(variant, tmp / "plain.gguf");
-  auto g = GgufFile::open(plain);
-  // Rewrite without the key: the same file but for one metadata entry.
-  GgufWriter w;
-  for (const auto& [key, value] : g->metadata())
-    if (key != "gemma4-assistant.centroid_intermediate_top_k" && key != "general.alignment") w.set_value(key, value);
-  for (const auto& [name, v] : g->tensors()) w.add_tensor(name, v.dtype, v.shape);
-  for (const auto& [name, t] : g->int_tensors()) w.add_i64_tensor(name, t.shape);
-  w.write(tmp / "nokey.gguf", [&](size_t i, std::byte* dst) {
-    const std::string& name = w.tensors()[i].name;
-    if (auto it = g->tensors().find(name); it != g->tensors().end()) std::memcpy(dst, it->second.data, it->second.nbytes);
-    else std::memcpy(dst, g->int_tensors().at(name).data, size_t(g->int_tensors().at(name).numel()) * 8);
-  });
-  const auto d = load_assistant(tmp / "nokey.gguf", *target);
+  const auto d = load_assistant(copy_gguf(plain, tmp / "nokey.gguf", "gemma4-assistant.centroid_intermediate_top_k"), *target);
   EXPECT_TRUE(d->config.use_ordered_embeddings);
   EXPECT_EQ(d->config.centroid_intermediate_top_k, 32);
   bool noted = false;
@@ -281,7 +278,7 @@ TEST(GgufDrafterDirectory, ADirectoryWithOneGgufIsThatFile) {
   EXPECT_EQ(d->path, file);
   EXPECT_EQ(d->stack->format, "gguf");
   write_drafter_gguf(variant, tmp / "repo" / "drafter-2.gguf");
-  EXPECT_NE(gguf_error_of([&] { load_assistant(tmp / "repo", *target); }).find("2 .gguf files: name the one to load"),
+  EXPECT_NE(test::error_of([&] { load_assistant(tmp / "repo", *target); }).find("2 .gguf files: name the one to load"),
             std::string::npos);
 }
 
@@ -290,7 +287,7 @@ TEST(GgufDrafterRefusals, NameTheKeyOrTensor) {
   const auto target = load_model(drafter_fixture(variant) / "target");
   test::TempDir tmp;
   auto refused = [&](const GgufEdit& edit) {
-    return gguf_error_of([&] { load_assistant(write_drafter_gguf(variant, tmp / "bad.gguf", edit), *target); });
+    return test::error_of([&] { load_assistant(write_drafter_gguf(variant, tmp / "bad.gguf", edit), *target); });
   };
   EXPECT_NE(refused(dropping("nextn.pre_projection.weight")).find("missing tensor 'nextn.pre_projection.weight'"),
             std::string::npos);
@@ -307,15 +304,24 @@ TEST(GgufDrafterRefusals, NameTheKeyOrTensor) {
   EXPECT_NE(refused(setting([](GgufWriter& w) { w.set_u32("gemma4-assistant.attention.shared_kv_layers", 2); }))
                 .find("shares all its layers' K/V"),
             std::string::npos);
+  // An integer tensor neither reader knows, in a drafter and in a target: refused, not ignored.
+  const fs::path good = write_drafter_gguf(variant, tmp / "good.gguf");
+  EXPECT_NE(test::error_of([&] { load_assistant(copy_gguf(good, tmp / "i.gguf", "", "extra_ids"), *target); })
+                .find("unknown integer tensor 'extra_ids' [3]"),
+            std::string::npos);
+  const fs::path target_gguf_src = test::fixtures_dir() / "gemma4-tiny" / "tiny-e" / "model.gguf";
+  EXPECT_NE(test::error_of([&] { load_model(copy_gguf(target_gguf_src, tmp / "t.gguf", "", "masked_embd_ordering")); })
+                .find("unknown integer tensor 'masked_embd_ordering' [3]: not part of the gemma4 architecture"),
+            std::string::npos);
   // A target GGUF handed over as a drafter, and a drafter GGUF handed over as a model.
   const fs::path target_gguf = test::fixtures_dir() / "gemma4-tiny" / "tiny-e" / "model.gguf";
-  EXPECT_NE(gguf_error_of([&] { load_assistant(target_gguf, *target); }).find("a Gemma 4 model, not a gemma4-assistant drafter"),
+  EXPECT_NE(test::error_of([&] { load_assistant(target_gguf, *target); }).find("a Gemma 4 model, not a gemma4-assistant drafter"),
             std::string::npos);
   const fs::path drafter = write_drafter_gguf(variant, tmp / "ok.gguf");
-  EXPECT_NE(gguf_error_of([&] { load_model(drafter); }).find("a drafter, not a model"), std::string::npos);
+  EXPECT_NE(test::error_of([&] { load_model(drafter); }).find("a drafter, not a model"), std::string::npos);
   // The E-style drafter against the 31B-style target: every differing field is named.
   const auto other = load_model(drafter_fixture("tiny-31b-assistant") / "target");
-  EXPECT_NE(gguf_error_of([&] { load_assistant(drafter, *other); }).find("is not a drafter for"), std::string::npos);
+  EXPECT_NE(test::error_of([&] { load_assistant(drafter, *other); }).find("is not a drafter for"), std::string::npos);
 }
 
 }  // namespace
