@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "platform/error.h"
 #include "platform/tensor_view.h"
 
 namespace g4::test {
@@ -137,6 +138,17 @@ inline TensorView matrix_view(DType dtype, int64_t out, int64_t in, const void* 
 std::vector<std::byte> random_blocks(DType t, int64_t n, std::mt19937& rng);
 
 // max_i |a[i] - b[i]| over n floats.
+// The message of the g4::Error that fn throws ("" when it throws none).
+template <class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 inline float max_abs_diff(const float* a, const float* b, size_t n) {
   float w = 0;
   for (size_t i = 0; i < n; ++i) w = std::max(w, std::fabs(a[i] - b[i]));

@@ -18,17 +18,6 @@ std::filesystem::path drafter_fixture_dir(const std::string& variant) {
   return test::fixtures_dir() / "gemma4-assistant-tiny" / variant;
 }
 
-// The message of the g4::Error that fn throws ("" when it throws none).
-template <class Fn>
-std::string drafter_error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // A writable copy of a variant's assistant directory.
 std::filesystem::path copy_assistant(const test::TempDir& tmp, const std::string& variant) {
   const auto dst = tmp / "assistant";
@@ -89,7 +78,7 @@ TEST(AssistantLoad, ReadsBothFixturesAndPairsTheLastKvOwningLayers) {
 
 TEST(AssistantLoad, RefusesAMismatchedPairNamingTheFields) {
   auto other = load_model(drafter_fixture_dir("tiny-31b-assistant") / "target");  // 2 sliding KV heads, not 1
-  const std::string e = drafter_error_of([&] { load_assistant(drafter_fixture_dir("tiny-e-assistant") / "assistant", *other); });
+  const std::string e = test::error_of([&] { load_assistant(drafter_fixture_dir("tiny-e-assistant") / "assistant", *other); });
   EXPECT_NE(e.find("KV heads of sliding_attention layers = 1 but target KV heads of layer 4 = 2"), std::string::npos) << e;
 
   test::TempDir tmp;
@@ -99,7 +88,7 @@ TEST(AssistantLoad, RefusesAMismatchedPairNamingTheFields) {
     j["text_config"]["sliding_window"] = 6;
   });
   auto target = load_model(drafter_fixture_dir("tiny-31b-assistant") / "target");
-  const std::string f = drafter_error_of([&] { load_assistant(dir, *target); });
+  const std::string f = test::error_of([&] { load_assistant(dir, *target); });
   EXPECT_NE(f.find("backbone_hidden_size = 64 but target hidden_size = 48"), std::string::npos) << f;
   EXPECT_NE(f.find("text_config.sliding_window = 6 but target sliding_window = 5"), std::string::npos) << f;
 }
@@ -118,7 +107,7 @@ TEST(AssistantLoad, RefusesConfigsTheReferenceRefuses) {
     test::TempDir tmp;
     const auto dir = copy_assistant(tmp, "tiny-e-assistant");
     edit_config(dir, edit);
-    const std::string e = drafter_error_of([&] { load_assistant(dir, *target); });
+    const std::string e = test::error_of([&] { load_assistant(dir, *target); });
     EXPECT_NE(e.find(want), std::string::npos) << e;
   }
 }
@@ -128,7 +117,7 @@ TEST(AssistantLoad, RefusesATruncatedCheckpointNamingTheFile) {
   const auto dir = copy_assistant(tmp, "tiny-e-assistant");
   std::filesystem::resize_file(dir / "model.safetensors", std::filesystem::file_size(dir / "model.safetensors") / 2);
   auto target = load_model(drafter_fixture_dir("tiny-e-assistant") / "target");
-  const std::string e = drafter_error_of([&] { load_assistant(dir, *target); });
+  const std::string e = test::error_of([&] { load_assistant(dir, *target); });
   EXPECT_NE(e.find((dir / "model.safetensors").string()), std::string::npos) << e;
   EXPECT_NE(e.find("past the data section"), std::string::npos) << e;
 }
@@ -141,7 +130,7 @@ TEST(AssistantLoad, RefusesMissingTensorsNamingThem) {
     test::TempDir tmp;
     const auto dir = copy_assistant(tmp, "tiny-e-assistant");
     rewrite_checkpoint(dir, name);
-    const std::string e = drafter_error_of([&] { load_assistant(dir, *target); });
+    const std::string e = test::error_of([&] { load_assistant(dir, *target); });
     EXPECT_NE(e.find("missing tensor '" + name + "'"), std::string::npos) << e;
     EXPECT_NE(e.find(dir.string()), std::string::npos) << e;
   }
@@ -152,7 +141,7 @@ TEST(AssistantLoad, RefusesAMisshapenTensorNamingItAndItsShape) {
   test::TempDir tmp;
   const auto dir = copy_assistant(tmp, "tiny-31b-assistant");
   rewrite_checkpoint(dir, "", "pre_projection.weight");
-  const std::string e = drafter_error_of([&] { load_assistant(dir, *target); });
+  const std::string e = test::error_of([&] { load_assistant(dir, *target); });
   EXPECT_NE(e.find("tensor 'pre_projection.weight' has shape [3072], expected [32, 96]"), std::string::npos) << e;
 }
 
@@ -169,7 +158,7 @@ TEST(AssistantLoad, RefusesATokenOrderingThatIsNoPermutation) {
   std::memcpy(&bytes[at], &dup, 8);
   std::memcpy(&bytes[at + 8], &dup, 8);  // elements 0 and 1 both 7
   test::write_file(dir / "model.safetensors", bytes);
-  const std::string e = drafter_error_of([&] { load_assistant(dir, *target); });
+  const std::string e = test::error_of([&] { load_assistant(dir, *target); });
   EXPECT_NE(e.find("'masked_embedding.token_ordering' element 1 = 7: not a permutation"), std::string::npos) << e;
 }
 
